@@ -1,0 +1,65 @@
+package agg
+
+import (
+	"time"
+
+	"github.com/mpiprobe/mpiprobe/identity"
+)
+
+// Sample is one counter read from the BPF maps: how often one event happened in one process.
+type Sample struct {
+	// PID is the process (thread group) id.
+	PID uint32
+	// Event is the catalog event id, e.g. "ob1.send_pending.new".
+	Event string
+	// Count is the running total since tracing began.
+	Count uint64
+	// First and Last are the wall-clock times of the first and the latest hit.
+	First, Last time.Time
+}
+
+// EndKind says how a traced process ended.
+type EndKind int
+
+const (
+	// Running means the process was still alive when the summary was built.
+	Running EndKind = iota
+	// Exited means the process called exit; End.Code holds the status.
+	Exited
+	// Signaled means a signal killed the process; End.Signal holds it.
+	Signaled
+	// Vanished means the process is gone but how it ended is unknown.
+	Vanished
+)
+
+// End says how a process ended.
+type End struct {
+	// Kind says which of the other fields are meaningful.
+	Kind EndKind
+	// Code is the exit status when Kind is Exited.
+	Code int
+	// Signal is the number of the killing signal when Kind is Signaled.
+	Signal int
+	// At is when the end was observed (zero for Running).
+	At time.Time
+}
+
+// Proc is a traced process as the loader knows it.
+type Proc struct {
+	// PID is the process (thread group) id.
+	PID int
+	// Comm is the kernel's command name of the process.
+	Comm string
+	// Identity is the process's MPI host, job and rank.
+	Identity identity.Identity
+	// End says how the process ended, or that it still runs.
+	End End
+}
+
+// EventInfo is what the catalog says about an event, for the summary.
+type EventInfo struct {
+	// Message says what the event means.
+	Message string
+	// Advice says what to do about it; it may be empty.
+	Advice string
+}

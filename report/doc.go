@@ -1,0 +1,10 @@
+// Package report renders an agg.Summary for people (WriteTable) and for
+// programs (WriteJSON).
+//
+// The table shows one block per MPI job with a row per rank and event; how a
+// rank ended is always visible, so a rank killed by a signal stands out. What
+// an event means and what to do about it is listed once per job below its
+// table, keyed from the ADVICE column, so that a job with many ranks stays
+// readable. Counter updates the tracer lost are reported as warnings, never
+// left out.
+package report

@@ -1,0 +1,134 @@
+package report
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/mpiprobe/mpiprobe/agg"
+)
+
+// The JSON document. Field names are part of mpiprobe's interface: add
+// fields, never rename them.
+type (
+	jsonSummary struct {
+		Host    string      `json:"host"`
+		Start   time.Time   `json:"start,omitzero"`
+		End     time.Time   `json:"end,omitzero"`
+		Jobs    []jsonJob   `json:"jobs"`
+		Dropped []jsonDrop  `json:"dropped"`
+		Totals  []jsonEvent `json:"totals"`
+	}
+	jsonDrop struct {
+		What  string `json:"what"`
+		Count uint64 `json:"count"`
+		Raise string `json:"raise,omitempty"`
+	}
+	jsonJob struct {
+		Job   string     `json:"job"`
+		Ranks []jsonRank `json:"ranks"`
+	}
+	jsonRank struct {
+		Rank   string      `json:"rank"`
+		PID    int         `json:"pid"`
+		Comm   string      `json:"comm"`
+		Host   string      `json:"host"`
+		End    jsonEnd     `json:"end"`
+		Events []jsonEvent `json:"events"`
+	}
+	jsonEnd struct {
+		// State is "running", "exited", "signaled" or "vanished".
+		State string `json:"state"`
+		// Code is set for "exited".
+		Code *int `json:"code,omitempty"`
+		// Signal and SignalName are set for "signaled".
+		Signal     *int      `json:"signal,omitempty"`
+		SignalName string    `json:"signal_name,omitempty"`
+		At         time.Time `json:"at,omitzero"`
+		// Text is EndString's rendering.
+		Text string `json:"text"`
+	}
+	jsonEvent struct {
+		Event   string    `json:"event"`
+		Count   uint64    `json:"count"`
+		First   time.Time `json:"first,omitzero"`
+		Last    time.Time `json:"last,omitzero"`
+		Message string    `json:"message"`
+		Advice  string    `json:"advice"`
+	}
+)
+
+// WriteJSON writes s as one indented JSON document: host, start, end, jobs
+// (job, ranks: rank, pid, comm, host, end, events: event, count, first,
+// last, message, advice), dropped (what, count, raise) and totals (per
+// event over all ranks, as Summary.Totals). A rank's end is an object with
+// state ("running", "exited", "signaled", "vanished"), code (exited only),
+// signal and signal_name (signaled only), at and text (EndString). Times
+// are RFC 3339 with
+// nanoseconds; unknown times are left out. Lists are never null.
+func WriteJSON(w io.Writer, s agg.Summary) error {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false) // advice such as "btl_<name>_..." stays legible
+	if err := enc.Encode(toJSON(s)); err != nil {
+		return fmt.Errorf("report: encode summary: %w", err)
+	}
+	if _, err := w.Write(buf.Bytes()); err != nil {
+		return fmt.Errorf("report: write json: %w", err)
+	}
+	return nil
+}
+
+func toJSON(s agg.Summary) jsonSummary {
+	out := jsonSummary{
+		Host:    s.Host,
+		Start:   s.Start,
+		End:     s.End,
+		Jobs:    make([]jsonJob, 0, len(s.Jobs)),
+		Dropped: make([]jsonDrop, 0, len(s.Dropped)),
+		Totals:  jsonEvents(s.Totals()),
+	}
+	for _, j := range s.Jobs {
+		jj := jsonJob{Job: j.ID, Ranks: make([]jsonRank, 0, len(j.Ranks))}
+		for _, r := range j.Ranks {
+			jj.Ranks = append(jj.Ranks, jsonRank{
+				Rank:   r.Rank,
+				PID:    r.PID,
+				Comm:   r.Comm,
+				Host:   r.Host,
+				End:    jsonEndOf(r.End),
+				Events: jsonEvents(r.Events),
+			})
+		}
+		out.Jobs = append(out.Jobs, jj)
+	}
+	for _, d := range s.Dropped {
+		out.Dropped = append(out.Dropped, jsonDrop(d))
+	}
+	return out
+}
+
+func jsonEndOf(e agg.End) jsonEnd {
+	out := jsonEnd{State: endState(e.Kind), At: e.At, Text: EndString(e)}
+	switch e.Kind {
+	case agg.Exited:
+		code := e.Code
+		out.Code = &code
+	case agg.Signaled:
+		sig := e.Signal
+		out.Signal = &sig
+		out.SignalName = signalName(sig)
+	}
+	return out
+}
+
+func jsonEvents(es []agg.EventTotal) []jsonEvent {
+	out := make([]jsonEvent, 0, len(es))
+	for _, e := range es {
+		out = append(out, jsonEvent(e))
+	}
+	return out
+}
