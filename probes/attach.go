@@ -1,0 +1,216 @@
+package probes
+
+import (
+	"debug/elf"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/link"
+
+	"github.com/mpiprobe/mpiprobe/elfcall"
+)
+
+// Target is one library file to attach the catalog's probes to.
+type Target struct {
+	Library Library
+	// Path opens the file from mpiprobe's own mount namespace, e.g.
+	// /proc/PID/map_files/... or /proc/PID/root/usr/lib/....
+	Path string
+	// Display is the file's path as the traced process sees it.
+	Display string
+	// Dev and Inode identify the file; a file is attached once.
+	Dev   uint64
+	Inode uint64
+}
+
+// Programs are the BPF programs the probes run.
+type Programs struct {
+	// Count serves every event probe: entry, return and call site.
+	Count *ebpf.Program
+}
+
+// Status says whether one event could be attached in one file, and why not.
+type Status struct {
+	Event    string
+	Library  Library
+	File     string
+	Attached bool
+	Reason   string
+}
+
+// Attacher attaches the catalog to library files, each (device, inode) once,
+// and owns the resulting links.
+type Attacher struct {
+	progs  Programs
+	cat    Catalog
+	done   map[[2]uint64]bool
+	links  []link.Link
+	status []Status
+}
+
+// NewAttacher returns an Attacher for the catalog, which must be valid.
+func NewAttacher(progs Programs, cat Catalog) (*Attacher, error) {
+	if err := cat.Validate(); err != nil {
+		return nil, fmt.Errorf("catalog: %w", err)
+	}
+	return &Attacher{progs: progs, cat: cat, done: map[[2]uint64]bool{}}, nil
+}
+
+// Status returns the attach status of every (event, file) tried so far.
+func (a *Attacher) Status() []Status { return append([]Status(nil), a.status...) }
+
+// Attached returns how many links are live.
+func (a *Attacher) Attached() int { return len(a.links) }
+
+// Close detaches every probe.
+func (a *Attacher) Close() error {
+	var errs []error
+	for _, l := range a.links {
+		errs = append(errs, l.Close())
+	}
+	a.links = nil
+	return errors.Join(errs...)
+}
+
+// Add attaches the catalog's probes to the targets not attached before.
+// A symbol missing from a file makes the events that need it unavailable
+// there (see Status) and is not an error. Any other failure is: the links
+// this call made are closed again and the error names the symbol and file.
+func (a *Attacher) Add(targets []Target) error {
+	var made []link.Link
+	fail := func(err error) error {
+		for _, l := range made {
+			_ = l.Close()
+		}
+		return err
+	}
+	for _, t := range targets {
+		key := [2]uint64{t.Dev, t.Inode}
+		if a.done[key] || !a.usesLibrary(t.Library) {
+			continue
+		}
+		links, status, err := a.attachFile(t)
+		made = append(made, links...)
+		if err != nil {
+			return fail(err)
+		}
+		a.done[key] = true
+		a.status = append(a.status, status...)
+	}
+	a.links = append(a.links, made...)
+	return nil
+}
+
+func (a *Attacher) usesLibrary(l Library) bool {
+	for _, lib := range a.cat.Libraries() {
+		if lib == l {
+			return true
+		}
+	}
+	return false
+}
+
+func (a *Attacher) attachFile(t Target) ([]link.Link, []Status, error) {
+	var made []link.Link
+	var status []Status
+	ex, err := link.OpenExecutable(t.Path)
+	if err != nil {
+		return nil, nil, fmt.Errorf("open %s (%s): %w", t.Display, t.Path, err)
+	}
+	var sites *callSites
+	closeMade := func(err error) ([]link.Link, []Status, error) {
+		for _, l := range made {
+			_ = l.Close()
+		}
+		return nil, nil, err
+	}
+	// attach returns false when the symbol (or the call) is not in this build.
+	attach := func(p Probe, cookie uint64) (bool, error) {
+		offsets := []uint64{0}
+		if p.CallTo != "" {
+			if sites == nil {
+				if sites, err = openCallSites(t.Path); err != nil {
+					return false, fmt.Errorf("read %s: %w", t.Display, err)
+				}
+			}
+			if offsets, err = sites.find(p.Symbol, p.CallTo); err != nil || len(offsets) == 0 {
+				return false, nil
+			}
+		}
+		for _, off := range offsets {
+			opts := &link.UprobeOptions{Cookie: cookie, Offset: off}
+			var l link.Link
+			var err error
+			if p.Side == Return {
+				l, err = ex.Uretprobe(p.Symbol, a.progs.Count, opts)
+			} else {
+				l, err = ex.Uprobe(p.Symbol, a.progs.Count, opts)
+			}
+			if errors.Is(err, link.ErrNoSymbol) {
+				return false, nil
+			}
+			if err != nil {
+				return false, fmt.Errorf("attach %s:%s: %w", t.Display, p, err)
+			}
+			made = append(made, l)
+		}
+		return true, nil
+	}
+	defer func() {
+		if sites != nil {
+			sites.close()
+		}
+	}()
+
+	for id, e := range a.cat.Events {
+		st := Status{Event: e.ID, Library: t.Library, File: t.Display}
+		var missing []string
+		relevant := false
+		for _, p := range e.Probes {
+			if p.Library != t.Library {
+				continue
+			}
+			relevant = true
+			cookie, err := Cookie(id, p.Cond)
+			if err != nil {
+				return closeMade(fmt.Errorf("event %s: %w", e.ID, err))
+			}
+			ok, err := attach(p, cookie)
+			if err != nil {
+				return closeMade(err)
+			}
+			if ok {
+				st.Attached = true
+			} else {
+				missing = append(missing, p.String())
+			}
+		}
+		if !relevant {
+			continue
+		}
+		if len(missing) > 0 {
+			st.Reason = "not in this build: " + strings.Join(missing, ", ")
+		}
+		status = append(status, st)
+	}
+	return made, status, nil
+}
+
+// callSites reads call sites from one library file, parsing it once.
+type callSites struct {
+	f *elf.File
+}
+
+func openCallSites(path string) (*callSites, error) {
+	f, err := elf.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	return &callSites{f: f}, nil
+}
+
+func (c *callSites) find(fn, callee string) ([]uint64, error) { return elfcall.Sites(c.f, fn, callee) }
+
+func (c *callSites) close() { _ = c.f.Close() }

@@ -1,0 +1,82 @@
+package probes
+
+import (
+	"path"
+	"sort"
+	"strings"
+
+	"github.com/mpiprobe/mpiprobe/procfs"
+)
+
+// Mapped is an MPI library file found in a process's memory map.
+type Mapped struct {
+	Library Library
+	// Mapping is the first mapping of the file; its address range names the
+	// file under /proc/PID/map_files.
+	Mapping procfs.Mapping
+}
+
+// Classify tells which Library a file is by its base name, and whether it is one at all.
+func Classify(file string) (Library, bool) {
+	base := path.Base(file)
+	switch {
+	case strings.HasPrefix(base, "libmpich.so"), strings.HasPrefix(base, "libmpi.so.12"):
+		return MPICHLib, true
+	case strings.HasPrefix(base, "libmpi.so.40"):
+		return OMPILibMPI, true
+	case strings.HasPrefix(base, "mca_") && strings.HasSuffix(base, ".so"):
+		return Library(strings.TrimSuffix(base, ".so")), true
+	}
+	return "", false
+}
+
+// Discover returns the MPI library files a process maps, one per
+// (device, inode), in address order. It is a pure function of the parsed
+// /proc/PID/maps.
+func Discover(maps []procfs.Mapping) []Mapped {
+	type fileID struct {
+		major, minor uint32
+		inode        uint64
+	}
+	seen := map[fileID]bool{}
+	var out []Mapped
+	sorted := append([]procfs.Mapping(nil), maps...)
+	sort.SliceStable(sorted, func(i, j int) bool { return sorted[i].Start < sorted[j].Start })
+	for _, m := range sorted {
+		if m.Inode == 0 || !strings.HasPrefix(m.Path, "/") {
+			continue
+		}
+		lib, ok := Classify(m.Path)
+		if !ok {
+			continue
+		}
+		id := fileID{m.Major, m.Minor, m.Inode}
+		if seen[id] {
+			continue
+		}
+		seen[id] = true
+		out = append(out, Mapped{Library: lib, Mapping: m})
+	}
+	return out
+}
+
+// ComponentDirs returns the directories, most likely first, where Open MPI
+// keeps its MCA components relative to the directory of libmpi.so: the
+// upstream layout ($libdir/openmpi) and Debian's ($libdir/openmpi/lib/openmpi3).
+func ComponentDirs(libmpi string) []string {
+	dir := path.Dir(libmpi)
+	return []string{
+		path.Join(dir, "openmpi", "lib", "openmpi3"),
+		path.Join(dir, "openmpi"),
+		path.Join(dir, "openmpi3"),
+		path.Join(dir, "..", "lib", "openmpi"),
+	}
+}
+
+// ComponentFile returns the file name of an MCA component library, e.g. "mca_pml_ob1.so".
+func ComponentFile(l Library) (string, bool) {
+	if !strings.HasPrefix(string(l), "mca_") {
+		return "", false
+	}
+	return string(l) + ".so", true
+}
