@@ -1,0 +1,211 @@
+// Command mpiprobe makes the quiet workarounds of MPI libraries visible:
+// it attaches uprobes to the MPI libraries of running ranks (or of a command
+// it starts), counts unusual events in BPF maps, warns about them by the C/T
+// rule and prints a per-job summary at the end.
+//
+//	sudo mpiprobe -p 4242
+//	sudo mpiprobe -- mpirun -np 4 ./app
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/mpiprobe/mpiprobe/monitor"
+	"github.com/mpiprobe/mpiprobe/probes"
+	"github.com/mpiprobe/mpiprobe/report"
+	"github.com/mpiprobe/mpiprobe/thresholds"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	cfg, err := parseArgs(os.Args[1:], os.Stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		os.Exit(0)
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "mpiprobe: %v\n", err)
+		os.Exit(2)
+	}
+	if err := run(ctx, cfg); err != nil {
+		fmt.Fprintf(os.Stderr, "mpiprobe: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+// config is the parsed command line.
+type config struct {
+	monitor monitor.Config
+	json    bool
+	verbose bool
+}
+
+// pidList collects repeated -p flags; "-p 1,2" works too.
+type pidList []int
+
+func (p *pidList) String() string { return fmt.Sprint(*p) }
+
+func (p *pidList) Set(v string) error {
+	for _, f := range strings.Split(v, ",") {
+		pid, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || pid <= 0 {
+			return fmt.Errorf("%q is not a process id", f)
+		}
+		*p = append(*p, pid)
+	}
+	return nil
+}
+
+// stringList collects a repeated string flag.
+type stringList []string
+
+func (s *stringList) String() string     { return strings.Join(*s, ",") }
+func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
+
+func parseArgs(args []string, stderr io.Writer) (config, error) {
+	var (
+		cfg        config
+		pids       pidList
+		specs      stringList
+		libs       stringList
+		cFlag      string
+		tFlag      string
+		configFile string
+	)
+	fs := flag.NewFlagSet("mpiprobe", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Var(&pids, "p", "trace the MPI process `PID` (repeat, or comma-separate, for several)")
+	fs.StringVar(&cfg.monitor.Job, "job", "", "trace every rank of job `JOBID` on this node")
+	fs.StringVar(&cFlag, "C", "", "count threshold `N` for every event (overrides the catalog)")
+	fs.StringVar(&tFlag, "T", "", "time delay `DURATION` between two reports of an event, e.g. 10s")
+	fs.Var(&specs, "threshold", "`EVENT=C/T` override for one event (repeatable), e.g. ob1.send_pending.new=500/5s")
+	fs.StringVar(&configFile, "config", "", "read C/T overrides from `FILE` (the command line wins)")
+	fs.Var(&libs, "lib", "also attach to MPI library `FILE` in command mode (repeatable)")
+	fs.DurationVar(&cfg.monitor.Interval, "interval", time.Second, "how often counters are read")
+	fs.BoolVar(&cfg.json, "json", false, "print the summary as JSON on stdout (warnings go to stderr)")
+	fs.BoolVar(&cfg.verbose, "v", false, "log attach details")
+	events := fs.String("events", string(probes.Default), "comma-separated event `LEVELS` to enable: default, retries, or all")
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "usage: mpiprobe [flags] -p PID [-p PID ...]\n       mpiprobe [flags] --job JOBID\n       mpiprobe [flags] -- COMMAND [ARGS...]\n\nflags:\n")
+		fs.PrintDefaults()
+		fmt.Fprintf(stderr, "\nevents:\n")
+		for _, e := range probes.Full().Events {
+			fmt.Fprintf(stderr, "  %-26s %-8s C=%-6d T=%-4s %s\n", e.ID, e.Level, e.C, e.T, e.Message)
+		}
+	}
+	if err := fs.Parse(args); err != nil {
+		return cfg, err
+	}
+	cfg.monitor.PIDs = pids
+	cfg.monitor.Command = fs.Args()
+	cfg.monitor.Libraries = libs
+
+	cat, err := selectLevels(*events)
+	if err != nil {
+		return cfg, err
+	}
+	known := func(id string) bool { _, _, ok := cat.Lookup(id); return ok }
+	if configFile != "" {
+		f, err := os.Open(configFile)
+		if err != nil {
+			return cfg, fmt.Errorf("config: %w", err)
+		}
+		o, err := thresholds.ParseConfig(f, configFile)
+		f.Close()
+		if err != nil {
+			return cfg, err
+		}
+		for id := range o.Events {
+			if !known(id) {
+				return cfg, fmt.Errorf("config %s: unknown event %q (mpiprobe -h lists them)", configFile, id)
+			}
+		}
+		cfg.monitor.Overrides = append(cfg.monitor.Overrides, o)
+	}
+	var cli thresholds.Overrides
+	if cFlag != "" {
+		c, err := thresholds.ParseC(cFlag)
+		if err != nil {
+			return cfg, fmt.Errorf("-C: %w", err)
+		}
+		cli.C = &c
+	}
+	if tFlag != "" {
+		t, err := thresholds.ParseT(tFlag)
+		if err != nil {
+			return cfg, fmt.Errorf("-T: %w", err)
+		}
+		cli.T = &t
+	}
+	for _, spec := range specs {
+		if err := cli.AddEventSpec(spec); err != nil {
+			return cfg, fmt.Errorf("--threshold: %w", err)
+		}
+	}
+	for id := range cli.Events {
+		if !known(id) {
+			return cfg, fmt.Errorf("--threshold: unknown event %q (mpiprobe -h lists them)", id)
+		}
+	}
+	cfg.monitor.Overrides = append(cfg.monitor.Overrides, cli)
+	cfg.monitor.Catalog = cat
+	return cfg, nil
+}
+
+// selectLevels returns the catalog of the named levels.
+func selectLevels(spec string) (probes.Catalog, error) {
+	full := probes.Full()
+	if spec == "all" {
+		return full, nil
+	}
+	var levels []probes.Level
+	for _, name := range strings.Split(spec, ",") {
+		l := probes.Level(strings.TrimSpace(name))
+		if !slices.Contains(full.Levels(), l) {
+			return probes.Catalog{}, fmt.Errorf("--events: unknown level %q (known: %v, all)", name, full.Levels())
+		}
+		levels = append(levels, l)
+	}
+	return full.Select(levels...), nil
+}
+
+// run traces until the targets are gone or ctx ends, then prints the summary.
+func run(ctx context.Context, cfg config) error {
+	level := slog.LevelInfo
+	if cfg.verbose {
+		level = slog.LevelDebug
+	}
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	cfg.monitor.Log = log
+	out := io.Writer(os.Stdout)
+	if cfg.json {
+		cfg.monitor.Out = os.Stderr
+	} else {
+		cfg.monitor.Out = out
+	}
+	sum, err := monitor.Run(ctx, cfg.monitor)
+	if len(sum.Jobs) > 0 || err == nil {
+		var werr error
+		if cfg.json {
+			werr = report.WriteJSON(out, sum)
+		} else {
+			werr = report.WriteTable(out, sum)
+		}
+		if werr != nil && err == nil {
+			err = fmt.Errorf("write summary: %w", werr)
+		}
+	}
+	return err
+}

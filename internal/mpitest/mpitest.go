@@ -1,0 +1,171 @@
+// Package mpitest is what mpiprobe's end-to-end tests and benchmarks share:
+// deciding whether a real MPI job can be traced here (and failing instead of
+// skipping when MPIPROBE_E2E=require), building the MPI programs of
+// testdata/ with the real mpicc, building the mpiprobe binary, and finding
+// the ranks of a running job.
+package mpitest
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mpiprobe/mpiprobe/procfs"
+)
+
+// Impl is one MPI implementation as Debian installs it.
+type Impl struct {
+	// Name is "openmpi" or "mpich".
+	Name string
+	// CC compiles an MPI program.
+	CC string
+	// Launcher starts a job, with LauncherArgs first.
+	Launcher     string
+	LauncherArgs []string
+}
+
+// OpenMPI is Debian's Open MPI (openmpi-bin, libopenmpi-dev).
+func OpenMPI() Impl {
+	return Impl{Name: "openmpi", CC: "mpicc.openmpi", Launcher: "mpirun.openmpi",
+		LauncherArgs: []string{"--allow-run-as-root", "--oversubscribe"}}
+}
+
+// MPICH is Debian's MPICH (mpich, libmpich-dev).
+func MPICH() Impl {
+	return Impl{Name: "mpich", CC: "mpicc.mpich", Launcher: "mpiexec.mpich"}
+}
+
+// Command returns the launcher command line for np ranks of prog with args,
+// with extra launcher options (e.g. --mca settings) before the program.
+func (i Impl) Command(np int, opts []string, prog string, args ...string) []string {
+	cmd := append([]string{i.Launcher}, i.LauncherArgs...)
+	cmd = append(cmd, "-np", fmt.Sprint(np))
+	cmd = append(cmd, opts...)
+	cmd = append(cmd, prog)
+	return append(cmd, args...)
+}
+
+// RequireE2E skips the test when real MPI jobs cannot be traced here, and
+// fails it instead when MPIPROBE_E2E=require (as CI sets it): a skipped
+// end-to-end test must never pass CI silently.
+func RequireE2E(t testing.TB, impls ...Impl) {
+	t.Helper()
+	var missing []string
+	if os.Geteuid() != 0 {
+		missing = append(missing, "not root (uprobes and BPF need root)")
+	}
+	for _, p := range []string{"/sys/kernel/btf/vmlinux", "/sys/bus/event_source/devices/uprobe/type"} {
+		if _, err := os.Stat(p); err != nil {
+			missing = append(missing, "kernel lacks "+p)
+		}
+	}
+	for _, i := range impls {
+		for _, bin := range []string{i.CC, i.Launcher} {
+			if _, err := exec.LookPath(bin); err != nil {
+				missing = append(missing, bin+" not installed")
+			}
+		}
+	}
+	if len(missing) == 0 {
+		return
+	}
+	msg := "end-to-end test needs: " + strings.Join(missing, "; ")
+	if os.Getenv("MPIPROBE_E2E") == "require" {
+		t.Fatal(msg + " (MPIPROBE_E2E=require)")
+	}
+	t.Skip(msg)
+}
+
+// RepoRoot returns the directory holding go.mod.
+func RepoRoot(t testing.TB) string {
+	t.Helper()
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			t.Fatal("go.mod not found above the test's directory")
+		}
+		dir = parent
+	}
+}
+
+// Build compiles testdata/<name>.c with the implementation's mpicc into a
+// temporary directory and returns the binary's path.
+func Build(t testing.TB, impl Impl, name string) string {
+	t.Helper()
+	src := filepath.Join(RepoRoot(t), "testdata", name+".c")
+	out := filepath.Join(t.TempDir(), name+"."+impl.Name)
+	run(t, impl.CC, "-O2", "-g", "-o", out, src)
+	return out
+}
+
+// BuildMpiprobe builds the mpiprobe command into a temporary directory.
+func BuildMpiprobe(t testing.TB) string {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), "mpiprobe")
+	cmd := exec.Command("go", "build", "-o", out, "./cmd/mpiprobe")
+	cmd.Dir = RepoRoot(t)
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build ./cmd/mpiprobe: %v\n%s", err, b)
+	}
+	return out
+}
+
+func run(t testing.TB, name string, args ...string) {
+	t.Helper()
+	var buf bytes.Buffer
+	cmd := exec.Command(name, args...)
+	cmd.Stdout, cmd.Stderr = &buf, &buf
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, buf.String())
+	}
+}
+
+// WaitRanks waits until n processes run the executable prog and map an MPI
+// library whose path contains lib (e.g. "mca_pml_ob1"), and returns their pids.
+func WaitRanks(ctx context.Context, prog string, n int, lib string) ([]int, error) {
+	pfs := procfs.FS{}
+	for {
+		var found []int
+		pids, err := pfs.PIDs()
+		if err != nil {
+			return nil, err
+		}
+		for _, pid := range pids {
+			exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid))
+			if err != nil || exe != prog {
+				continue
+			}
+			maps, err := pfs.Maps(pid)
+			if err != nil {
+				continue
+			}
+			for _, m := range maps {
+				if strings.Contains(m.Path, lib) {
+					found = append(found, pid)
+					break
+				}
+			}
+		}
+		if len(found) >= n {
+			return found, nil
+		}
+		select {
+		case <-ctx.Done():
+			return found, fmt.Errorf("%d of %d ranks of %s mapping %s appeared: %w", len(found), n, prog, lib, ctx.Err())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}

@@ -1,0 +1,161 @@
+package monitor
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path"
+	"path/filepath"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/mpiprobe/mpiprobe/identity"
+	"github.com/mpiprobe/mpiprobe/probes"
+	"github.com/mpiprobe/mpiprobe/procfs"
+)
+
+// checkTarget verifies that pid is a live user process that maps an MPI
+// library, and returns the libraries it maps.
+func checkTarget(pfs procfs.FS, pid int) ([]probes.Mapped, error) {
+	st, err := pfs.Stat(pid)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("no process with pid %d: check the pid (ps -p %d)", pid, pid)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read /proc/%d/stat: %w", pid, err)
+	}
+	if st.KernelThread() {
+		return nil, fmt.Errorf("pid %d (%s) is a kernel thread: mpiprobe traces MPI user processes", pid, st.Comm)
+	}
+	maps, err := pfs.Maps(pid)
+	if err != nil {
+		return nil, fmt.Errorf("read memory map of pid %d (%s): %w: run mpiprobe as root", pid, st.Comm, err)
+	}
+	libs := probes.Discover(maps)
+	if len(libs) == 0 {
+		return nil, fmt.Errorf("pid %d (%s) maps no MPI library (Open MPI libmpi.so.40, MPICH libmpich.so.12): give the pid of an MPI rank that has called MPI_Init", pid, st.Comm)
+	}
+	return libs, nil
+}
+
+// jobPIDs returns the processes on this node whose identity names the job.
+func jobPIDs(pfs procfs.FS, job, host string) ([]int, error) {
+	all, err := pfs.PIDs()
+	if err != nil {
+		return nil, fmt.Errorf("list processes: %w", err)
+	}
+	var out []int
+	for _, pid := range all {
+		if pid == os.Getpid() {
+			continue
+		}
+		id := identity.Resolve(pid, pfs, host)
+		if id.Job == job && id.Rank != identity.Unknown {
+			out = append(out, pid)
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("no rank of job %q runs on this node: check the id (mpiprobe prints it as job=...)", job)
+	}
+	return out, nil
+}
+
+// fileTarget stats the file at hostPath (a path mpiprobe can open) and
+// returns it as an attach target, identified by the file's device and inode.
+func fileTarget(lib probes.Library, hostPath, display string) (probes.Target, error) {
+	var st unix.Stat_t
+	if err := unix.Stat(hostPath, &st); err != nil {
+		return probes.Target{}, fmt.Errorf("stat %s: %w", display, err)
+	}
+	return probes.Target{Library: lib, Path: hostPath, Display: display, Dev: st.Dev, Inode: st.Ino}, nil
+}
+
+// processTargets returns the attach targets of one process: the MPI
+// libraries it maps, opened through /proc/PID/map_files, and for Open MPI the
+// catalog's MCA components it has not loaded yet, found next to libmpi
+// through /proc/PID/root.
+func processTargets(pfs procfs.FS, pid int, libs []probes.Mapped, cat probes.Catalog) ([]probes.Target, []error) {
+	var out []probes.Target
+	var errs []error
+	have := map[probes.Library]bool{}
+	for _, m := range libs {
+		t, err := fileTarget(m.Library, pfs.MapFile(pid, m.Mapping), m.Mapping.Path)
+		if err != nil {
+			// map_files needs CAP_SYS_ADMIN on some kernels; the root path works within the namespace.
+			t, err = fileTarget(m.Library, pfs.RootPath(pid, m.Mapping.Path), m.Mapping.Path)
+		}
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		have[m.Library] = true
+		out = append(out, t)
+	}
+	for _, m := range libs {
+		if m.Library != probes.OMPILibMPI {
+			continue
+		}
+		out = append(out, componentTargets(cat, m.Mapping.Path, have, func(p string) string { return pfs.RootPath(pid, p) })...)
+	}
+	return out, errs
+}
+
+// componentTargets finds the catalog's Open MPI components that are not in
+// have, in the component directories next to libmpi.
+func componentTargets(cat probes.Catalog, libmpi string, have map[probes.Library]bool, open func(string) string) []probes.Target {
+	var out []probes.Target
+	for _, lib := range cat.Libraries() {
+		file, ok := probes.ComponentFile(lib)
+		if !ok || have[lib] {
+			continue
+		}
+		for _, dir := range probes.ComponentDirs(libmpi) {
+			display := path.Join(dir, file)
+			t, err := fileTarget(lib, open(display), display)
+			if err == nil {
+				out = append(out, t)
+				have[lib] = true
+				break
+			}
+		}
+	}
+	return out
+}
+
+// systemTargets returns attach targets for a command mpiprobe starts itself:
+// the MPI libraries the dynamic linker knows (ldconfig -p), the extra files
+// given, and for Open MPI the catalog's components next to libmpi.
+func systemTargets(cat probes.Catalog, extra []string) ([]probes.Target, error) {
+	var paths []string
+	if out, err := exec.Command("ldconfig", "-p").Output(); err == nil {
+		paths = probes.ParseLdconfig(out)
+	}
+	paths = append(paths, extra...)
+	var out []probes.Target
+	have := map[probes.Library]bool{}
+	for _, p := range paths {
+		lib, ok := probes.Classify(p)
+		if !ok {
+			return nil, fmt.Errorf("library %s: not a known MPI library file (libmpi.so.40, libmpich.so.12, mca_*.so)", p)
+		}
+		real, err := filepath.EvalSymlinks(p)
+		if err != nil {
+			return nil, fmt.Errorf("library %s: %w", p, err)
+		}
+		t, err := fileTarget(lib, real, real)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, t)
+		have[lib] = true
+		if lib == probes.OMPILibMPI {
+			out = append(out, componentTargets(cat, real, have, func(p string) string { return p })...)
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("no MPI library found on this system (ldconfig -p lists none): install Open MPI or MPICH, or name the library with --lib")
+	}
+	return out, nil
+}
