@@ -3,7 +3,7 @@
 // so that a fresh clone builds without clang).
 //
 // The programs count catalog events per (tgid, event) in the counts map,
-// filter by the traced map, keep per-thread scope depths for conditions such
-// as "not inside a retry loop", and report process fork, exec and exit through
-// the proc_events ring buffer. Run `go generate ./bpf` to rebuild them.
+// filter by the traced map, and report process fork, exec and exit through
+// the proc_events ring buffer; empty is the benchmark's baseline. Run
+// `go generate ./bpf` (or make generate) to rebuild them.
 package bpf

@@ -78,6 +78,7 @@ type MpiprobeSpecs struct {
 // It can be passed ebpf.CollectionSpec.Assign.
 type MpiprobeProgramSpecs struct {
 	CountEvent *ebpf.ProgramSpec `ebpf:"count_event"`
+	Empty      *ebpf.ProgramSpec `ebpf:"empty"`
 	OnExec     *ebpf.ProgramSpec `ebpf:"on_exec"`
 	OnExit     *ebpf.ProgramSpec `ebpf:"on_exit"`
 	OnFork     *ebpf.ProgramSpec `ebpf:"on_fork"`
@@ -151,6 +152,7 @@ type MpiprobeVariables struct {
 // It can be passed to LoadMpiprobeObjects or ebpf.CollectionSpec.LoadAndAssign.
 type MpiprobePrograms struct {
 	CountEvent *ebpf.Program `ebpf:"count_event"`
+	Empty      *ebpf.Program `ebpf:"empty"`
 	OnExec     *ebpf.Program `ebpf:"on_exec"`
 	OnExit     *ebpf.Program `ebpf:"on_exit"`
 	OnFork     *ebpf.Program `ebpf:"on_fork"`
@@ -159,6 +161,7 @@ type MpiprobePrograms struct {
 func (p *MpiprobePrograms) Close() error {
 	return _MpiprobeClose(
 		p.CountEvent,
+		p.Empty,
 		p.OnExec,
 		p.OnExit,
 		p.OnFork,
