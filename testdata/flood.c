@@ -9,7 +9,8 @@
  * -p pauses after MPI_Init (so a test can attach with -p to a running rank);
  * -m makes rank 0 write its pid to the file once its sends of the first round
  * are posted, then hold (-h) before waiting for them (so a test can kill it
- * with pending sends queued). Every rank prints one line "flood rank R done".
+ * with pending sends queued). Rank 0 prints "flood seconds=S" (the rounds'
+ * time); every rank prints one line "flood rank R done".
  */
 #include <mpi.h>
 #include <stdio.h>
@@ -61,6 +62,8 @@ int main(int argc, char **argv)
 	MPI_Request *reqs = malloc(sizeof(MPI_Request) * n);
 	memset(buf, rank, (size_t)n * size);
 
+	MPI_Barrier(MPI_COMM_WORLD);
+	double t0 = MPI_Wtime();
 	for (int r = 0; r < rounds; r++) {
 		MPI_Barrier(MPI_COMM_WORLD);
 		if (rank == 0) {
@@ -83,6 +86,8 @@ int main(int argc, char **argv)
 		}
 	}
 	MPI_Barrier(MPI_COMM_WORLD);
+	if (rank == 0)
+		printf("flood seconds=%.6f\n", MPI_Wtime() - t0);
 	printf("flood rank %d done\n", rank);
 	free(reqs);
 	free(buf);
