@@ -1,0 +1,201 @@
+package bench
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"text/tabwriter"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/link"
+
+	"github.com/mpiprobe/mpiprobe/bpf"
+	"github.com/mpiprobe/mpiprobe/internal/mpitest"
+	"github.com/mpiprobe/mpiprobe/probes"
+)
+
+// pairs is how many traced/untraced pairs each workload runs.
+const pairs = 11
+
+// allreduceIters is the length of the MPI_Allreduce loop.
+const allreduceIters = 2000000
+
+var secondsLine = regexp.MustCompile(`(?m)^(?:allreduce iters=\d+|flood) seconds=([0-9.]+)$`)
+
+// workloadSeconds runs a command and returns the time the MPI program
+// reports for its own loop, so that mpiprobe's start-up is not counted.
+func workloadSeconds(b *testing.B, argv []string) float64 {
+	b.Helper()
+	var out bytes.Buffer
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		b.Fatalf("%v: %v\n%s", argv, err, out.String())
+	}
+	m := secondsLine.FindStringSubmatch(out.String())
+	if m == nil {
+		b.Fatalf("%v printed no seconds= line:\n%s", argv, out.String())
+	}
+	s, err := strconv.ParseFloat(m[1], 64)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return s
+}
+
+func median(xs []float64) float64 {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	if n := len(s); n%2 == 1 {
+		return s[n/2]
+	} else {
+		return (s[n/2-1] + s[n/2]) / 2
+	}
+}
+
+// BenchmarkDefaultOverhead measures traced/untraced time ratios of the
+// default probe set, interleaving the two (alternating which goes first).
+func BenchmarkDefaultOverhead(b *testing.B) {
+	impl := mpitest.OpenMPI()
+	mpitest.RequireE2E(b, impl)
+	bin := mpitest.BuildMpiprobe(b)
+	allreduce := mpitest.Build(b, impl, "allreduce")
+	flood := mpitest.Build(b, impl, "flood")
+	vader := []string{"--mca", "pml", "ob1", "--mca", "btl", "self,vader"}
+	capped := append(slices.Clone(vader), "--mca", "btl_vader_free_list_max", "64")
+	workloads := []struct {
+		name string
+		argv []string
+	}{
+		{"allreduce 8B x2M, 2 ranks, vader", impl.Command(2, vader, allreduce, strconv.Itoa(allreduceIters))},
+		// The flood as the tests run it: a receiver 200 ms late each round.
+		{"flood 5x2000x2KiB, late receiver, free list 64", impl.Command(2, capped, flood, "-n", "2000", "-d", "200", "-r", "5")},
+		// The worst case: nothing but queued sends, every message past the
+		// 64th an event (new queueing, then a pass over the queue).
+		{"flood 20x2000x2KiB, prompt receiver, free list 64", impl.Command(2, capped, flood, "-n", "2000", "-d", "0", "-r", "20")},
+	}
+	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "workload\tpairs\tuntraced median s\ttraced median s\tratio of medians\tmedian of pair ratios\t")
+	for range b.N {
+		for _, w := range workloads {
+			var plain, traced, ratios []float64
+			for i := range pairs {
+				run := func(tr bool) float64 {
+					if tr {
+						return workloadSeconds(b, append([]string{bin, "--"}, w.argv...))
+					}
+					return workloadSeconds(b, w.argv)
+				}
+				first := i%2 == 0
+				a := run(first)
+				c := run(!first)
+				if first {
+					traced, plain = append(traced, a), append(plain, c)
+				} else {
+					plain, traced = append(plain, a), append(traced, c)
+				}
+				ratios = append(ratios, traced[i]/plain[i])
+			}
+			ratio := median(traced) / median(plain)
+			fmt.Fprintf(tw, "%s\t%d\t%.4f\t%.4f\t%.3f\t%.3f\t\n", w.name, pairs, median(plain), median(traced), ratio, median(ratios))
+			b.ReportMetric(median(ratios), "ratio-"+metricName(w.name))
+		}
+	}
+	tw.Flush()
+}
+
+// metricName turns a workload's name into a benchmark metric unit.
+func metricName(s string) string {
+	return regexp.MustCompile(`[^a-z0-9]+`).ReplaceAllString(strings.ToLower(s[:min(len(s), 24)]), "-")
+}
+
+// BenchmarkPerHitCost attaches, to PMPI_Allreduce's entry, (a) nothing,
+// (b) an empty program and (c) count_event with a real event's cookie and
+// condition, with the ranks in the traced set, and reports microseconds per
+// call: (b)-(a) is the uprobe mechanism's floor, (c)-(b) what counting adds.
+// Every catalog probe, at entry or at a call site, runs count_event.
+func BenchmarkPerHitCost(b *testing.B) {
+	impl := mpitest.OpenMPI()
+	mpitest.RequireE2E(b, impl)
+	allreduce := mpitest.Build(b, impl, "allreduce")
+	var objs bpf.MpiprobeObjects
+	if err := bpf.LoadMpiprobeObjects(&objs, nil); err != nil {
+		b.Fatal(err)
+	}
+	defer objs.Close()
+	fork, err := link.AttachTracing(link.TracingOptions{Program: objs.OnFork})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer fork.Close()
+	// Follow every process this benchmark starts, as mpiprobe -- does.
+	if err := objs.Traced.Put(uint32(os.Getpid()), uint32(1)); err != nil {
+		b.Fatal(err)
+	}
+	libmpi, err := findLibmpi()
+	if err != nil {
+		b.Fatal(err)
+	}
+	ex, err := link.OpenExecutable(libmpi)
+	if err != nil {
+		b.Fatal(err)
+	}
+	cookie, err := probes.Cookie(0, probes.Condition{Src: probes.Arg(1), Cmp: probes.Ne, Value: -1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	variants := []struct {
+		name string
+		prog *ebpf.Program
+	}{{"no probe", nil}, {"empty uprobe", objs.Empty}, {"count_event uprobe", objs.CountEvent}}
+	argv := impl.Command(2, []string{"--mca", "pml", "ob1", "--mca", "btl", "self,vader"}, allreduce, strconv.Itoa(allreduceIters))
+
+	times := make([][]float64, len(variants))
+	for range b.N {
+		for range pairs {
+			for v, variant := range variants {
+				var l link.Link
+				if variant.prog != nil {
+					if l, err = ex.Uprobe("PMPI_Allreduce", variant.prog, &link.UprobeOptions{Cookie: cookie}); err != nil {
+						b.Fatalf("attach %s: %v", variant.name, err)
+					}
+				}
+				times[v] = append(times[v], workloadSeconds(b, argv))
+				if l != nil {
+					l.Close()
+				}
+			}
+		}
+	}
+	perCall := func(v int) float64 { return median(times[v]) / allreduceIters * 1e6 }
+	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "PMPI_Allreduce entry, 8 B, 2 ranks\truns\tµs per call (median)\tadded vs no probe\t")
+	for v, variant := range variants {
+		fmt.Fprintf(tw, "%s\t%d\t%.3f\t%+.3f\t\n", variant.name, len(times[v]), perCall(v), perCall(v)-perCall(0))
+	}
+	tw.Flush()
+	fmt.Printf("count_event per hit beyond the empty uprobe: %+.3f µs; count_event/empty added cost: %.2f\n",
+		perCall(2)-perCall(1), (perCall(2)-perCall(0))/(perCall(1)-perCall(0)))
+	b.ReportMetric(perCall(2)-perCall(1), "µs-count-over-empty")
+	b.ReportMetric(perCall(1)-perCall(0), "µs-empty-uprobe")
+}
+
+// findLibmpi returns Open MPI's libmpi.so.40 as the dynamic linker finds it.
+func findLibmpi() (string, error) {
+	out, err := exec.Command("ldconfig", "-p").Output()
+	if err != nil {
+		return "", err
+	}
+	for _, p := range probes.ParseLdconfig(out) {
+		if lib, _ := probes.Classify(p); lib == probes.OMPILibMPI {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("libmpi.so.40 not found by ldconfig")
+}

@@ -1,0 +1,13 @@
+// Package bench measures what mpiprobe costs a running MPI job, as Go
+// benchmarks that run real Open MPI jobs (as root; `make bench`):
+//
+//   - BenchmarkDefaultOverhead: the ratio of a workload's own time traced by
+//     mpiprobe's default probe set to its time untraced, in interleaved pairs
+//     within one run, on an 8-byte MPI_Allreduce loop and on the flood program.
+//   - BenchmarkPerHitCost: what the counting program every catalog probe runs
+//     costs per hit, against an empty program on the same symbol and against
+//     no probe at all.
+//
+// The tables are printed with medians; each benchmark reports its key ratio
+// as a metric too.
+package bench
