@@ -149,24 +149,9 @@ func TestNoProbeForThisMPI(t *testing.T) {
 	mpitest.RequireE2E(t, impl)
 	bin := mpitest.BuildMpiprobe(t)
 	flood := mpitest.Build(t, impl, "flood")
-	args := impl.Command(2, nil, flood, "-n", "10", "-p", "20000")
-	job := exec.Command(args[0], args[1:]...)
-	if err := job.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = job.Process.Kill(); _ = job.Wait() }()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	pids, err := mpitest.WaitRanks(ctx, flood, 1, "libmpich")
-	if err != nil {
-		t.Fatal(err)
-	}
-	code, stderr := runBinary(t, bin, nil, "-p", strconv.Itoa(pids[0]))
+	job := mpitest.StartJob(t, impl.Command(2, nil, flood, "-n", "10", "-p", "20000"), flood, 1, "libmpich")
+	code, stderr := runBinary(t, bin, nil, "-p", strconv.Itoa(job.Ranks[0]))
 	if code == 0 || !strings.Contains(stderr, "no catalog event could be attached") {
 		t.Errorf("exit %d, stderr:\n%s\nwant non-zero and \"no catalog event could be attached\"", code, stderr)
-	}
-	// The hydra process tree must be cleaned up: kill the ranks too.
-	for _, pid := range pids {
-		_ = syscall.Kill(pid, syscall.SIGKILL)
 	}
 }

@@ -237,24 +237,9 @@ func TestAttachToRunningRanks(t *testing.T) {
 	const rounds = 2
 
 	args := impl.Command(2, floodMCA(true), flood, "-n", strconv.Itoa(floodMessages), "-d", "300", "-r", strconv.Itoa(rounds), "-p", "3000")
-	job := exec.Command(args[0], args[1:]...)
-	var jobOut bytes.Buffer
-	job.Stdout, job.Stderr = &jobOut, &jobOut
-	if err := job.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = job.Process.Kill(); _ = job.Wait() }()
-
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	pids, err := mpitest.WaitRanks(ctx, flood, 2, "mca_pml_ob1")
-	if err != nil {
-		t.Fatalf("%v\n%s", err, jobOut.String())
-	}
-	res := runMpiprobe(t, bin, "-C", "100", "-T", "1s", "--interval", "100ms", "-p", strconv.Itoa(pids[0]), "-p", strconv.Itoa(pids[1]))
-	if err := job.Wait(); err != nil {
-		t.Fatalf("job: %v\n%s", err, jobOut.String())
-	}
+	job := mpitest.StartJob(t, args, flood, 2, "mca_pml_ob1")
+	res := runMpiprobe(t, bin, "-C", "100", "-T", "1s", "--interval", "100ms", "-p", strconv.Itoa(job.Ranks[0]), "-p", strconv.Itoa(job.Ranks[1]))
+	job.Wait(t)
 
 	want := uint64(rounds * (floodMessages - freeListMax))
 	if got, ok := res.sum.count("0", "ob1.send_pending.new"); !ok || !withinTolerance(got, want) {

@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -167,5 +168,47 @@ func WaitRanks(ctx context.Context, prog string, n int, lib string) ([]int, erro
 			return found, fmt.Errorf("%d of %d ranks of %s mapping %s appeared: %w", len(found), n, prog, lib, ctx.Err())
 		case <-time.After(20 * time.Millisecond):
 		}
+	}
+}
+
+// Job is an MPI job a test started on its own, outside mpiprobe.
+type Job struct {
+	cmd  *exec.Cmd
+	out  bytes.Buffer
+	done chan error
+	// Ranks are the pids of the ranks WaitRanks found.
+	Ranks []int
+}
+
+// StartJob starts the job argv and waits until n processes of prog map an
+// MPI library whose path contains lib. The job is killed when the test ends.
+func StartJob(t testing.TB, argv []string, prog string, n int, lib string) *Job {
+	t.Helper()
+	j := &Job{cmd: exec.Command(argv[0], argv[1:]...), done: make(chan error, 1)}
+	j.cmd.Stdout, j.cmd.Stderr = &j.out, &j.out
+	if err := j.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { j.done <- j.cmd.Wait() }()
+	t.Cleanup(func() {
+		_ = j.cmd.Process.Kill()
+		for _, pid := range j.Ranks { // ranks may outlive a killed launcher
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	var err error
+	if j.Ranks, err = WaitRanks(ctx, prog, n, lib); err != nil {
+		t.Fatalf("%v\njob output:\n%s", err, j.out.String())
+	}
+	return j
+}
+
+// Wait waits for the job to end and fails the test if it did not exit 0.
+func (j *Job) Wait(t testing.TB) {
+	t.Helper()
+	if err := <-j.done; err != nil {
+		t.Fatalf("job: %v\n%s", err, j.out.String())
 	}
 }
