@@ -266,7 +266,14 @@ func (s *session) run(ctx context.Context) error {
 		case <-ctx.Done():
 			s.finish(events)
 			return nil
-		case e := <-events:
+		case e, ok := <-events:
+			if !ok {
+				// The ring buffer reader failed: stop selecting on a closed
+				// channel (it would spin); exits are still noticed by poll.
+				cfg.Log.Warn("process notifications stopped; exits are detected by polling")
+				events = nil
+				continue
+			}
 			s.procEvent(e)
 		case err := <-cmdDone:
 			if err != nil {

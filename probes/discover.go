@@ -2,6 +2,7 @@ package probes
 
 import (
 	"path"
+	"slices"
 	"sort"
 	"strings"
 
@@ -65,12 +66,18 @@ func Discover(maps []procfs.Mapping) []Mapped {
 // upstream layout ($libdir/openmpi) and Debian's ($libdir/openmpi/lib/openmpi3).
 func ComponentDirs(libmpi string) []string {
 	dir := path.Dir(libmpi)
-	return []string{
+	var out []string
+	for _, d := range []string{
 		path.Join(dir, "openmpi", "lib", "openmpi3"),
 		path.Join(dir, "openmpi"),
 		path.Join(dir, "openmpi3"),
-		path.Join(dir, "..", "lib", "openmpi"),
+		path.Join(dir, "..", "lib", "openmpi"), // lib64 installs
+	} {
+		if !slices.Contains(out, d) {
+			out = append(out, d)
+		}
 	}
+	return out
 }
 
 // ComponentFile returns the file name of an MCA component library, e.g. "mca_pml_ob1.so".
