@@ -66,7 +66,37 @@ struct proc_event {
 	__u64 ts_ns;
 };
 
+// One MPI call of a traced thread, sent through trace_events at its return
+// (trace mode). Field order keeps it free of padding: 64 bytes.
+struct trace_event {
+	__u32 tgid;
+	__u32 tid;
+	__u64 site;     // return address into the caller (for Fortran: the binding's caller)
+	__u64 enter_ns;
+	__u64 exit_ns;
+	__s64 count;    // element count argument, TRACE_NONE if the call has none
+	__s32 peer;     // peer rank argument, TRACE_NONE if none
+	__s32 root;     // root argument, TRACE_NONE if none
+	__s32 elem_size; // bytes per element, 0 if unknown
+	__s32 ret;      // the call's return value
+	__u16 call;     // index into the loader's call table
+	__u16 flags;
+	__u32 pad;
+};
+
+// Per-thread state between a traced call's entry and its return.
+struct trace_inflight {
+	__u64 site;
+	__u64 enter_ns;
+	__s64 count;
+	__s32 peer;
+	__s32 root;
+	__s32 elem_size;
+	__u32 depth; // MPI calls made from inside the outermost one are not recorded
+};
+
 // Force bpf2go to emit Go types for these.
+const struct trace_event *unused_trace_event __attribute__((unused));
 const struct proc_event *unused_proc_event __attribute__((unused));
 const struct count_key *unused_count_key __attribute__((unused));
 const struct count_val *unused_count_val __attribute__((unused));
@@ -96,6 +126,42 @@ struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, 256 * 1024);
 } proc_events SEC(".maps");
+
+// Trace mode. The ring buffer's size is set by the loader before loading.
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 4096);
+} trace_events SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 65536);
+	__type(key, __u32); // tid
+	__type(value, struct trace_inflight);
+} trace_inflight SEC(".maps");
+
+// A Fortran binding entered by a thread, waiting for the C function it
+// implements: that call is recorded at the binding's call site.
+struct fortran_pending {
+	__u64 site; // the binding's return address, in the application
+	__u32 call; // call index of the C function the binding implements
+	__u32 pad;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 65536);
+	__type(key, __u32); // tid
+	__type(value, struct fortran_pending);
+} trace_fortran SEC(".maps");
+
+// Calls that could not be recorded (ring buffer full), per process.
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 8192);
+	__type(key, __u32); // tgid
+	__type(value, __u64);
+} trace_lost SEC(".maps");
 
 static __always_inline void drop(__u32 reason)
 {
@@ -232,6 +298,177 @@ int BPF_PROG(on_exit, struct task_struct *p)
 	bpf_map_delete_elem(&traced, &tgid);
 	return 0;
 }
+
+// Trace cookie layout (64 bits), written by probes.TraceCookie:
+//   bits  0-15  call index
+//   bits 16-19  argument holding the peer rank (0 none, 1..12)
+//   bits 20-23  argument holding the element count
+//   bits 24-27  argument holding the datatype
+//   bits 28-31  argument holding the root
+//   bits 32-33  datatype kind: 0 unknown, 1 Open MPI pointer (size_t size at
+//               DT_OMPI_SIZE_OFF), 2 MPICH handle (builtin: size in bits 8-15)
+#define TRACE_NONE (-2147483647 - 1)
+#define DT_OMPI 1
+#define DT_MPICH 2
+#define DT_OMPI_SIZE_OFF 24
+
+// arg reads argument n (1-based) of the function just entered: the first six
+// from registers, the rest from the stack above the return address.
+static __always_inline __u64 arg(struct pt_regs *ctx, __u32 n)
+{
+	// Constant offsets only: the verifier rejects variable context and
+	// stack offsets.
+	switch (n) {
+	case 1:
+		return PT_REGS_PARM1(ctx);
+	case 2:
+		return PT_REGS_PARM2(ctx);
+	case 3:
+		return PT_REGS_PARM3(ctx);
+	case 4:
+		return PT_REGS_PARM4(ctx);
+	case 5:
+		return PT_REGS_PARM5(ctx);
+	case 6:
+		return ctx->r9; // PT_REGS_PARM6 is missing from Debian's libbpf headers
+	}
+	__u64 x = 0;
+	if (n >= 7 && n <= 12)
+		bpf_probe_read_user(&x, sizeof(x), (void *)(PT_REGS_SP(ctx) + 8 * (n - 6)));
+	return x;
+}
+
+static __always_inline __s32 elem_size(__u64 dt, __u32 kind)
+{
+	if (kind == DT_OMPI && dt) {
+		__u64 size = 0;
+		bpf_probe_read_user(&size, sizeof(size), (void *)(dt + DT_OMPI_SIZE_OFF));
+		return size < 0x7fffffff ? (__s32)size : 0;
+	}
+	if (kind == DT_MPICH && ((__u32)dt >> 30) == 1)
+		return ((__u32)dt >> 8) & 0xff;
+	return 0;
+}
+
+static __always_inline int do_trace_enter(struct pt_regs *ctx)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	__u32 tgid = pid_tgid >> 32;
+	__u32 tid = (__u32)pid_tgid;
+	if (!bpf_map_lookup_elem(&traced, &tgid))
+		return 0;
+	struct trace_inflight *in = bpf_map_lookup_elem(&trace_inflight, &tid);
+	if (in && in->depth > 0) {
+		in->depth++;
+		return 0;
+	}
+	__u64 cookie = bpf_get_attach_cookie(ctx);
+	struct trace_inflight f = { .depth = 1, .peer = TRACE_NONE, .root = TRACE_NONE, .count = TRACE_NONE };
+	struct fortran_pending *fp = bpf_map_lookup_elem(&trace_fortran, &tid);
+	if (fp) {
+		// Inside a Fortran binding: its handle conversions (MPI_Comm_f2c,
+		// ...) are not the application's calls; the implemented call is,
+		// at the binding's call site.
+		if (fp->call != (cookie & 0xffff))
+			return 0;
+		f.site = fp->site;
+		bpf_map_delete_elem(&trace_fortran, &tid);
+	} else {
+		bpf_probe_read_user(&f.site, sizeof(f.site), (void *)PT_REGS_SP(ctx));
+	}
+	__u32 a;
+	if ((a = (cookie >> 16) & 0xf))
+		f.peer = (__s32)arg(ctx, a);
+	if ((a = (cookie >> 20) & 0xf))
+		f.count = (__s32)arg(ctx, a);
+	if ((a = (cookie >> 24) & 0xf))
+		f.elem_size = elem_size(arg(ctx, a), (cookie >> 32) & 3);
+	if ((a = (cookie >> 28) & 0xf))
+		f.root = (__s32)arg(ctx, a);
+	f.enter_ns = bpf_ktime_get_ns();
+	bpf_map_update_elem(&trace_inflight, &tid, &f, BPF_ANY);
+	return 0;
+}
+
+static __always_inline int do_trace_exit(struct pt_regs *ctx)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	__u32 tgid = pid_tgid >> 32;
+	__u32 tid = (__u32)pid_tgid;
+	struct trace_inflight *in = bpf_map_lookup_elem(&trace_inflight, &tid);
+	if (!in)
+		return 0;
+	if (in->depth > 1) {
+		in->depth--;
+		return 0;
+	}
+	struct trace_event *e = bpf_ringbuf_reserve(&trace_events, sizeof(*e), 0);
+	if (!e) {
+		__u64 one = 1;
+		__u64 *n = bpf_map_lookup_elem(&trace_lost, &tgid);
+		if (n)
+			__sync_fetch_and_add(n, 1);
+		else
+			bpf_map_update_elem(&trace_lost, &tgid, &one, BPF_NOEXIST);
+		bpf_map_delete_elem(&trace_inflight, &tid);
+		return 0;
+	}
+	__u64 cookie = bpf_get_attach_cookie(ctx);
+	e->tgid = tgid;
+	e->tid = tid;
+	e->site = in->site;
+	e->enter_ns = in->enter_ns;
+	e->exit_ns = bpf_ktime_get_ns();
+	e->count = in->count;
+	e->peer = in->peer;
+	e->root = in->root;
+	e->elem_size = in->elem_size;
+	e->ret = (__s32)PT_REGS_RC(ctx);
+	e->call = cookie & 0xffff;
+	e->flags = 0;
+	e->pad = 0;
+	bpf_ringbuf_submit(e, 0);
+	bpf_map_delete_elem(&trace_inflight, &tid);
+	return 0;
+}
+
+static __always_inline int do_trace_fortran(struct pt_regs *ctx)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	__u32 tgid = pid_tgid >> 32;
+	__u32 tid = (__u32)pid_tgid;
+	if (!bpf_map_lookup_elem(&traced, &tgid))
+		return 0;
+	struct fortran_pending fp = { .call = bpf_get_attach_cookie(ctx) & 0xffff };
+	bpf_probe_read_user(&fp.site, sizeof(fp.site), (void *)PT_REGS_SP(ctx));
+	bpf_map_update_elem(&trace_fortran, &tid, &fp, BPF_ANY);
+	return 0;
+}
+
+// trace_enter runs at the entry of every MPI function in trace mode.
+// The _multi variants are the same programs for uprobe_multi links, which
+// attach a whole library's functions in one system call (kernel 6.6+).
+SEC("uprobe")
+int trace_enter(struct pt_regs *ctx) { return do_trace_enter(ctx); }
+
+SEC("uprobe.multi")
+int trace_enter_multi(struct pt_regs *ctx) { return do_trace_enter(ctx); }
+
+// trace_exit runs at the return of every MPI function in trace mode and
+// sends the outermost call of the thread to user space.
+SEC("uprobe")
+int trace_exit(struct pt_regs *ctx) { return do_trace_exit(ctx); }
+
+SEC("uretprobe.multi")
+int trace_exit_multi(struct pt_regs *ctx) { return do_trace_exit(ctx); }
+
+// trace_fortran_enter runs at the entry of a Fortran binding: the C call it
+// makes next is attributed to the binding's caller, the application.
+SEC("uprobe")
+int trace_fortran_enter(struct pt_regs *ctx) { return do_trace_fortran(ctx); }
+
+SEC("uprobe.multi")
+int trace_fortran_enter_multi(struct pt_regs *ctx) { return do_trace_fortran(ctx); }
 
 // empty does nothing: the benchmark attaches it where count_event would go,
 // to measure the uprobe mechanism's own cost on the same symbol.

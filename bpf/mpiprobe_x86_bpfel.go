@@ -26,6 +26,13 @@ type MpiprobeCountVal struct {
 	LastNs  uint64
 }
 
+type MpiprobeFortranPending struct {
+	_    structs.HostLayout
+	Site uint64
+	Call uint32
+	Pad  uint32
+}
+
 type MpiprobeProcEvent struct {
 	_        structs.HostLayout
 	Type     uint32
@@ -33,6 +40,34 @@ type MpiprobeProcEvent struct {
 	Ppid     uint32
 	ExitCode int32
 	TsNs     uint64
+}
+
+type MpiprobeTraceEvent struct {
+	_        structs.HostLayout
+	Tgid     uint32
+	Tid      uint32
+	Site     uint64
+	EnterNs  uint64
+	ExitNs   uint64
+	Count    int64
+	Peer     int32
+	Root     int32
+	ElemSize int32
+	Ret      int32
+	Call     uint16
+	Flags    uint16
+	Pad      uint32
+}
+
+type MpiprobeTraceInflight struct {
+	_        structs.HostLayout
+	Site     uint64
+	EnterNs  uint64
+	Count    int64
+	Peer     int32
+	Root     int32
+	ElemSize int32
+	Depth    uint32
 }
 
 // LoadMpiprobe returns the embedded CollectionSpec for Mpiprobe.
@@ -77,30 +112,41 @@ type MpiprobeSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type MpiprobeProgramSpecs struct {
-	CountEvent *ebpf.ProgramSpec `ebpf:"count_event"`
-	Empty      *ebpf.ProgramSpec `ebpf:"empty"`
-	OnExec     *ebpf.ProgramSpec `ebpf:"on_exec"`
-	OnExit     *ebpf.ProgramSpec `ebpf:"on_exit"`
-	OnFork     *ebpf.ProgramSpec `ebpf:"on_fork"`
+	CountEvent             *ebpf.ProgramSpec `ebpf:"count_event"`
+	Empty                  *ebpf.ProgramSpec `ebpf:"empty"`
+	OnExec                 *ebpf.ProgramSpec `ebpf:"on_exec"`
+	OnExit                 *ebpf.ProgramSpec `ebpf:"on_exit"`
+	OnFork                 *ebpf.ProgramSpec `ebpf:"on_fork"`
+	TraceEnter             *ebpf.ProgramSpec `ebpf:"trace_enter"`
+	TraceEnterMulti        *ebpf.ProgramSpec `ebpf:"trace_enter_multi"`
+	TraceExit              *ebpf.ProgramSpec `ebpf:"trace_exit"`
+	TraceExitMulti         *ebpf.ProgramSpec `ebpf:"trace_exit_multi"`
+	TraceFortranEnter      *ebpf.ProgramSpec `ebpf:"trace_fortran_enter"`
+	TraceFortranEnterMulti *ebpf.ProgramSpec `ebpf:"trace_fortran_enter_multi"`
 }
 
 // MpiprobeMapSpecs contains maps before they are loaded into the kernel.
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type MpiprobeMapSpecs struct {
-	Counts     *ebpf.MapSpec `ebpf:"counts"`
-	Drops      *ebpf.MapSpec `ebpf:"drops"`
-	ProcEvents *ebpf.MapSpec `ebpf:"proc_events"`
-	Traced     *ebpf.MapSpec `ebpf:"traced"`
+	Counts        *ebpf.MapSpec `ebpf:"counts"`
+	Drops         *ebpf.MapSpec `ebpf:"drops"`
+	ProcEvents    *ebpf.MapSpec `ebpf:"proc_events"`
+	TraceEvents   *ebpf.MapSpec `ebpf:"trace_events"`
+	TraceFortran  *ebpf.MapSpec `ebpf:"trace_fortran"`
+	TraceInflight *ebpf.MapSpec `ebpf:"trace_inflight"`
+	TraceLost     *ebpf.MapSpec `ebpf:"trace_lost"`
+	Traced        *ebpf.MapSpec `ebpf:"traced"`
 }
 
 // MpiprobeVariableSpecs contains global variables before they are loaded into the kernel.
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type MpiprobeVariableSpecs struct {
-	UnusedCountKey  *ebpf.VariableSpec `ebpf:"unused_count_key"`
-	UnusedCountVal  *ebpf.VariableSpec `ebpf:"unused_count_val"`
-	UnusedProcEvent *ebpf.VariableSpec `ebpf:"unused_proc_event"`
+	UnusedCountKey   *ebpf.VariableSpec `ebpf:"unused_count_key"`
+	UnusedCountVal   *ebpf.VariableSpec `ebpf:"unused_count_val"`
+	UnusedProcEvent  *ebpf.VariableSpec `ebpf:"unused_proc_event"`
+	UnusedTraceEvent *ebpf.VariableSpec `ebpf:"unused_trace_event"`
 }
 
 // MpiprobeObjects contains all objects after they have been loaded into the kernel.
@@ -123,10 +169,14 @@ func (o *MpiprobeObjects) Close() error {
 //
 // It can be passed to LoadMpiprobeObjects or ebpf.CollectionSpec.LoadAndAssign.
 type MpiprobeMaps struct {
-	Counts     *ebpf.Map `ebpf:"counts"`
-	Drops      *ebpf.Map `ebpf:"drops"`
-	ProcEvents *ebpf.Map `ebpf:"proc_events"`
-	Traced     *ebpf.Map `ebpf:"traced"`
+	Counts        *ebpf.Map `ebpf:"counts"`
+	Drops         *ebpf.Map `ebpf:"drops"`
+	ProcEvents    *ebpf.Map `ebpf:"proc_events"`
+	TraceEvents   *ebpf.Map `ebpf:"trace_events"`
+	TraceFortran  *ebpf.Map `ebpf:"trace_fortran"`
+	TraceInflight *ebpf.Map `ebpf:"trace_inflight"`
+	TraceLost     *ebpf.Map `ebpf:"trace_lost"`
+	Traced        *ebpf.Map `ebpf:"traced"`
 }
 
 func (m *MpiprobeMaps) Close() error {
@@ -134,6 +184,10 @@ func (m *MpiprobeMaps) Close() error {
 		m.Counts,
 		m.Drops,
 		m.ProcEvents,
+		m.TraceEvents,
+		m.TraceFortran,
+		m.TraceInflight,
+		m.TraceLost,
 		m.Traced,
 	)
 }
@@ -142,20 +196,27 @@ func (m *MpiprobeMaps) Close() error {
 //
 // It can be passed to LoadMpiprobeObjects or ebpf.CollectionSpec.LoadAndAssign.
 type MpiprobeVariables struct {
-	UnusedCountKey  *ebpf.Variable `ebpf:"unused_count_key"`
-	UnusedCountVal  *ebpf.Variable `ebpf:"unused_count_val"`
-	UnusedProcEvent *ebpf.Variable `ebpf:"unused_proc_event"`
+	UnusedCountKey   *ebpf.Variable `ebpf:"unused_count_key"`
+	UnusedCountVal   *ebpf.Variable `ebpf:"unused_count_val"`
+	UnusedProcEvent  *ebpf.Variable `ebpf:"unused_proc_event"`
+	UnusedTraceEvent *ebpf.Variable `ebpf:"unused_trace_event"`
 }
 
 // MpiprobePrograms contains all programs after they have been loaded into the kernel.
 //
 // It can be passed to LoadMpiprobeObjects or ebpf.CollectionSpec.LoadAndAssign.
 type MpiprobePrograms struct {
-	CountEvent *ebpf.Program `ebpf:"count_event"`
-	Empty      *ebpf.Program `ebpf:"empty"`
-	OnExec     *ebpf.Program `ebpf:"on_exec"`
-	OnExit     *ebpf.Program `ebpf:"on_exit"`
-	OnFork     *ebpf.Program `ebpf:"on_fork"`
+	CountEvent             *ebpf.Program `ebpf:"count_event"`
+	Empty                  *ebpf.Program `ebpf:"empty"`
+	OnExec                 *ebpf.Program `ebpf:"on_exec"`
+	OnExit                 *ebpf.Program `ebpf:"on_exit"`
+	OnFork                 *ebpf.Program `ebpf:"on_fork"`
+	TraceEnter             *ebpf.Program `ebpf:"trace_enter"`
+	TraceEnterMulti        *ebpf.Program `ebpf:"trace_enter_multi"`
+	TraceExit              *ebpf.Program `ebpf:"trace_exit"`
+	TraceExitMulti         *ebpf.Program `ebpf:"trace_exit_multi"`
+	TraceFortranEnter      *ebpf.Program `ebpf:"trace_fortran_enter"`
+	TraceFortranEnterMulti *ebpf.Program `ebpf:"trace_fortran_enter_multi"`
 }
 
 func (p *MpiprobePrograms) Close() error {
@@ -165,6 +226,12 @@ func (p *MpiprobePrograms) Close() error {
 		p.OnExec,
 		p.OnExit,
 		p.OnFork,
+		p.TraceEnter,
+		p.TraceEnterMulti,
+		p.TraceExit,
+		p.TraceExitMulti,
+		p.TraceFortranEnter,
+		p.TraceFortranEnterMulti,
 	)
 }
 

@@ -59,6 +59,13 @@ func TestPrograms(t *testing.T) {
 		{"on_fork", ebpf.Tracing, ebpf.AttachTraceRawTp, "sched_process_fork"},
 		{"on_exec", ebpf.Tracing, ebpf.AttachTraceRawTp, "sched_process_exec"},
 		{"on_exit", ebpf.Tracing, ebpf.AttachTraceRawTp, "sched_process_exit"},
+		{"trace_enter", ebpf.Kprobe, ebpf.AttachNone, ""},
+		{"trace_exit", ebpf.Kprobe, ebpf.AttachNone, ""},
+		{"trace_fortran_enter", ebpf.Kprobe, ebpf.AttachNone, ""},
+		// One link per library: uprobe_multi programs carry their attach type.
+		{"trace_enter_multi", ebpf.Kprobe, ebpf.AttachTraceUprobeMulti, ""},
+		{"trace_exit_multi", ebpf.Kprobe, ebpf.AttachTraceUprobeMulti, ""},
+		{"trace_fortran_enter_multi", ebpf.Kprobe, ebpf.AttachTraceUprobeMulti, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -166,6 +173,7 @@ func TestGoTypesMatchBTF(t *testing.T) {
 		{"count_key", MpiprobeCountKey{}, spec.Maps["counts"].KeySize, "counts key"},
 		{"count_val", MpiprobeCountVal{}, spec.Maps["counts"].ValueSize, "counts value"},
 		{"proc_event", MpiprobeProcEvent{}, 24, "proc_events record"},
+		{"trace_event", MpiprobeTraceEvent{}, 64, "trace_events record"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.cname, func(t *testing.T) {

@@ -25,6 +25,10 @@ func Classify(file string) (Library, bool) {
 		return MPICHLib, true
 	case strings.HasPrefix(base, "libmpi.so.40"):
 		return OMPILibMPI, true
+	case strings.HasPrefix(base, "libmpi_mpifh.so"):
+		return OMPIFortran, true
+	case strings.HasPrefix(base, "libmpichfort.so"):
+		return MPICHFortran, true
 	case strings.HasPrefix(base, "mca_") && strings.HasSuffix(base, ".so"):
 		return Library(strings.TrimSuffix(base, ".so")), true
 	}

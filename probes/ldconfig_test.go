@@ -37,10 +37,14 @@ func TestParseLdconfig(t *testing.T) {
 			name: "Debian with Open MPI and MPICH",
 			out:  ldconfigDebian,
 			want: []string{
+				// Fortran binding libraries: trace mode attributes calls
+				// through them to the application's call site.
+				"/lib/x86_64-linux-gnu/libmpichfort.so.12",
 				"/lib/x86_64-linux-gnu/libmpich.so.12",
 				// The -dev symlink to libmpich.so.12 classifies too; the
 				// attacher deduplicates it by (device, inode).
 				"/lib/x86_64-linux-gnu/libmpich.so",
+				"/lib/x86_64-linux-gnu/libmpi_mpifh.so.40",
 				"/lib/x86_64-linux-gnu/libmpi.so.40",
 				"/usr/lib/x86_64-linux-gnu/mpich/lib/libmpi.so.12",
 			},

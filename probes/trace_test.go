@@ -1,0 +1,159 @@
+package probes
+
+import (
+	"debug/elf"
+	"os"
+	"slices"
+	"testing"
+)
+
+// decodeTraceCookie unpacks a trace cookie the way trace_enter in
+// bpf/mpiprobe.bpf.c does.
+func decodeTraceCookie(c uint64) (call int, a ArgSpec, kind DatatypeKind) {
+	return int(c & 0xffff), ArgSpec{
+		Peer: int(c >> 16 & 0xf), Count: int(c >> 20 & 0xf), Datatype: int(c >> 24 & 0xf), Root: int(c >> 28 & 0xf),
+	}, DatatypeKind(c >> 32 & 3)
+}
+
+func TestTraceCookie(t *testing.T) {
+	tests := []struct {
+		call int
+		args ArgSpec
+		kind DatatypeKind
+		want uint64
+	}{
+		{0, ArgSpec{}, DatatypeUnknown, 0},
+		{5, ArgSpec{Peer: 4, Count: 2, Datatype: 3}, DatatypeOMPI, 5 | 4<<16 | 2<<20 | 3<<24 | 1<<32},
+		{0xffff, ArgSpec{Count: 6, Datatype: 7, Root: 8}, DatatypeMPICH, 0xffff | 6<<20 | 7<<24 | 8<<28 | 2<<32},
+		{1, ArgSpec{Root: 12}, DatatypeUnknown, 1 | 12<<28},
+	}
+	for _, tt := range tests {
+		got, err := TraceCookie(tt.call, tt.args, tt.kind)
+		if err != nil || got != tt.want {
+			t.Errorf("TraceCookie(%d, %+v, %d) = %#x, %v; want %#x", tt.call, tt.args, tt.kind, got, err, tt.want)
+			continue
+		}
+		c, a, k := decodeTraceCookie(got)
+		if c != tt.call || a != tt.args || k != tt.kind {
+			t.Errorf("BPF-side decoding of %#x = (%d, %+v, %d), want (%d, %+v, %d)", got, c, a, k, tt.call, tt.args, tt.kind)
+		}
+	}
+	for _, bad := range []struct {
+		call int
+		args ArgSpec
+	}{{-1, ArgSpec{}}, {0x10000, ArgSpec{}}, {0, ArgSpec{Peer: 13}}, {0, ArgSpec{Root: -1}}} {
+		if _, err := TraceCookie(bad.call, bad.args, DatatypeOMPI); err == nil {
+			t.Errorf("TraceCookie(%d, %+v) accepted an out-of-range field", bad.call, bad.args)
+		}
+	}
+}
+
+// TestArgsOf checks positions against the MPI 3.1 C prototypes.
+func TestArgsOf(t *testing.T) {
+	tests := map[string]ArgSpec{
+		"MPI_Send":      {Peer: 4, Count: 2, Datatype: 3},
+		"MPI_Irecv":     {Peer: 4, Count: 2, Datatype: 3},
+		"MPI_Sendrecv":  {Peer: 4, Count: 2, Datatype: 3},
+		"MPI_Probe":     {Peer: 1},
+		"MPI_Mrecv":     {Count: 2, Datatype: 3},
+		"MPI_Bcast":     {Count: 2, Datatype: 3, Root: 4},
+		"MPI_Ibcast":    {Count: 2, Datatype: 3, Root: 4},
+		"MPI_Reduce":    {Count: 3, Datatype: 4, Root: 6},
+		"MPI_Allreduce": {Count: 3, Datatype: 4},
+		"MPI_Gather":    {Count: 2, Datatype: 3, Root: 7}, // root on the stack
+		"MPI_Igatherv":  {Count: 2, Datatype: 3, Root: 8},
+		"MPI_Scatterv":  {Count: 6, Datatype: 7, Root: 8},
+		"MPI_Scatter":   {Count: 5, Datatype: 6, Root: 7},
+		"MPI_Barrier":   {},
+		"MPI_Wtime":     {},
+	}
+	for name, want := range tests {
+		if got := ArgsOf(name); got != want {
+			t.Errorf("ArgsOf(%s) = %+v, want %+v", name, got, want)
+		}
+	}
+}
+
+func TestCallNames(t *testing.T) {
+	c := map[string]string{
+		"MPI_Send": "MPI_Send", "PMPI_Send": "MPI_Send", "MPI_Comm_rank": "MPI_Comm_rank",
+		"MPI_SEND": "", "MPI_Bcast_f": "", "MPI_Bcast_f08": "", "ompi_bcast_f": "", "MPI_": "", "mpi_send_": "",
+	}
+	for sym, want := range c {
+		got, ok := mpiCName(sym)
+		if got != want || ok != (want != "") {
+			t.Errorf("mpiCName(%q) = %q, %v; want %q", sym, got, ok, want)
+		}
+	}
+	f := map[string]string{
+		"mpi_bcast_": "MPI_Bcast", "pmpi_comm_rank_": "MPI_Comm_rank", "mpi_bcast__": "", "mpi_bcast": "",
+		"mpi_bcast_f08ts_": "", "MPI_BCAST": "", "mpi__": "",
+	}
+	for sym, want := range f {
+		got, ok := fortranCName(sym)
+		if got != want || ok != (want != "") {
+			t.Errorf("fortranCName(%q) = %q, %v; want %q", sym, got, ok, want)
+		}
+	}
+}
+
+// TestFunctionsOfRealLibraries reads Debian's Open MPI and MPICH libraries:
+// every C function is found once per address, under its MPI_ name, and the
+// Fortran bindings name the C call they implement.
+func TestFunctionsOfRealLibraries(t *testing.T) {
+	libs := []struct {
+		path    string
+		fortran bool
+		min     int
+		want    []string
+	}{
+		{"/usr/lib/x86_64-linux-gnu/libmpi.so.40", false, 350, []string{"MPI_Send", "MPI_Allreduce", "MPI_Init", "MPI_Ibcast"}},
+		{"/usr/lib/x86_64-linux-gnu/libmpich.so.12", false, 350, []string{"MPI_Send", "MPI_Allreduce", "MPI_Init"}},
+		{"/usr/lib/x86_64-linux-gnu/libmpi_mpifh.so.40", true, 300, []string{"MPI_Bcast", "MPI_Allreduce", "MPI_Init"}},
+		{"/usr/lib/x86_64-linux-gnu/libmpichfort.so.12", true, 300, []string{"MPI_Bcast", "MPI_Allreduce", "MPI_Init"}},
+	}
+	for _, l := range libs {
+		t.Run(l.path, func(t *testing.T) {
+			if _, err := os.Stat(l.path); err != nil {
+				if os.Getenv("MPIPROBE_E2E") == "require" {
+					t.Fatalf("%v (MPIPROBE_E2E=require)", err)
+				}
+				t.Skip(err)
+			}
+			f, err := elf.Open(l.path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			var fns []Function
+			if l.fortran {
+				fns, err = FortranBindings(f)
+			} else {
+				fns, err = MPIFunctions(f)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(fns) < l.min {
+				t.Errorf("%d functions, want at least %d", len(fns), l.min)
+			}
+			addrs := map[uint64]bool{}
+			var calls []string
+			for _, fn := range fns {
+				if addrs[fn.Value] {
+					t.Errorf("address %#x listed twice", fn.Value)
+				}
+				addrs[fn.Value] = true
+				calls = append(calls, fn.Call)
+				if !l.fortran && fn.Name != fn.Call && fn.Name != "P"+fn.Call {
+					t.Errorf("%s listed as call %s", fn.Name, fn.Call)
+				}
+			}
+			for _, w := range l.want {
+				if !slices.Contains(calls, w) {
+					t.Errorf("%s not found", w)
+				}
+			}
+		})
+	}
+}
