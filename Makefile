@@ -1,7 +1,7 @@
 # mpiprobe: see README.md.
 GO       ?= go
 BIN      := bin/mpiprobe
-DEB_PKGS := openmpi-bin libopenmpi-dev mpich libmpich-dev clang llvm libbpf-dev linux-libc-dev gcc make
+DEB_PKGS := openmpi-bin libopenmpi-dev mpich libmpich-dev gfortran binutils clang llvm libbpf-dev linux-libc-dev gcc make
 
 .PHONY: all build test generate check-generate deps demo bench fuzz vet clean
 

@@ -56,6 +56,9 @@ type Config struct {
 	Clock thresholds.Clock
 	// Stdout and Stderr of the command (default os.Stdout / os.Stderr).
 	Stdout, Stderr io.Writer
+	// Trace, when set, records every MPI call to a trace file instead of
+	// counting the catalog's events.
+	Trace *TraceConfig
 }
 
 // counterKey names one counter: an event in one process.
@@ -77,6 +80,7 @@ type session struct {
 	drops   []uint64
 	monoOff time.Duration // wall clock minus CLOCK_MONOTONIC
 	start   time.Time
+	rec     *recorder // trace mode only
 }
 
 // Run traces the configured targets until they have all exited or ctx is
@@ -190,7 +194,7 @@ func (s *session) run(ctx context.Context) error {
 	if err := Preflight(); err != nil {
 		return err
 	}
-	if err := bpf.LoadMpiprobeObjects(&s.objs, nil); err != nil {
+	if err := s.load(); err != nil {
 		var verr *ebpf.VerifierError
 		if errors.As(err, &verr) {
 			return fmt.Errorf("load BPF programs: verifier rejected them (kernel too old?): %w", err)
@@ -213,27 +217,39 @@ func (s *session) run(ctx context.Context) error {
 		tplinks = append(tplinks, l)
 	}
 
-	att, err := probes.NewAttacher(probes.Programs{
-		Count: s.objs.CountEvent,
-	}, s.cat)
-	if err != nil {
-		return err
-	}
-	defer att.Close()
-	if err := att.Add(targets); err != nil {
-		return explainLoad("attach probes", err)
-	}
-	attached := 0
-	for _, st := range att.Status() {
-		if st.Attached {
-			attached++
-			cfg.Log.Debug("probe attached", "event", st.Event, "file", st.File, "missing", st.Reason)
-		} else {
-			cfg.Log.Warn("event unavailable", "event", st.Event, "file", st.File, "reason", st.Reason)
+	var probeCount int
+	if cfg.Trace != nil {
+		rec, n, closeTrace, err := s.startTrace(targets)
+		if err != nil {
+			return err
 		}
-	}
-	if attached == 0 {
-		return fmt.Errorf("no catalog event could be attached in %s: this MPI build lacks the probed symbols (see warnings above); mpiprobe knows Open MPI 4.x with pml ob1", describeTargets(targets))
+		defer closeTrace()
+		probeCount = n
+		s.rec = rec
+	} else {
+		att, err := probes.NewAttacher(probes.Programs{
+			Count: s.objs.CountEvent,
+		}, s.cat)
+		if err != nil {
+			return err
+		}
+		defer att.Close()
+		if err := att.Add(targets); err != nil {
+			return explainLoad("attach probes", err)
+		}
+		attached := 0
+		for _, st := range att.Status() {
+			if st.Attached {
+				attached++
+				cfg.Log.Debug("probe attached", "event", st.Event, "file", st.File, "missing", st.Reason)
+			} else {
+				cfg.Log.Warn("event unavailable", "event", st.Event, "file", st.File, "reason", st.Reason)
+			}
+		}
+		if attached == 0 {
+			return fmt.Errorf("no catalog event could be attached in %s: this MPI build lacks the probed symbols (see warnings above); mpiprobe knows Open MPI 4.x with pml ob1", describeTargets(targets))
+		}
+		probeCount = att.Attached()
 	}
 
 	rd, err := ringbuf.NewReader(s.objs.ProcEvents)
@@ -257,15 +273,14 @@ func (s *session) run(ctx context.Context) error {
 			return err
 		}
 	}
-	cfg.Log.Info("tracing", "processes", len(live), "libraries", len(targets), "probes", att.Attached())
+	cfg.Log.Info("tracing", "processes", len(live), "libraries", len(targets), "probes", probeCount)
 
 	tick := time.NewTicker(cfg.Interval)
 	defer tick.Stop()
 	for {
 		select {
 		case <-ctx.Done():
-			s.finish(events)
-			return nil
+			return s.finish(events)
 		case e, ok := <-events:
 			if !ok {
 				// The ring buffer reader failed: stop selecting on a closed
@@ -280,13 +295,11 @@ func (s *session) run(ctx context.Context) error {
 				cfg.Log.Info("command ended", "err", err)
 			}
 			cmdDone = nil
-			s.finish(events)
-			return nil
+			return s.finish(events)
 		case <-tick.C:
 			s.poll()
 			if cmdDone == nil && s.allEnded() {
-				s.finish(events)
-				return nil
+				return s.finish(events)
 			}
 		}
 	}
@@ -494,7 +507,7 @@ func (s *session) allEnded() bool {
 }
 
 // finish takes the last reading and sums up what was never reported.
-func (s *session) finish(events <-chan bpf.MpiprobeProcEvent) {
+func (s *session) finish(events <-chan bpf.MpiprobeProcEvent) error {
 	// Let exit notifications already in the ring buffer arrive.
 	deadline := time.After(200 * time.Millisecond)
 drain:
@@ -513,6 +526,15 @@ drain:
 	for _, r := range s.limiter.Finalize() {
 		s.print(r)
 	}
+	if s.rec != nil {
+		st, err := s.rec.stop(s.objs.TraceLost, s.endOf)
+		s.cfg.Trace.Stats = st
+		s.rec = nil
+		if err != nil {
+			return fmt.Errorf("trace file: %w", err)
+		}
+	}
+	return nil
 }
 
 // summary builds the per-job summary of the session.

@@ -5,6 +5,12 @@
 //
 //	sudo mpiprobe -p 4242
 //	sudo mpiprobe -- mpirun -np 4 ./app
+//
+// Trace mode records every MPI call with its call site and shows each
+// rank's loop structure:
+//
+//	sudo mpiprobe trace -o run.trace -- mpirun -np 4 ./app
+//	mpiprobe trace show run.trace --detail high
 package main
 
 import (
@@ -31,6 +37,11 @@ import (
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if len(os.Args) > 1 && os.Args[1] == "trace" {
+		code := traceMain(ctx, os.Args[2:], os.Stdout, os.Stderr)
+		stop()
+		os.Exit(code)
+	}
 	cfg, err := parseArgs(os.Args[1:], os.Stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		os.Exit(0)
@@ -98,7 +109,7 @@ func parseArgs(args []string, stderr io.Writer) (config, error) {
 	fs.BoolVar(&cfg.verbose, "v", false, "log attach details")
 	events := fs.String("events", string(probes.Default), "comma-separated event `LEVELS` to enable: default, retries, or all")
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: mpiprobe [flags] -p PID [-p PID ...]\n       mpiprobe [flags] --job JOBID\n       mpiprobe [flags] -- COMMAND [ARGS...]\n\nflags:\n")
+		fmt.Fprintf(stderr, "usage: mpiprobe [flags] -p PID [-p PID ...]\n       mpiprobe [flags] --job JOBID\n       mpiprobe [flags] -- COMMAND [ARGS...]\n       mpiprobe trace -h    (record and show every MPI call)\n\nflags:\n")
 		fs.PrintDefaults()
 		fmt.Fprintf(stderr, "\nevents:\n")
 		for _, e := range probes.Full().Events {

@@ -24,8 +24,8 @@ import (
 type Impl struct {
 	// Name is "openmpi" or "mpich".
 	Name string
-	// CC compiles an MPI program.
-	CC string
+	// CC compiles an MPI program in C, FC one in Fortran.
+	CC, FC string
 	// Launcher starts a job, with LauncherArgs first.
 	Launcher     string
 	LauncherArgs []string
@@ -33,13 +33,13 @@ type Impl struct {
 
 // OpenMPI is Debian's Open MPI (openmpi-bin, libopenmpi-dev).
 func OpenMPI() Impl {
-	return Impl{Name: "openmpi", CC: "mpicc.openmpi", Launcher: "mpirun.openmpi",
+	return Impl{Name: "openmpi", CC: "mpicc.openmpi", FC: "mpifort.openmpi", Launcher: "mpirun.openmpi",
 		LauncherArgs: []string{"--allow-run-as-root", "--oversubscribe"}}
 }
 
 // MPICH is Debian's MPICH (mpich, libmpich-dev).
 func MPICH() Impl {
-	return Impl{Name: "mpich", CC: "mpicc.mpich", Launcher: "mpiexec.mpich"}
+	return Impl{Name: "mpich", CC: "mpicc.mpich", FC: "mpifort.mpich", Launcher: "mpiexec.mpich"}
 }
 
 // Command returns the launcher command line for np ranks of prog with args,
@@ -102,13 +102,19 @@ func RepoRoot(t testing.TB) string {
 	}
 }
 
-// Build compiles testdata/<name>.c with the implementation's mpicc into a
-// temporary directory and returns the binary's path.
+// Build compiles testdata/<name>.c with the implementation's mpicc, or
+// testdata/<name>.f90 with its mpifort, into a temporary directory and
+// returns the binary's path.
 func Build(t testing.TB, impl Impl, name string) string {
 	t.Helper()
 	src := filepath.Join(RepoRoot(t), "testdata", name+".c")
+	compiler := impl.CC
+	if _, err := os.Stat(src); err != nil {
+		src = filepath.Join(RepoRoot(t), "testdata", name+".f90")
+		compiler = impl.FC
+	}
 	out := filepath.Join(t.TempDir(), name+"."+impl.Name)
-	run(t, impl.CC, "-O2", "-g", "-o", out, src)
+	run(t, compiler, "-O2", "-g", "-o", out, src)
 	return out
 }
 

@@ -1,0 +1,177 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/mpiprobe/mpiprobe/monitor"
+	"github.com/mpiprobe/mpiprobe/tracefile"
+	"github.com/mpiprobe/mpiprobe/traceview"
+)
+
+// traceConfig is the parsed command line of "mpiprobe trace".
+type traceConfig struct {
+	monitor  monitor.Config
+	output   string
+	duration time.Duration
+	ringMiB  uint
+	verbose  bool
+}
+
+func parseTraceArgs(args []string, stderr io.Writer) (traceConfig, error) {
+	var (
+		cfg  traceConfig
+		pids pidList
+		libs stringList
+	)
+	fs := flag.NewFlagSet("mpiprobe trace", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&cfg.output, "o", "", "write the trace to `FILE` (required)")
+	fs.Var(&pids, "p", "trace the MPI process `PID` (repeat, or comma-separate, for several)")
+	fs.StringVar(&cfg.monitor.Job, "job", "", "trace every rank of job `JOBID` on this node")
+	fs.DurationVar(&cfg.duration, "duration", 0, "stop after `DURATION` (default: when the targets end, or on Ctrl-C)")
+	fs.Var(&libs, "lib", "also attach to MPI library `FILE` in command mode (repeatable)")
+	fs.UintVar(&cfg.ringMiB, "ring", monitor.DefaultRingBytes>>20, "ring buffer `MiB` between the kernel and mpiprobe (a power of two)")
+	fs.BoolVar(&cfg.verbose, "v", false, "log attach and symbolization details")
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "usage: mpiprobe trace -o FILE [flags] -- COMMAND [ARGS...]\n       mpiprobe trace -o FILE [flags] -p PID | --job JOBID\n       mpiprobe trace show FILE [--rank N] [--detail low|high]\n\nflags:\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return cfg, err
+	}
+	if cfg.output == "" {
+		return cfg, errors.New("trace: give the output file with -o FILE")
+	}
+	if cfg.duration < 0 {
+		return cfg, errors.New("trace: --duration must be positive")
+	}
+	if cfg.ringMiB == 0 || cfg.ringMiB > 4096 || cfg.ringMiB&(cfg.ringMiB-1) != 0 {
+		return cfg, fmt.Errorf("trace: --ring %d: give a power of two between 1 and 4096", cfg.ringMiB)
+	}
+	cfg.monitor.PIDs = pids
+	cfg.monitor.Command = fs.Args()
+	cfg.monitor.Libraries = libs
+	cfg.monitor.Trace = &monitor.TraceConfig{RingBytes: uint32(cfg.ringMiB << 20)}
+	return cfg, nil
+}
+
+// traceMain runs "mpiprobe trace ..." and returns the exit code.
+func traceMain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == "show" {
+		return showMain(args[1:], stdout, stderr)
+	}
+	cfg, err := parseTraceArgs(args, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "mpiprobe: %v\n", err)
+		return 2
+	}
+	if err := runTrace(ctx, cfg, stdout, stderr); err != nil {
+		fmt.Fprintf(stderr, "mpiprobe: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+// runTrace records the trace into the output file.
+func runTrace(ctx context.Context, cfg traceConfig, stdout, stderr io.Writer) error {
+	level := slog.LevelInfo
+	if cfg.verbose {
+		level = slog.LevelDebug
+	}
+	cfg.monitor.Log = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	cfg.monitor.Out = stderr
+	f, err := os.Create(cfg.output)
+	if err != nil {
+		return fmt.Errorf("trace: %w", err)
+	}
+	bw := bufio.NewWriterSize(f, 1<<20)
+	cfg.monitor.Trace.Out = bw
+	if cfg.duration > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, cfg.duration)
+		defer cancel()
+	}
+	_, err = monitor.Run(ctx, cfg.monitor)
+	if ferr := bw.Flush(); err == nil && ferr != nil {
+		err = fmt.Errorf("write %s: %w", cfg.output, ferr)
+	}
+	if cerr := f.Close(); err == nil && cerr != nil {
+		err = fmt.Errorf("write %s: %w", cfg.output, cerr)
+	}
+	st := cfg.monitor.Trace.Stats
+	fmt.Fprintf(stdout, "trace: %d MPI calls of %d ranks written to %s", st.Events, st.Ranks, cfg.output)
+	if st.Lost > 0 {
+		fmt.Fprintf(stdout, "; %d calls LOST (ring buffer full: raise --ring)", st.Lost)
+	}
+	fmt.Fprintln(stdout)
+	if st.Unresolved > 0 {
+		fmt.Fprintf(stderr, "mpiprobe: %d call sites could not be symbolized (the process exited before mpiprobe read its memory map); they show as addresses\n", st.Unresolved)
+	}
+	return err
+}
+
+// showMain runs "mpiprobe trace show FILE" and returns the exit code.
+func showMain(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("mpiprobe trace show", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	rank := fs.String("rank", "", "show only MPI rank `N`")
+	detail := fs.String("detail", "low", "`LEVEL` of detail: low (calls and loops) or high (compute bursts, times, peers)")
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "usage: mpiprobe trace show FILE [--rank N] [--detail low|high]\n\nflags:\n")
+		fs.PrintDefaults()
+	}
+	// Accept the file before or after the flags.
+	var file string
+	if len(args) > 0 && len(args[0]) > 0 && args[0][0] != '-' {
+		file, args = args[0], args[1:]
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if file == "" && fs.NArg() > 0 {
+		file = fs.Arg(0)
+	}
+	if file == "" {
+		fmt.Fprintln(stderr, "mpiprobe: trace show: give the trace file (mpiprobe trace show FILE)")
+		return 2
+	}
+	d, err := traceview.ParseDetail(*detail)
+	if err != nil {
+		fmt.Fprintf(stderr, "mpiprobe: --detail: %v\n", err)
+		return 2
+	}
+	f, err := os.Open(file)
+	if err != nil {
+		fmt.Fprintf(stderr, "mpiprobe: %v\n", err)
+		return 1
+	}
+	defer f.Close()
+	t, rerr := tracefile.Read(bufio.NewReaderSize(f, 1<<20))
+	if t == nil {
+		fmt.Fprintf(stderr, "mpiprobe: %s: %v\n", file, rerr)
+		return 1
+	}
+	if err := traceview.Show(stdout, t, traceview.Options{Rank: *rank, Detail: d}); err != nil {
+		fmt.Fprintf(stderr, "mpiprobe: %v\n", err)
+		return 1
+	}
+	if rerr != nil {
+		fmt.Fprintf(stderr, "mpiprobe: %s: %v\n", file, rerr)
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,8 @@
+// Package traceview reads a recorded trace back as each rank's loop
+// structure: every thread's stream of MPI calls, with the compute bursts
+// between them, becomes a sequence of (call, call site) symbols that package
+// loops compresses; call sites are numbered in the order they first appear,
+// ranks in rank order, so that the same source line has the same number on
+// every rank. Show prints the call sites, each rank's structure at low or
+// high detail, and the ranks grouped by identical structure.
+package traceview
