@@ -121,12 +121,16 @@ func Analyze(t *tracefile.Trace) *Analysis {
 				a.SiteNum[e.Site] = next
 				next++
 			}
+			// The burst before the first call is counted from the start
+			// of the trace (for a started command: the process's startup).
+			gap := e.Enter
 			if i > 0 {
-				gap := max(e.Enter-evs[i-1].Exit, 0)
-				seq = append(seq, sym(symbol{cpu: true, site: e.Site}))
-				w = append(w, float64(gap)/1e3)
-				st.Compute += time.Duration(gap)
+				gap = e.Enter - evs[i-1].Exit
 			}
+			gap = max(gap, 0)
+			seq = append(seq, sym(symbol{cpu: true, site: e.Site}))
+			w = append(w, float64(gap)/1e3)
+			st.Compute += time.Duration(gap)
 			seq = append(seq, sym(symbol{call: e.Call, site: e.Site}))
 			d := max(e.Exit-e.Enter, 0)
 			w = append(w, float64(d)/1e3)
@@ -297,6 +301,8 @@ func (p *printer) sites(a *Analysis, d Detail) {
 }
 
 func joinInts(v []int32) string {
+	v = slices.Clone(v)
+	slices.Sort(v)
 	s := make([]string, len(v))
 	for i, x := range v {
 		s[i] = strconv.Itoa(int(x))

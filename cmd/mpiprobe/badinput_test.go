@@ -68,11 +68,19 @@ func TestParseArgsOverrides(t *testing.T) {
 // runBinary runs mpiprobe and returns its exit code and stderr.
 func runBinary(t *testing.T, bin string, cred *syscall.Credential, args ...string) (int, string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	code, _, stderr := runOutput(t, bin, cred, args...)
+	return code, stderr
+}
+
+// runOutput runs mpiprobe (as cred, if not nil) and returns its exit code,
+// stdout and stderr.
+func runOutput(t *testing.T, bin string, cred *syscall.Credential, args ...string) (int, string, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	var stderr bytes.Buffer
+	var stdout, stderr bytes.Buffer
 	cmd := exec.CommandContext(ctx, bin, args...)
-	cmd.Stderr = &stderr
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if cred != nil {
 		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
 	}
@@ -83,7 +91,7 @@ func runBinary(t *testing.T, bin string, cred *syscall.Credential, args ...strin
 	} else if err != nil {
 		t.Fatalf("run mpiprobe: %v", err)
 	}
-	return code, stderr.String()
+	return code, stdout.String(), stderr.String()
 }
 
 // TestBadTargets: each bad target is one line that names the cause and the

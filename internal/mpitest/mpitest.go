@@ -177,6 +177,13 @@ func WaitRanks(ctx context.Context, prog string, n int, lib string) ([]int, erro
 	}
 }
 
+// WaitRanksFor is WaitRanks with a timeout instead of a context.
+func WaitRanksFor(d time.Duration, prog string, n int, lib string) ([]int, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	return WaitRanks(ctx, prog, n, lib)
+}
+
 // Job is an MPI job a test started on its own, outside mpiprobe.
 type Job struct {
 	cmd  *exec.Cmd

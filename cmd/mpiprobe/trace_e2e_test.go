@@ -1,0 +1,315 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/mpiprobe/mpiprobe/internal/mpitest"
+)
+
+// shown is the parsed output of `mpiprobe trace show`.
+type shown struct {
+	// sites maps a call site number to its call and source line ("Allreduce", "loops.c:35").
+	sites map[int][2]string
+	// structure maps an MPI rank to its structure line.
+	structure map[string]string
+	// header maps an MPI rank to its header line.
+	header map[string]string
+	text   string
+}
+
+var (
+	siteLine = regexp.MustCompile(`^\s+(\d+)\s+(\S+)\s+\S+ \((\S+:\d+)\)`)
+	rankLine = regexp.MustCompile(`^rank (\S+) \(pid \d+`)
+)
+
+func parseShow(t *testing.T, out string) shown {
+	t.Helper()
+	s := shown{sites: map[int][2]string{}, structure: map[string]string{}, header: map[string]string{}, text: out}
+	lines := strings.Split(out, "\n")
+	for i, l := range lines {
+		if m := siteLine.FindStringSubmatch(l); m != nil {
+			n, _ := strconv.Atoi(m[1])
+			s.sites[n] = [2]string{m[2], m[3]}
+		}
+		if m := rankLine.FindStringSubmatch(l); m != nil {
+			s.header[m[1]] = l
+			if i+1 < len(lines) && strings.HasPrefix(lines[i+1], "  ") {
+				s.structure[m[1]] = strings.TrimSpace(lines[i+1])
+			}
+		}
+	}
+	return s
+}
+
+// sourceLines returns, for each call, the line of testdata/src where it
+// is made: calls are found in source order, each after the previous one, by
+// "MPI_<call>(" (any case, for Fortran).
+func sourceLines(t *testing.T, src string, calls ...string) []string {
+	t.Helper()
+	f, err := os.Open(filepath.Join(mpitest.RepoRoot(t), "testdata", src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var out []string
+	sc := bufio.NewScanner(f)
+	n := 0
+	for sc.Scan() && len(out) < len(calls) {
+		n++
+		line := strings.ToLower(sc.Text())
+		if strings.Contains(line, "mpi_"+strings.ToLower(calls[len(out)])+"(") &&
+			!strings.HasPrefix(strings.TrimSpace(line), "*") && !strings.HasPrefix(strings.TrimSpace(line), "!") {
+			out = append(out, fmt.Sprintf("%s:%d", src, n))
+		}
+	}
+	if len(out) != len(calls) {
+		t.Fatalf("%s: found %d of the calls %v", src, len(out), calls)
+	}
+	return out
+}
+
+// traceAndShow records argv under `mpiprobe trace` and returns the parsed
+// output of `trace show` at the given detail, and the trace file.
+func traceAndShow(t *testing.T, bin string, detail string, traceArgs ...string) (shown, string) {
+	t.Helper()
+	file := filepath.Join(t.TempDir(), "run.trace")
+	code, stdout, stderr := runOutput(t, bin, nil, append([]string{"trace", "-o", file}, traceArgs...)...)
+	if code != 0 || !strings.Contains(stdout, "MPI calls of") {
+		t.Fatalf("mpiprobe trace exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	if strings.Contains(stdout, "LOST") {
+		t.Errorf("calls lost: %s", stdout)
+	}
+	code, out, stderr := runOutput(t, bin, nil, "trace", "show", file, "--detail", detail)
+	if code != 0 {
+		t.Fatalf("mpiprobe trace show exit %d\nstderr:\n%s", code, stderr)
+	}
+	return parseShow(t, out), file
+}
+
+// checkSites checks the call site table: site n is calls[n] on line lines[n].
+func checkSites(t *testing.T, s shown, calls, lines []string) {
+	t.Helper()
+	for n, c := range calls {
+		if got := s.sites[n]; got != [2]string{c, lines[n]} {
+			t.Errorf("call site %d = %v, want %s at %s\n%s", n, got, c, lines[n], s.text)
+		}
+	}
+}
+
+// TestTraceLoopStructure: loops.c makes Init, Comm_rank, Bcast, Barrier,
+// then `iters` times (compute; Allreduce), then Finalize. The compressed
+// structure must say exactly that on every rank, with call sites numbered in
+// order and pointing at the source lines, under Open MPI and MPICH.
+func TestTraceLoopStructure(t *testing.T) {
+	for _, impl := range []mpitest.Impl{mpitest.OpenMPI(), mpitest.MPICH()} {
+		t.Run(impl.Name, func(t *testing.T) {
+			mpitest.RequireE2E(t, impl)
+			bin := mpitest.BuildMpiprobe(t)
+			prog := mpitest.Build(t, impl, "loops")
+			const iters, ms = 5, 10
+			s, _ := traceAndShow(t, bin, "low", append([]string{"--"}, impl.Command(2, nil, prog, strconv.Itoa(iters), strconv.Itoa(ms))...)...)
+			calls := []string{"Init", "Comm_rank", "Bcast", "Barrier", "Allreduce", "Finalize"}
+			checkSites(t, s, calls, sourceLines(t, "loops.c", calls...))
+			want := fmt.Sprintf("Init0 Comm_rank1 Bcast2 Barrier3 (Allreduce4)[%d] Finalize5", iters)
+			for _, r := range []string{"0", "1"} {
+				if s.structure[r] != want {
+					t.Errorf("rank %s: %q, want %q\n%s", r, s.structure[r], want, s.text)
+				}
+			}
+			if !strings.Contains(s.text, "all 2 ranks (0-1) have the same structure (SPMD)") {
+				t.Errorf("ranks not grouped as SPMD:\n%s", s.text)
+			}
+		})
+	}
+}
+
+// TestTraceHighDetail: at high detail the loop body shows the compute burst
+// before the allreduce, which spins for at least `ms` per iteration, and the
+// call site table shows the broadcast's root and the element sizes read
+// from the datatypes.
+func TestTraceHighDetail(t *testing.T) {
+	impl := mpitest.OpenMPI()
+	mpitest.RequireE2E(t, impl)
+	bin := mpitest.BuildMpiprobe(t)
+	prog := mpitest.Build(t, impl, "loops")
+	const iters, ms = 4, 20
+	s, _ := traceAndShow(t, bin, "high", append([]string{"--"}, impl.Command(2, nil, prog, strconv.Itoa(iters), strconv.Itoa(ms))...)...)
+	loop := regexp.MustCompile(`\(CPU4: ([0-9.]+)\+Allreduce4: ([0-9.]+)\)\[4\]: ([0-9.]+)`)
+	for _, r := range []string{"0", "1"} {
+		m := loop.FindStringSubmatch(s.structure[r])
+		if m == nil {
+			t.Fatalf("rank %s: no (CPU4+Allreduce4)[4] loop in %q", r, s.structure[r])
+		}
+		cpu, _ := strconv.ParseFloat(m[1], 64)
+		inside, _ := strconv.ParseFloat(m[2], 64)
+		total, _ := strconv.ParseFloat(m[3], 64)
+		if cpu < ms*1000 {
+			t.Errorf("rank %s: compute burst %.0f µs, the program spins %d ms", r, cpu, ms)
+		}
+		if d := total - iters*(cpu+inside); d > 1 || d < -1 {
+			t.Errorf("rank %s: loop total %.2f µs is not %d × (%.2f + %.2f)", r, total, iters, cpu, inside)
+		}
+	}
+	for _, w := range []string{"root 0  count 1 x 4 B", "count 1 x 8 B"} {
+		if !strings.Contains(s.text, w) {
+			t.Errorf("site table lacks %q:\n%s", w, s.text)
+		}
+	}
+}
+
+// TestTraceNestedRoles: nested.c pairs ranks; even ranks send then
+// receive 7 times per outer iteration, odd ranks receive then send, and all
+// meet at a barrier, 3 times. Two roles, each with its exact nested loop.
+func TestTraceNestedRoles(t *testing.T) {
+	for _, impl := range []mpitest.Impl{mpitest.OpenMPI(), mpitest.MPICH()} {
+		t.Run(impl.Name, func(t *testing.T) {
+			mpitest.RequireE2E(t, impl)
+			bin := mpitest.BuildMpiprobe(t)
+			prog := mpitest.Build(t, impl, "nested")
+			const outer = 3
+			s, _ := traceAndShow(t, bin, "high", append([]string{"--"}, impl.Command(4, nil, prog, strconv.Itoa(outer))...)...)
+			// Rank 0 shows its sites first (0-5); the odd ranks' Recv and Send follow (6, 7).
+			calls := []string{"Init", "Comm_rank", "Send", "Recv", "Barrier", "Finalize", "Recv", "Send"}
+			lines := sourceLines(t, "nested.c", "Init", "Comm_rank", "Send", "Recv", "Recv", "Send", "Barrier", "Finalize")
+			checkSites(t, s, calls, []string{lines[0], lines[1], lines[2], lines[3], lines[6], lines[7], lines[4], lines[5]})
+			even := fmt.Sprintf("Init0 Comm_rank1 ((Send2+Recv3)[7]+Barrier4)[%d] Finalize5", outer)
+			odd := fmt.Sprintf("Init0 Comm_rank1 ((Recv6+Send7)[7]+Barrier4)[%d] Finalize5", outer)
+			for r, want := range map[string]string{"0": even, "2": even, "1": odd, "3": odd} {
+				// High detail: drop the compute bursts and times to compare the calls.
+				if got := lowOf(s.structure[r]); got != want {
+					t.Errorf("rank %s: %q, want %q", r, got, want)
+				}
+			}
+			for _, w := range []string{"ranks 0,2: " + even, "ranks 1,3: " + odd, "peers 1,3", "count 16 x 4 B"} {
+				if !strings.Contains(s.text, w) {
+					t.Errorf("output lacks %q:\n%s", w, s.text)
+				}
+			}
+		})
+	}
+}
+
+// lowOf reduces a high-detail structure to its calls: compute bursts and
+// times removed.
+func lowOf(high string) string {
+	s := regexp.MustCompile(`: [0-9.]+`).ReplaceAllString(high, "")
+	s = regexp.MustCompile(`CPU\d+\+`).ReplaceAllString(s, "")
+	s = regexp.MustCompile(`CPU\d+ `).ReplaceAllString(s, "")
+	return s
+}
+
+// TestTraceFortran: the Fortran twin of loops.c, through the mpif.h
+// bindings. Call sites must be the Fortran source lines (the binding's
+// caller), the two barriers on different lines two sites, and the
+// bindings' handle conversions (MPI_Comm_f2c, ...) no calls of their own.
+func TestTraceFortran(t *testing.T) {
+	for _, impl := range []mpitest.Impl{mpitest.OpenMPI(), mpitest.MPICH()} {
+		t.Run(impl.Name, func(t *testing.T) {
+			mpitest.RequireE2E(t, impl)
+			if _, err := exec.LookPath(impl.FC); err != nil {
+				if os.Getenv("MPIPROBE_E2E") == "require" {
+					t.Fatalf("%s not installed (MPIPROBE_E2E=require)", impl.FC)
+				}
+				t.Skipf("%s not installed", impl.FC)
+			}
+			bin := mpitest.BuildMpiprobe(t)
+			prog := mpitest.Build(t, impl, "loopsf")
+			s, _ := traceAndShow(t, bin, "low", append([]string{"--"}, impl.Command(2, nil, prog, "6")...)...)
+			calls := []string{"Init", "Comm_rank", "Bcast", "Barrier", "Allreduce", "Barrier", "Finalize"}
+			checkSites(t, s, calls, sourceLines(t, "loopsf.f90", calls...))
+			want := "Init0 Comm_rank1 Bcast2 Barrier3 (Allreduce4)[6] Barrier5 Finalize6"
+			for _, r := range []string{"0", "1"} {
+				if s.structure[r] != want {
+					t.Errorf("rank %s: %q, want %q\n%s", r, s.structure[r], want, s.text)
+				}
+			}
+		})
+	}
+}
+
+// TestTraceRunningJob attaches with -p to ranks already inside their loop
+// for a fixed duration: the trace starts mid-loop (no MPI_Init) and holds
+// only allreduces at the loop's call site.
+func TestTraceRunningJob(t *testing.T) {
+	impl := mpitest.OpenMPI()
+	mpitest.RequireE2E(t, impl)
+	bin := mpitest.BuildMpiprobe(t)
+	prog := mpitest.Build(t, impl, "loops")
+	job := mpitest.StartJob(t, impl.Command(2, nil, prog, "400", "10"), prog, 2, "libmpi")
+	time.Sleep(500 * time.Millisecond) // past MPI_Init, into the loop
+	args := []string{"--duration", "1500ms"}
+	for _, pid := range job.Ranks {
+		args = append(args, "-p", strconv.Itoa(pid))
+	}
+	s, _ := traceAndShow(t, bin, "low", args...)
+	loop := regexp.MustCompile(`^\(Allreduce0\)\[(\d+)\]$`)
+	for _, r := range []string{"0", "1"} {
+		m := loop.FindStringSubmatch(s.structure[r])
+		if m == nil {
+			t.Errorf("rank %s: %q, want (Allreduce0)[n]\n%s", r, s.structure[r], s.text)
+			continue
+		}
+		// 1.5 s of 10 ms iterations.
+		if n, _ := strconv.Atoi(m[1]); n < 50 || n > 160 {
+			t.Errorf("rank %s: %d iterations in 1.5 s of a 10 ms loop", r, n)
+		}
+	}
+	if want := sourceLines(t, "loops.c", "Allreduce")[0]; s.sites[0] != [2]string{"Allreduce", want} {
+		t.Errorf("site 0 = %v, want Allreduce at %s", s.sites[0], want)
+	}
+}
+
+// TestTraceKilledRank: a rank killed with SIGKILL in the middle of its loop
+// keeps what it recorded; show names how it ended.
+func TestTraceKilledRank(t *testing.T) {
+	impl := mpitest.OpenMPI()
+	mpitest.RequireE2E(t, impl)
+	bin := mpitest.BuildMpiprobe(t)
+	prog := mpitest.Build(t, impl, "loops")
+	file := filepath.Join(t.TempDir(), "run.trace")
+	killed := make(chan error, 1)
+	go func() {
+		ranks, err := mpitest.WaitRanksFor(30*time.Second, prog, 2, "libmpi")
+		if err != nil {
+			killed <- err
+			return
+		}
+		time.Sleep(time.Second)
+		killed <- syscall.Kill(ranks[1], syscall.SIGKILL)
+	}()
+	code, stdout, stderr := runOutput(t, bin, nil, append([]string{"trace", "-o", file, "--"}, impl.Command(2, nil, prog, "1000", "10")...)...)
+	if err := <-killed; err != nil {
+		t.Fatal(err)
+	}
+	if code != 0 {
+		t.Fatalf("mpiprobe trace exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	code, out, stderr := runOutput(t, bin, nil, "trace", "show", file)
+	if code != 0 {
+		t.Fatalf("show exit %d: %s", code, stderr)
+	}
+	s := parseShow(t, out)
+	killedRank := ""
+	for r, h := range s.header {
+		if strings.Contains(h, "killed by SIGKILL") {
+			killedRank = r
+		}
+	}
+	if killedRank == "" {
+		t.Fatalf("no rank shown as killed by SIGKILL:\n%s", out)
+	}
+	if !regexp.MustCompile(`^Init0 Comm_rank1 Bcast2 Barrier3 \(Allreduce4\)\[\d+\]`).MatchString(s.structure[killedRank]) {
+		t.Errorf("killed rank %s: %q, want its calls up to the kill", killedRank, s.structure[killedRank])
+	}
+}
