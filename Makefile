@@ -43,6 +43,7 @@ demo: deps build
 # Overhead of the probes, traced against untraced runs interleaved in one run (as root).
 bench:
 	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 60m ./bench/
+	$(GO) test -run '^$$' -bench 'Compress|Analyze' -benchtime 3x ./loops/ ./traceview/
 
 fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzParseMaps -fuzztime 30s ./procfs/

@@ -38,11 +38,17 @@ func workloadSeconds(b *testing.B, argv []string) float64 {
 	if err := cmd.Run(); err != nil {
 		b.Fatalf("%v: %v\n%s", argv, err, out.String())
 	}
-	m := secondsLine.FindStringSubmatch(out.String())
+	return workloadSecondsOf(b, out.Bytes())
+}
+
+// workloadSecondsOf reads the seconds= line of a workload's output.
+func workloadSecondsOf(b *testing.B, out []byte) float64 {
+	b.Helper()
+	m := secondsLine.FindSubmatch(out)
 	if m == nil {
-		b.Fatalf("%v printed no seconds= line:\n%s", argv, out.String())
+		b.Fatalf("no seconds= line in:\n%s", out)
 	}
-	s, err := strconv.ParseFloat(m[1], 64)
+	s, err := strconv.ParseFloat(string(m[1]), 64)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"time"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/ringbuf"
@@ -50,6 +51,9 @@ type TraceStats struct {
 	// Unresolved is how many distinct call sites could not be symbolized.
 	Unresolved int
 }
+
+// readEvery is the longest a recorded call waits in the ring buffer.
+const readEvery = 100 * time.Millisecond
 
 // traceEventSize is the size of struct trace_event in bpf/mpiprobe.bpf.c.
 const traceEventSize = 64
@@ -104,7 +108,13 @@ func (r *recorder) run() {
 	var rec ringbuf.Record
 	var err error
 	for {
-		if err = r.rd.ReadInto(&rec); err != nil {
+		// The BPF side wakes the reader only when the ring fills up; the
+		// deadline makes it read what arrived at least every readEvery.
+		r.rd.SetDeadline(time.Now().Add(readEvery))
+		if err = r.rd.ReadInto(&rec); errors.Is(err, os.ErrDeadlineExceeded) {
+			continue
+		}
+		if err != nil {
 			break
 		}
 		if len(rec.RawSample) < traceEventSize {

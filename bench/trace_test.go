@@ -1,0 +1,113 @@
+package bench
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"testing"
+	"text/tabwriter"
+
+	"github.com/cilium/ebpf/link"
+
+	"github.com/mpiprobe/mpiprobe/bpf"
+	"github.com/mpiprobe/mpiprobe/internal/mpitest"
+)
+
+// traceIters is the length of the allreduce loop under trace mode: every
+// call becomes a 64-byte record, 2 ranks x 500k calls = 64 MB of records.
+const traceIters = 500000
+
+var traceLine = regexp.MustCompile(`trace: (\d+) MPI calls of (\d+) ranks written to \S+(; (\d+) calls LOST)?`)
+
+// BenchmarkTraceRecording runs the 8 B allreduce loop at 2 ranks (a) plain,
+// (b) with empty programs on PMPI_Allreduce's entry and return, the floor of
+// any entry/exit recording, and (c) under mpiprobe trace, which probes every
+// MPI function and records each call through the ring buffer. It reports µs
+// per call added by (b) and (c), their ratio, and the calls recorded and
+// lost: a loss means the reader did not keep up.
+func BenchmarkTraceRecording(b *testing.B) {
+	impl := mpitest.OpenMPI()
+	mpitest.RequireE2E(b, impl)
+	bin := mpitest.BuildMpiprobe(b)
+	allreduce := mpitest.Build(b, impl, "allreduce")
+	argv := impl.Command(2, []string{"--mca", "pml", "ob1", "--mca", "btl", "self,vader"}, allreduce, strconv.Itoa(traceIters))
+	var objs bpf.MpiprobeObjects
+	if err := bpf.LoadMpiprobeObjects(&objs, nil); err != nil {
+		b.Fatal(err)
+	}
+	defer objs.Close()
+	libmpi, err := findLibmpi()
+	if err != nil {
+		b.Fatal(err)
+	}
+	ex, err := link.OpenExecutable(libmpi)
+	if err != nil {
+		b.Fatal(err)
+	}
+	file := filepath.Join(b.TempDir(), "bench.trace")
+	var recorded, lost, expected uint64
+	run := func(variant int) float64 {
+		switch variant {
+		case 1:
+			in, err := ex.Uprobe("PMPI_Allreduce", objs.Empty, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer in.Close()
+			out, err := ex.Uretprobe("PMPI_Allreduce", objs.Empty, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer out.Close()
+		case 2:
+			var out bytes.Buffer
+			cmd := exec.Command(bin, append([]string{"trace", "-o", file, "--"}, argv...)...)
+			cmd.Stdout, cmd.Stderr = &out, &out
+			if err := cmd.Run(); err != nil {
+				b.Fatalf("mpiprobe trace: %v\n%s", err, out.String())
+			}
+			m := traceLine.FindStringSubmatch(out.String())
+			if m == nil {
+				b.Fatalf("no trace: line in\n%s", out.String())
+			}
+			n, _ := strconv.ParseUint(m[1], 10, 64)
+			l, _ := strconv.ParseUint(m[4], 10, 64)
+			recorded, lost = recorded+n, lost+l
+			// Per rank: Init, Comm_rank, 1000 warm-up allreduces, Barrier,
+			// 2 Wtime, the loop, Finalize.
+			expected += 2 * (traceIters + 1006)
+			return workloadSecondsOf(b, out.Bytes())
+		}
+		return workloadSeconds(b, argv)
+	}
+	names := []string{"no probe", "empty uprobe+uretprobe on PMPI_Allreduce", "mpiprobe trace (every MPI function)"}
+	times := make([][]float64, len(names))
+	for range b.N {
+		for i := range pairs {
+			for k := range names {
+				v := (k + i) % len(names) // rotate which goes first
+				times[v] = append(times[v], run(v))
+			}
+		}
+	}
+	perCall := func(v int) float64 { return median(times[v]) / traceIters * 1e6 }
+	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "allreduce 8 B, 2 ranks\truns\tµs per call (median)\tadded vs no probe\t")
+	for v, n := range names {
+		fmt.Fprintf(tw, "%s\t%d\t%.3f\t%+.3f\t\n", n, len(times[v]), perCall(v), perCall(v)-perCall(0))
+	}
+	tw.Flush()
+	floor, trace := perCall(1)-perCall(0), perCall(2)-perCall(0)
+	fmt.Printf("trace mode adds %.3f µs per call, %.2f x the entry+return floor (%.3f µs); recorded %d of %d calls, lost %d\n",
+		trace, trace/floor, floor, recorded, expected, lost)
+	b.ReportMetric(trace, "µs-trace-per-call")
+	b.ReportMetric(floor, "µs-floor-per-call")
+	b.ReportMetric(float64(lost), "calls-lost")
+	if recorded+lost != expected {
+		b.Errorf("recorded %d + lost %d calls, the program makes %d", recorded, lost, expected)
+	}
+}
