@@ -42,10 +42,12 @@ enum proc_event_type {
 	PROC_FORK = 1,
 	PROC_EXEC = 2,
 	PROC_EXIT = 3,
+	PROC_MPI = 4, // first MPI call of a process in trace mode
 };
 
 // Flags of a traced process.
 #define TRACED_FOLLOW 1 // add its children to the traced set
+#define TRACED_SEEN 2   // trace mode: its first MPI call was notified
 
 struct count_key {
 	__u32 tgid;
@@ -84,15 +86,21 @@ struct trace_event {
 	__u32 pad;
 };
 
-// Per-thread state between a traced call's entry and its return.
-struct trace_inflight {
+// Per-thread state of trace mode, in task-local storage (cheaper than a
+// hash keyed by tid, and freed with the thread): the call in flight
+// between its entry and its return, and a Fortran binding entered but not
+// yet in the C function it implements.
+struct trace_thread {
 	__u64 site;
 	__u64 enter_ns;
 	__s64 count;
 	__s32 peer;
 	__s32 root;
 	__s32 elem_size;
-	__u32 depth; // MPI calls made from inside the outermost one are not recorded
+	__u32 depth;        // 0: no call in flight; >1: MPI calls made from inside the outermost one, not recorded
+	__u64 fortran_site; // the binding's return address, in the application
+	__u32 fortran_call; // call index of the C function the binding implements
+	__u32 fortran;      // 1 while a binding waits for its C call
 };
 
 // Force bpf2go to emit Go types for these.
@@ -134,26 +142,11 @@ struct {
 } trace_events SEC(".maps");
 
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 65536);
-	__type(key, __u32); // tid
-	__type(value, struct trace_inflight);
-} trace_inflight SEC(".maps");
-
-// A Fortran binding entered by a thread, waiting for the C function it
-// implements: that call is recorded at the binding's call site.
-struct fortran_pending {
-	__u64 site; // the binding's return address, in the application
-	__u32 call; // call index of the C function the binding implements
-	__u32 pad;
-};
-
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 65536);
-	__type(key, __u32); // tid
-	__type(value, struct fortran_pending);
-} trace_fortran SEC(".maps");
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct trace_thread);
+} trace_threads SEC(".maps");
 
 // Calls that could not be recorded (ring buffer full), per process.
 struct {
@@ -280,8 +273,10 @@ SEC("tp_btf/sched_process_exec")
 int BPF_PROG(on_exec, struct task_struct *p)
 {
 	__u32 tgid = BPF_CORE_READ(p, tgid);
-	if (!bpf_map_lookup_elem(&traced, &tgid))
+	__u32 *flags = bpf_map_lookup_elem(&traced, &tgid);
+	if (!flags)
 		return 0;
+	*flags &= ~TRACED_SEEN; // a new program: its first MPI call is news again
 	notify(PROC_EXEC, tgid, BPF_CORE_READ(p, real_parent, tgid), 0);
 	return 0;
 }
@@ -352,56 +347,67 @@ static __always_inline __s32 elem_size(__u64 dt, __u32 kind)
 
 static __always_inline int do_trace_enter(struct pt_regs *ctx)
 {
-	__u64 pid_tgid = bpf_get_current_pid_tgid();
-	__u32 tgid = pid_tgid >> 32;
-	__u32 tid = (__u32)pid_tgid;
-	if (!bpf_map_lookup_elem(&traced, &tgid))
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	__u32 *flags = bpf_map_lookup_elem(&traced, &tgid);
+	if (!flags)
 		return 0;
-	struct trace_inflight *in = bpf_map_lookup_elem(&trace_inflight, &tid);
-	if (in && in->depth > 0) {
-		in->depth++;
+	if (!(*flags & TRACED_SEEN)) {
+		// Tell mpiprobe at once, so that it reads who the process is and
+		// its memory map while it lives: the calls themselves may reach
+		// it only after a short program has exited.
+		*flags |= TRACED_SEEN; // two threads may both notify: harmless
+		notify(PROC_MPI, tgid, 0, 0);
+	}
+	struct trace_thread *th = bpf_task_storage_get(&trace_threads, bpf_get_current_task_btf(), 0,
+						       BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!th)
+		return 0;
+	if (th->depth > 0) {
+		th->depth++;
 		return 0;
 	}
 	__u64 cookie = bpf_get_attach_cookie(ctx);
-	struct trace_inflight f = { .depth = 1, .peer = TRACE_NONE, .root = TRACE_NONE, .count = TRACE_NONE };
-	struct fortran_pending *fp = bpf_map_lookup_elem(&trace_fortran, &tid);
-	if (fp) {
+	if (th->fortran) {
 		// Inside a Fortran binding: its handle conversions (MPI_Comm_f2c,
 		// ...) are not the application's calls; the implemented call is,
 		// at the binding's call site.
-		if (fp->call != (cookie & 0xffff))
+		if (th->fortran_call != (cookie & 0xffff))
 			return 0;
-		f.site = fp->site;
-		bpf_map_delete_elem(&trace_fortran, &tid);
+		th->site = th->fortran_site;
+		th->fortran = 0;
 	} else {
-		bpf_probe_read_user(&f.site, sizeof(f.site), (void *)PT_REGS_SP(ctx));
+		bpf_probe_read_user(&th->site, sizeof(th->site), (void *)PT_REGS_SP(ctx));
 	}
+	th->peer = TRACE_NONE;
+	th->root = TRACE_NONE;
+	th->count = TRACE_NONE;
+	th->elem_size = 0;
 	__u32 a;
 	if ((a = (cookie >> 16) & 0xf))
-		f.peer = (__s32)arg(ctx, a);
+		th->peer = (__s32)arg(ctx, a);
 	if ((a = (cookie >> 20) & 0xf))
-		f.count = (__s32)arg(ctx, a);
+		th->count = (__s32)arg(ctx, a);
 	if ((a = (cookie >> 24) & 0xf))
-		f.elem_size = elem_size(arg(ctx, a), (cookie >> 32) & 3);
+		th->elem_size = elem_size(arg(ctx, a), (cookie >> 32) & 3);
 	if ((a = (cookie >> 28) & 0xf))
-		f.root = (__s32)arg(ctx, a);
-	f.enter_ns = bpf_ktime_get_ns();
-	bpf_map_update_elem(&trace_inflight, &tid, &f, BPF_ANY);
+		th->root = (__s32)arg(ctx, a);
+	th->depth = 1;
+	th->enter_ns = bpf_ktime_get_ns();
 	return 0;
 }
 
 static __always_inline int do_trace_exit(struct pt_regs *ctx)
 {
-	__u64 pid_tgid = bpf_get_current_pid_tgid();
-	__u32 tgid = pid_tgid >> 32;
-	__u32 tid = (__u32)pid_tgid;
-	struct trace_inflight *in = bpf_map_lookup_elem(&trace_inflight, &tid);
-	if (!in)
+	struct trace_thread *th = bpf_task_storage_get(&trace_threads, bpf_get_current_task_btf(), 0, 0);
+	if (!th || th->depth == 0)
 		return 0;
-	if (in->depth > 1) {
-		in->depth--;
+	if (th->depth > 1) {
+		th->depth--;
 		return 0;
 	}
+	th->depth = 0;
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	__u32 tgid = pid_tgid >> 32;
 	struct trace_event *e = bpf_ringbuf_reserve(&trace_events, sizeof(*e), 0);
 	if (!e) {
 		__u64 one = 1;
@@ -410,19 +416,18 @@ static __always_inline int do_trace_exit(struct pt_regs *ctx)
 			__sync_fetch_and_add(n, 1);
 		else
 			bpf_map_update_elem(&trace_lost, &tgid, &one, BPF_NOEXIST);
-		bpf_map_delete_elem(&trace_inflight, &tid);
 		return 0;
 	}
 	__u64 cookie = bpf_get_attach_cookie(ctx);
 	e->tgid = tgid;
-	e->tid = tid;
-	e->site = in->site;
-	e->enter_ns = in->enter_ns;
+	e->tid = (__u32)pid_tgid;
+	e->site = th->site;
+	e->enter_ns = th->enter_ns;
 	e->exit_ns = bpf_ktime_get_ns();
-	e->count = in->count;
-	e->peer = in->peer;
-	e->root = in->root;
-	e->elem_size = in->elem_size;
+	e->count = th->count;
+	e->peer = th->peer;
+	e->root = th->root;
+	e->elem_size = th->elem_size;
 	e->ret = (__s32)PT_REGS_RC(ctx);
 	e->call = cookie & 0xffff;
 	e->flags = 0;
@@ -433,20 +438,21 @@ static __always_inline int do_trace_exit(struct pt_regs *ctx)
 	__u64 avail = bpf_ringbuf_query(&trace_events, BPF_RB_AVAIL_DATA);
 	__u64 size = bpf_ringbuf_query(&trace_events, BPF_RB_RING_SIZE);
 	bpf_ringbuf_submit(e, avail > size / 8 ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP);
-	bpf_map_delete_elem(&trace_inflight, &tid);
 	return 0;
 }
 
 static __always_inline int do_trace_fortran(struct pt_regs *ctx)
 {
-	__u64 pid_tgid = bpf_get_current_pid_tgid();
-	__u32 tgid = pid_tgid >> 32;
-	__u32 tid = (__u32)pid_tgid;
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
 	if (!bpf_map_lookup_elem(&traced, &tgid))
 		return 0;
-	struct fortran_pending fp = { .call = bpf_get_attach_cookie(ctx) & 0xffff };
-	bpf_probe_read_user(&fp.site, sizeof(fp.site), (void *)PT_REGS_SP(ctx));
-	bpf_map_update_elem(&trace_fortran, &tid, &fp, BPF_ANY);
+	struct trace_thread *th = bpf_task_storage_get(&trace_threads, bpf_get_current_task_btf(), 0,
+						       BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!th || th->depth > 0)
+		return 0;
+	th->fortran_call = bpf_get_attach_cookie(ctx) & 0xffff;
+	bpf_probe_read_user(&th->fortran_site, sizeof(th->fortran_site), (void *)PT_REGS_SP(ctx));
+	th->fortran = 1;
 	return 0;
 }
 

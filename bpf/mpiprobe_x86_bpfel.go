@@ -26,13 +26,6 @@ type MpiprobeCountVal struct {
 	LastNs  uint64
 }
 
-type MpiprobeFortranPending struct {
-	_    structs.HostLayout
-	Site uint64
-	Call uint32
-	Pad  uint32
-}
-
 type MpiprobeProcEvent struct {
 	_        structs.HostLayout
 	Type     uint32
@@ -59,15 +52,18 @@ type MpiprobeTraceEvent struct {
 	Pad      uint32
 }
 
-type MpiprobeTraceInflight struct {
-	_        structs.HostLayout
-	Site     uint64
-	EnterNs  uint64
-	Count    int64
-	Peer     int32
-	Root     int32
-	ElemSize int32
-	Depth    uint32
+type MpiprobeTraceThread struct {
+	_           structs.HostLayout
+	Site        uint64
+	EnterNs     uint64
+	Count       int64
+	Peer        int32
+	Root        int32
+	ElemSize    int32
+	Depth       uint32
+	FortranSite uint64
+	FortranCall uint32
+	Fortran     uint32
 }
 
 // LoadMpiprobe returns the embedded CollectionSpec for Mpiprobe.
@@ -129,14 +125,13 @@ type MpiprobeProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type MpiprobeMapSpecs struct {
-	Counts        *ebpf.MapSpec `ebpf:"counts"`
-	Drops         *ebpf.MapSpec `ebpf:"drops"`
-	ProcEvents    *ebpf.MapSpec `ebpf:"proc_events"`
-	TraceEvents   *ebpf.MapSpec `ebpf:"trace_events"`
-	TraceFortran  *ebpf.MapSpec `ebpf:"trace_fortran"`
-	TraceInflight *ebpf.MapSpec `ebpf:"trace_inflight"`
-	TraceLost     *ebpf.MapSpec `ebpf:"trace_lost"`
-	Traced        *ebpf.MapSpec `ebpf:"traced"`
+	Counts       *ebpf.MapSpec `ebpf:"counts"`
+	Drops        *ebpf.MapSpec `ebpf:"drops"`
+	ProcEvents   *ebpf.MapSpec `ebpf:"proc_events"`
+	TraceEvents  *ebpf.MapSpec `ebpf:"trace_events"`
+	TraceLost    *ebpf.MapSpec `ebpf:"trace_lost"`
+	TraceThreads *ebpf.MapSpec `ebpf:"trace_threads"`
+	Traced       *ebpf.MapSpec `ebpf:"traced"`
 }
 
 // MpiprobeVariableSpecs contains global variables before they are loaded into the kernel.
@@ -169,14 +164,13 @@ func (o *MpiprobeObjects) Close() error {
 //
 // It can be passed to LoadMpiprobeObjects or ebpf.CollectionSpec.LoadAndAssign.
 type MpiprobeMaps struct {
-	Counts        *ebpf.Map `ebpf:"counts"`
-	Drops         *ebpf.Map `ebpf:"drops"`
-	ProcEvents    *ebpf.Map `ebpf:"proc_events"`
-	TraceEvents   *ebpf.Map `ebpf:"trace_events"`
-	TraceFortran  *ebpf.Map `ebpf:"trace_fortran"`
-	TraceInflight *ebpf.Map `ebpf:"trace_inflight"`
-	TraceLost     *ebpf.Map `ebpf:"trace_lost"`
-	Traced        *ebpf.Map `ebpf:"traced"`
+	Counts       *ebpf.Map `ebpf:"counts"`
+	Drops        *ebpf.Map `ebpf:"drops"`
+	ProcEvents   *ebpf.Map `ebpf:"proc_events"`
+	TraceEvents  *ebpf.Map `ebpf:"trace_events"`
+	TraceLost    *ebpf.Map `ebpf:"trace_lost"`
+	TraceThreads *ebpf.Map `ebpf:"trace_threads"`
+	Traced       *ebpf.Map `ebpf:"traced"`
 }
 
 func (m *MpiprobeMaps) Close() error {
@@ -185,9 +179,8 @@ func (m *MpiprobeMaps) Close() error {
 		m.Drops,
 		m.ProcEvents,
 		m.TraceEvents,
-		m.TraceFortran,
-		m.TraceInflight,
 		m.TraceLost,
+		m.TraceThreads,
 		m.Traced,
 	)
 }

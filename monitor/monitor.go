@@ -396,6 +396,11 @@ func (s *session) procEvent(e bpf.MpiprobeProcEvent) {
 		s.addProc(pid)
 	case procExec:
 		s.addProc(pid)
+	case procMPI:
+		s.addProc(pid)
+		if s.rec != nil {
+			s.rec.note(pid)
+		}
 	case procExit:
 		p, ok := s.procs[pid]
 		if !ok {
@@ -410,6 +415,7 @@ const (
 	procFork = 1
 	procExec = 2
 	procExit = 3
+	procMPI  = 4
 )
 
 // decodeExit turns a task's exit_code into how the process ended.

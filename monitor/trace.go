@@ -9,6 +9,8 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/cilium/ebpf"
@@ -78,6 +80,9 @@ type recorder struct {
 	stats    TraceStats
 	tgids    []uint32
 	done     chan error
+
+	mu    sync.Mutex // guards noted, written by the session's goroutine
+	noted map[uint32]procInfo
 }
 
 type siteKey struct {
@@ -99,7 +104,7 @@ func newRecorder(rd *ringbuf.Reader, out io.Writer, hdr tracefile.Header, calls 
 		rd: rd, w: w, proc: proc, host: hdr.Host, monoZero: monoZero, log: log, calls: calls,
 		ranks: map[uint32]int{}, sites: map[siteKey]int{}, siteIdx: map[[2]string]int{},
 		maps: map[uint32][]procfs.Mapping{}, resolver: symbolize.NewResolver(),
-		done: make(chan error, 1),
+		done: make(chan error, 1), noted: map[uint32]procInfo{},
 	}, nil
 }
 
@@ -177,27 +182,60 @@ func (r *recorder) add(b []byte) error {
 	return nil
 }
 
+// procInfo is what the recorder needs to know of a process, read while
+// it lives.
+type procInfo struct {
+	id   identity.Identity
+	exe  string
+	maps []procfs.Mapping
+}
+
+// read reads who a process is and its memory map.
+func (r *recorder) read(pid int) procInfo {
+	info := procInfo{id: identity.Resolve(pid, r.proc, r.host)}
+	info.exe, _ = r.proc.Exe(pid)
+	if m, err := r.proc.Maps(pid); err == nil {
+		info.maps = m
+	}
+	return info
+}
+
+// note reads a process on its first MPI call, called from the session as
+// soon as BPF tells: the recorder may see its calls only after it exited.
+func (r *recorder) note(pid int) {
+	info := r.read(pid)
+	// Open its code files now (once per file for all ranks): after it
+	// exits, /proc/PID/map_files is gone.
+	open := symbolize.ProcOpener(r.proc, pid)
+	for _, m := range info.maps {
+		if m.Executable() && strings.HasPrefix(m.Path, "/") {
+			_, _ = r.resolver.Resolve(info.maps, open, m.Start+1)
+		}
+	}
+	r.mu.Lock()
+	r.noted[uint32(pid)] = info
+	r.mu.Unlock()
+}
+
 // rank returns the file's rank index of a process, adding it on its first call.
 func (r *recorder) rank(tgid uint32) (int, error) {
 	if i, ok := r.ranks[tgid]; ok {
 		return i, nil
 	}
-	pid := int(tgid)
-	id := identity.Resolve(pid, r.proc, r.host)
-	exe, _ := os.Readlink(r.proc.Root + "/" + strconv.Itoa(pid) + "/exe")
-	if r.proc.Root == "" {
-		exe, _ = os.Readlink("/proc/" + strconv.Itoa(pid) + "/exe")
+	r.mu.Lock()
+	info, ok := r.noted[tgid]
+	r.mu.Unlock()
+	if !ok {
+		info = r.read(int(tgid))
 	}
-	i, err := r.w.AddRank(tracefile.Rank{PID: pid, Host: id.Host, Job: id.Job, Rank: id.Rank, Exe: exe})
+	i, err := r.w.AddRank(tracefile.Rank{PID: int(tgid), Host: info.id.Host, Job: info.id.Job, Rank: info.id.Rank, Exe: info.exe})
 	if err != nil {
 		return 0, fmt.Errorf("write trace file: %w", err)
 	}
 	r.ranks[tgid] = i
 	r.tgids = append(r.tgids, tgid)
 	r.stats.Ranks++
-	if m, err := r.proc.Maps(pid); err == nil {
-		r.maps[tgid] = m
-	}
+	r.maps[tgid] = info.maps
 	return i, nil
 }
 

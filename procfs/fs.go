@@ -140,3 +140,11 @@ func (f FS) MapFile(pid int, m Mapping) string {
 func (f FS) RootPath(pid int, p string) string {
 	return filepath.Join(f.root(), strconv.Itoa(pid), "root") + path.Clean("/"+p)
 }
+
+// Exe returns the path of the program a process runs (/proc/PID/exe).
+func (f FS) Exe(pid int) (string, error) {
+	if pid <= 0 {
+		return "", fmt.Errorf("pid %d: %w", pid, fs.ErrNotExist)
+	}
+	return os.Readlink(f.pidPath(pid, "exe"))
+}
