@@ -9,6 +9,8 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/mpiprobe/mpiprobe/monitor"
@@ -21,7 +23,7 @@ type traceConfig struct {
 	monitor  monitor.Config
 	output   string
 	duration time.Duration
-	ringMiB  uint
+	ring     string
 	verbose  bool
 }
 
@@ -38,7 +40,7 @@ func parseTraceArgs(args []string, stderr io.Writer) (traceConfig, error) {
 	fs.StringVar(&cfg.monitor.Job, "job", "", "trace every rank of job `JOBID` on this node")
 	fs.DurationVar(&cfg.duration, "duration", 0, "stop after `DURATION` (default: when the targets end, or on Ctrl-C)")
 	fs.Var(&libs, "lib", "also attach to MPI library `FILE` in command mode (repeatable)")
-	fs.UintVar(&cfg.ringMiB, "ring", monitor.DefaultRingBytes>>20, "ring buffer `MiB` between the kernel and mpiprobe (a power of two)")
+	fs.StringVar(&cfg.ring, "ring", "64M", "`SIZE` of the ring buffer between the kernel and mpiprobe: a power of two from 4K to 1G")
 	fs.BoolVar(&cfg.verbose, "v", false, "log attach and symbolization details")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: mpiprobe trace -o FILE [flags] -- COMMAND [ARGS...]\n       mpiprobe trace -o FILE [flags] -p PID | --job JOBID\n       mpiprobe trace show FILE [--rank N] [--detail low|high]\n\nflags:\n")
@@ -53,14 +55,40 @@ func parseTraceArgs(args []string, stderr io.Writer) (traceConfig, error) {
 	if cfg.duration < 0 {
 		return cfg, errors.New("trace: --duration must be positive")
 	}
-	if cfg.ringMiB == 0 || cfg.ringMiB > 4096 || cfg.ringMiB&(cfg.ringMiB-1) != 0 {
-		return cfg, fmt.Errorf("trace: --ring %d: give a power of two between 1 and 4096", cfg.ringMiB)
+	ring, err := parseRingSize(cfg.ring)
+	if err != nil {
+		return cfg, fmt.Errorf("trace: --ring %s: %w", cfg.ring, err)
 	}
 	cfg.monitor.PIDs = pids
 	cfg.monitor.Command = fs.Args()
 	cfg.monitor.Libraries = libs
-	cfg.monitor.Trace = &monitor.TraceConfig{RingBytes: uint32(cfg.ringMiB << 20)}
+	cfg.monitor.Trace = &monitor.TraceConfig{RingBytes: ring}
 	return cfg, nil
+}
+
+// parseRingSize reads a ring buffer size such as 4K, 64M or 1G (bytes
+// without a suffix): a power of two from 4 KiB to 1 GiB.
+func parseRingSize(s string) (uint32, error) {
+	mult := uint64(1)
+	num := strings.TrimSuffix(strings.ToUpper(s), "B")
+	switch {
+	case strings.HasSuffix(num, "K"), strings.HasSuffix(num, "KI"):
+		mult = 1 << 10
+	case strings.HasSuffix(num, "M"), strings.HasSuffix(num, "MI"):
+		mult = 1 << 20
+	case strings.HasSuffix(num, "G"), strings.HasSuffix(num, "GI"):
+		mult = 1 << 30
+	}
+	num = strings.TrimRight(num, "KMGI")
+	n, err := strconv.ParseUint(num, 10, 32)
+	if err != nil {
+		return 0, errors.New("give a size such as 4K, 64M or 1G")
+	}
+	size := n * mult
+	if size < 4096 || size > 1<<30 || size&(size-1) != 0 {
+		return 0, errors.New("give a power of two from 4K to 1G")
+	}
+	return uint32(size), nil
 }
 
 // traceMain runs "mpiprobe trace ..." and returns the exit code.

@@ -313,3 +313,35 @@ func TestTraceKilledRank(t *testing.T) {
 		t.Errorf("killed rank %s: %q, want its calls up to the kill", killedRank, s.structure[killedRank])
 	}
 }
+
+// TestTraceLossIsCounted squeezes the ring buffer to 4 KiB (64 calls)
+// under a tight allreduce loop: calls are lost, and every call the program
+// makes is either recorded or counted as lost, in the summary line and per
+// rank in trace show.
+func TestTraceLossIsCounted(t *testing.T) {
+	impl := mpitest.OpenMPI()
+	mpitest.RequireE2E(t, impl)
+	bin := mpitest.BuildMpiprobe(t)
+	prog := mpitest.Build(t, impl, "allreduce")
+	const iters = 100000
+	file := filepath.Join(t.TempDir(), "run.trace")
+	code, stdout, stderr := runOutput(t, bin, nil, append([]string{"trace", "--ring", "4K", "-o", file, "--"},
+		impl.Command(2, []string{"--mca", "pml", "ob1", "--mca", "btl", "self,vader"}, prog, strconv.Itoa(iters))...)...)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	m := regexp.MustCompile(`trace: (\d+) MPI calls of 2 ranks written to \S+; (\d+) calls LOST`).FindStringSubmatch(stdout)
+	if m == nil {
+		t.Fatalf("no loss reported with a 4 KiB ring:\n%s", stdout)
+	}
+	recorded, _ := strconv.Atoi(m[1])
+	lost, _ := strconv.Atoi(m[2])
+	// Per rank: Init, Comm_rank, 1000 warm-up allreduces, Barrier, 2 Wtime, the loop, Finalize.
+	if want := 2 * (iters + 1006); recorded+lost != want || lost == 0 {
+		t.Errorf("recorded %d + lost %d, the program makes %d calls", recorded, lost, want)
+	}
+	code, out, _ := runOutput(t, bin, nil, "trace", "show", file)
+	if code != 0 || strings.Count(out, "LOST") != 2 {
+		t.Errorf("show: exit %d, want both ranks marked LOST:\n%s", code, out)
+	}
+}

@@ -130,3 +130,17 @@ func TestShowBadFiles(t *testing.T) {
 		t.Errorf("--detail medium: exit %d, %q", code, stderr)
 	}
 }
+
+func TestParseRingSize(t *testing.T) {
+	good := map[string]uint32{"4K": 4096, "4KiB": 4096, "64M": 64 << 20, "64MiB": 64 << 20, "1G": 1 << 30, "8192": 8192, "1m": 1 << 20}
+	for in, want := range good {
+		if got, err := parseRingSize(in); err != nil || got != want {
+			t.Errorf("parseRingSize(%q) = %d, %v; want %d", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"", "3K", "2K", "2G", "lots", "-4K", "1.5M"} {
+		if got, err := parseRingSize(in); err == nil {
+			t.Errorf("parseRingSize(%q) = %d, want an error", in, got)
+		}
+	}
+}
