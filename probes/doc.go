@@ -13,4 +13,9 @@
 // in other mount namespaces work, and are deduplicated by (device, inode):
 // a uprobe on a file is armed in every process that maps it, so each file is
 // attached once.
+//
+// For trace mode, MPIFunctions and FortranBindings list every MPI function
+// and Fortran binding of a library, ArgsOf says which arguments hold the
+// peer, count, datatype and root, and TraceAttacher attaches the trace
+// programs to all of them (one uprobe_multi link per library and side).
 package probes
