@@ -112,11 +112,14 @@ func newRecorder(rd *ringbuf.Reader, out io.Writer, hdr tracefile.Header, calls 
 func (r *recorder) run() {
 	var rec ringbuf.Record
 	var err error
+	// The BPF side wakes the reader only when the ring fills up; the
+	// deadline makes it read what arrived at least every readEvery. Read
+	// returns records while there are any, so the deadline is renewed only
+	// once the ring is empty.
+	r.rd.SetDeadline(time.Now().Add(readEvery))
 	for {
-		// The BPF side wakes the reader only when the ring fills up; the
-		// deadline makes it read what arrived at least every readEvery.
-		r.rd.SetDeadline(time.Now().Add(readEvery))
 		if err = r.rd.ReadInto(&rec); errors.Is(err, os.ErrDeadlineExceeded) {
+			r.rd.SetDeadline(time.Now().Add(readEvery))
 			continue
 		}
 		if err != nil {
