@@ -200,6 +200,11 @@ func Show(w io.Writer, t *tracefile.Trace, opt Options) error {
 	a := Analyze(t)
 	p := &printer{w: w}
 	p.header(a)
+	if len(t.Events) == 0 && len(t.Ranks) == 0 {
+		p.printf("no MPI call was recorded: no traced process called the MPI library mpiprobe attached to (%s)\n",
+			"was the program started under mpiprobe trace, and is it linked against Open MPI or MPICH?")
+		return p.err
+	}
 	p.sites(a, opt.Detail)
 	p.ranks(a, opt)
 	if opt.Rank == "" {

@@ -141,3 +141,14 @@ func BenchmarkAnalyze1M(b *testing.B) {
 		}
 	}
 }
+
+func TestShowEmptyTrace(t *testing.T) {
+	b := newBuilder()
+	var out bytes.Buffer
+	if err := Show(&out, &b.t, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "0 ranks, 0 MPI calls") || !strings.Contains(out.String(), "no MPI call was recorded") {
+		t.Errorf("empty trace:\n%s", out.String())
+	}
+}
