@@ -9,7 +9,7 @@
 //
 //	Init0 Bcast1 Barrier2 (Allreduce3)[4] Finalize4
 //
-// and [GroupRanks] and [Ranges] summarise which ranks share a structure.
+// and [GroupRanks] summarises which ranks share a structure.
 //
 // # Algorithm
 //

@@ -3,8 +3,6 @@ package loops
 import (
 	"cmp"
 	"slices"
-	"strconv"
-	"strings"
 )
 
 // Group is a set of ranks whose structure text is identical.
@@ -37,30 +35,4 @@ func GroupRanks(structure map[int]string) []Group {
 		return cmp.Compare(a.Ranks[0], b.Ranks[0])
 	})
 	return groups
-}
-
-// Ranges formats sorted rank numbers compactly: consecutive numbers become a
-// range, for example [0 1 2 3 5 7 8] gives "0-3,5,7-8". Unsorted input is
-// sorted first and duplicates are ignored; no ranks give "".
-func Ranges(ranks []int) string {
-	if !slices.IsSorted(ranks) {
-		ranks = slices.Sorted(slices.Values(ranks))
-	}
-	var b strings.Builder
-	for i := 0; i < len(ranks); {
-		j := i
-		for j+1 < len(ranks) && (ranks[j+1] == ranks[j] || ranks[j+1] == ranks[j]+1) {
-			j++
-		}
-		if b.Len() > 0 {
-			b.WriteByte(',')
-		}
-		b.WriteString(strconv.Itoa(ranks[i]))
-		if ranks[j] != ranks[i] {
-			b.WriteByte('-')
-			b.WriteString(strconv.Itoa(ranks[j]))
-		}
-		i = j + 1
-	}
-	return b.String()
 }

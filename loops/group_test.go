@@ -26,22 +26,3 @@ func TestGroupRanks(t *testing.T) {
 		})
 	}
 }
-
-func TestRanges(t *testing.T) {
-	for _, tc := range []struct {
-		in   []int
-		want string
-	}{
-		{nil, ""},
-		{[]int{4}, "4"},
-		{[]int{0, 1, 2, 3, 5, 7, 8}, "0-3,5,7-8"},
-		{[]int{1, 3, 5}, "1,3,5"},
-		{[]int{0, 1}, "0-1"},
-		{[]int{2, 2, 3, 3, 9}, "2-3,9"},
-		{[]int{8, 7, 0, 1}, "0-1,7-8"},
-	} {
-		if got := Ranges(tc.in); got != tc.want {
-			t.Errorf("Ranges(%v) = %q, want %q", tc.in, got, tc.want)
-		}
-	}
-}

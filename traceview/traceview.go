@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/mpiprobe/mpiprobe/loops"
+	"github.com/mpiprobe/mpiprobe/ranks"
 	"github.com/mpiprobe/mpiprobe/tracefile"
 )
 
@@ -394,11 +395,11 @@ func (p *printer) groups(a *Analysis) {
 	}
 	groups := loops.GroupRanks(byRank)
 	if len(groups) == 1 {
-		p.printf("all %d ranks (%s) have the same structure (SPMD)\n", len(groups[0].Ranks), loops.Ranges(groups[0].Ranks))
+		p.printf("all %d ranks (%s) have the same structure (SPMD)\n", len(groups[0].Ranks), ranks.Format(groups[0].Ranks))
 		return
 	}
 	p.printf("ranks by structure (%d roles):\n", len(groups))
 	for _, g := range groups {
-		p.printf("  ranks %s: %s\n", loops.Ranges(g.Ranks), g.Structure)
+		p.printf("  ranks %s: %s\n", ranks.Format(g.Ranks), g.Structure)
 	}
 }
