@@ -5,6 +5,8 @@ import (
 	"os"
 	"slices"
 	"testing"
+
+	"github.com/mpiprobe/mpiprobe/internal/mpitest"
 )
 
 // decodeTraceCookie unpacks a trace cookie the way trace_enter in
@@ -115,10 +117,7 @@ func TestFunctionsOfRealLibraries(t *testing.T) {
 	for _, l := range libs {
 		t.Run(l.path, func(t *testing.T) {
 			if _, err := os.Stat(l.path); err != nil {
-				if os.Getenv("MPIPROBE_E2E") == "require" {
-					t.Fatalf("%v (MPIPROBE_E2E=require)", err)
-				}
-				t.Skip(err)
+				mpitest.Require(t, err.Error())
 			}
 			f, err := elf.Open(l.path)
 			if err != nil {

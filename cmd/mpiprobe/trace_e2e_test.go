@@ -218,10 +218,7 @@ func TestTraceFortran(t *testing.T) {
 		t.Run(impl.Name, func(t *testing.T) {
 			mpitest.RequireE2E(t, impl)
 			if _, err := exec.LookPath(impl.FC); err != nil {
-				if os.Getenv("MPIPROBE_E2E") == "require" {
-					t.Fatalf("%s not installed (MPIPROBE_E2E=require)", impl.FC)
-				}
-				t.Skipf("%s not installed", impl.FC)
+				mpitest.Require(t, impl.FC+" not installed")
 			}
 			bin := mpitest.BuildMpiprobe(t)
 			prog := mpitest.Build(t, impl, "loopsf")

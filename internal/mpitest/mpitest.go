@@ -73,10 +73,18 @@ func RequireE2E(t testing.TB, impls ...Impl) {
 			}
 		}
 	}
+	Require(t, missing...)
+}
+
+// Require skips the test when anything is missing, naming it, and fails it
+// instead when MPIPROBE_E2E=require: what CI installs must never be
+// silently absent.
+func Require(t testing.TB, missing ...string) {
+	t.Helper()
 	if len(missing) == 0 {
 		return
 	}
-	msg := "end-to-end test needs: " + strings.Join(missing, "; ")
+	msg := "test needs: " + strings.Join(missing, "; ")
 	if os.Getenv("MPIPROBE_E2E") == "require" {
 		t.Fatal(msg + " (MPIPROBE_E2E=require)")
 	}
