@@ -61,6 +61,9 @@ type Rank struct {
 	// Events are the process's event totals, by Count descending, then by
 	// event id.
 	Events []EventTotal
+	// Collectives are the collective calls per communicator, when they were
+	// tracked (see Summary.AddCollectives).
+	Collectives []CommCalls
 }
 
 // EventTotal is how often one event happened, with what the catalog says

@@ -35,7 +35,8 @@ enum drop_reason {
 	DROP_COUNTS_FULL = 0,
 	DROP_TRACED_FULL = 1,
 	DROP_RINGBUF_FULL = 2,
-	DROP_MAX = 3,
+	DROP_COLL_FULL = 3,
+	DROP_MAX = 4,
 };
 
 enum proc_event_type {
@@ -480,6 +481,386 @@ int trace_fortran_enter(struct pt_regs *ctx) { return do_trace_fortran(ctx); }
 
 SEC("uprobe.multi")
 int trace_fortran_enter_multi(struct pt_regs *ctx) { return do_trace_fortran(ctx); }
+
+// ---- Collective tracking (--collectives) ----
+//
+// Per (process, communicator, collective): calls (counted at entry, so the
+// call in flight is included), threads inside now and since when, total and
+// max time inside. A communicator gets a slot the first time a process
+// uses it; the slot's counters are COLL_MAX consecutive entries of
+// coll_stats. User space owns the slots: it pushes free ones into
+// coll_free and takes back those of exited processes.
+//
+// Collective cookie layout (64 bits), written by probes.CollCookie:
+//   bits  0-7   collective index (loader's table, < COLL_MAX)
+//   bits  8-11  argument holding the communicator (1..12)
+//   bits 12-15  layout index into coll_layouts (0: unknown build)
+//   bits 32-63  the probed function's address in its file (MPICH: the
+//               library's load bias is the entry address minus this)
+#define COLL_MAX 64
+#define COMM_LOCAL 1      // id is the rank-local handle: unknown library build
+#define LAYOUT_OMPI 1     // MPI_Comm is an ompi_communicator_t*
+#define LAYOUT_MPICH 2    // MPI_Comm is an int handle into MPICH's object tables
+
+// How to read a communicator's identity in one library build.
+struct coll_layout {
+	__u32 kind;       // 0 unknown, LAYOUT_OMPI, LAYOUT_MPICH
+	__u32 cid_off;    // context id (u32 in Open MPI, u16 in MPICH)
+	__u32 cid_mask;   // 0xffffffff or 0xffff
+	__u32 rank_off;   // the caller's rank in the communicator
+	__u32 size_off;   // Open MPI: grp_proc_count in the group; MPICH: local_size
+	__u32 group_off;  // Open MPI: c_local_group
+	__u32 obj_size;   // MPICH: sizeof(MPIR_Comm)
+	__u32 ind_blocks_off; // MPICH: offset of the indirect block array in MPIR_Comm_mem
+	__u64 builtin;    // MPICH: file address of MPIR_Comm_builtin
+	__u64 direct;     // MPICH: file address of MPIR_Comm_direct
+	__u64 mem;        // MPICH: file address of MPIR_Comm_mem
+	__u32 ind_shift;  // MPICH: indirect handles: block = (h >> ind_shift) & ind_block_mask
+	__u32 ind_block_mask;
+	__u32 ind_index_mask; // index in block = h & ind_index_mask
+	__u32 pad;
+};
+
+// Key of a slot: a communicator of a process.
+struct coll_key {
+	__u32 tgid;
+	__u32 flags;  // COMM_LOCAL
+	__u64 id;     // context id, or the local handle when COMM_LOCAL
+	__s32 size;   // group size, -1 unknown
+	__u32 pad;
+};
+
+// What user space learns about a slot.
+struct coll_comm {
+	__u32 tgid;
+	__u32 flags;  // COMM_LOCAL
+	__u64 id;
+	__u64 handle; // the MPI_Comm value the slot was first seen with
+	__s32 size;
+	__s32 rank;   // the process's rank in it, -1 unknown
+};
+
+struct coll_stat {
+	__u64 calls;    // entries, including calls in flight
+	__s64 inside;   // threads inside now
+	__u64 since_ns; // last entry
+	__u64 total_ns; // time inside, completed calls
+	__u64 max_ns;   // longest completed call
+	__u64 site;     // return address of the last entry: the call site, which
+	                // a uretprobe hides from stack readers while the call runs
+};
+
+// Per-thread state: the call in flight and a one-entry cache of the last
+// communicator (valid while coll_gen has not moved: a freed handle may be
+// reused by a different communicator).
+struct coll_thread {
+	__u64 comm;
+	__u64 gen;
+	__u32 slot;   // slot of comm, +1 (0: no cache)
+	__u32 cur;    // coll_stats index in flight, +1 (0: none)
+	__u32 depth;
+	__u32 pad;
+	__u64 enter_ns;
+};
+
+const struct coll_layout *unused_coll_layout __attribute__((unused));
+const struct coll_key *unused_coll_key __attribute__((unused));
+const struct coll_comm *unused_coll_comm __attribute__((unused));
+const struct coll_stat *unused_coll_stat __attribute__((unused));
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 16);
+	__type(key, __u32);
+	__type(value, struct coll_layout);
+} coll_layouts SEC(".maps");
+
+// Slot counts below are set by the loader (a minimal size without --collectives).
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1);
+	__type(key, struct coll_key);
+	__type(value, __u32);
+} coll_index SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct coll_comm);
+} coll_comms SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, COLL_MAX);
+	__type(key, __u32);
+	__type(value, struct coll_stat);
+} coll_stats SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_QUEUE);
+	__uint(max_entries, 1);
+	__type(value, __u32);
+} coll_free SEC(".maps");
+
+// coll_gen[0] moves whenever a communicator is freed anywhere.
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} coll_gen SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct coll_thread);
+} coll_threads SEC(".maps");
+
+static __always_inline __u32 read_u32(__u64 addr)
+{
+	__u32 v = 0;
+	bpf_probe_read_user(&v, sizeof(v), (void *)addr);
+	return v;
+}
+
+static __always_inline __u64 read_u64(__u64 addr)
+{
+	__u64 v = 0;
+	bpf_probe_read_user(&v, sizeof(v), (void *)addr);
+	return v;
+}
+
+// mpich_object returns the address of the MPIR_Comm a handle names, 0 if
+// it cannot be decoded. bias is the library's load bias.
+static __always_inline __u64 mpich_object(struct coll_layout *l, __u32 h, __u64 bias)
+{
+	__u32 kind = h >> 30;
+	if (((h >> 26) & 0xf) != 1) // MPIR_COMM object type
+		return 0;
+	if (kind == 1)
+		return bias + l->builtin + (__u64)(h & 0x03ffffff) * l->obj_size;
+	if (kind == 2)
+		return bias + l->direct + (__u64)(h & 0x03ffffff) * l->obj_size;
+	if (kind == 3 && l->ind_index_mask) {
+		__u64 blocks = read_u64(bias + l->mem + l->ind_blocks_off);
+		if (!blocks)
+			return 0;
+		__u64 block = read_u64(blocks + 8 * (__u64)((h >> l->ind_shift) & l->ind_block_mask));
+		if (!block)
+			return 0;
+		return block + (__u64)(h & l->ind_index_mask) * l->obj_size;
+	}
+	return 0;
+}
+
+// comm_slot returns the slot of a communicator of the current process,
+// allocating it on first use; -1 if none is free.
+static __always_inline int comm_slot(struct pt_regs *ctx, __u32 tgid, __u64 comm, __u64 cookie)
+{
+	__u32 li = (cookie >> 12) & 0xf;
+	struct coll_layout *l = bpf_map_lookup_elem(&coll_layouts, &li);
+	struct coll_comm info = { .tgid = tgid, .handle = comm, .size = -1, .rank = -1 };
+	__u64 obj = 0;
+	if (l && l->kind == LAYOUT_OMPI && comm)
+		obj = comm;
+	else if (l && l->kind == LAYOUT_MPICH)
+		obj = mpich_object(l, (__u32)comm, PT_REGS_IP(ctx) - (cookie >> 32));
+	if (obj && l) {
+		info.id = read_u32(obj + l->cid_off) & l->cid_mask;
+		info.rank = (__s32)read_u32(obj + l->rank_off);
+		if (l->kind == LAYOUT_OMPI) {
+			__u64 g = read_u64(obj + l->group_off);
+			info.size = g ? (__s32)read_u32(g + l->size_off) : -1;
+		} else {
+			info.size = (__s32)read_u32(obj + l->size_off);
+		}
+	} else {
+		info.flags = COMM_LOCAL;
+		info.id = comm;
+	}
+	struct coll_key key = { .tgid = tgid, .flags = info.flags, .id = info.id, .size = info.size };
+	__u32 *s = bpf_map_lookup_elem(&coll_index, &key);
+	if (s)
+		return *s;
+	__u32 slot;
+	if (bpf_map_pop_elem(&coll_free, &slot) != 0)
+		return -1;
+	struct coll_comm *c = bpf_map_lookup_elem(&coll_comms, &slot);
+	if (!c)
+		return -1;
+	*c = info;
+	if (bpf_map_update_elem(&coll_index, &key, &slot, BPF_NOEXIST) != 0) {
+		// Another thread of the process allocated it first: give ours back.
+		bpf_map_push_elem(&coll_free, &slot, 0);
+		s = bpf_map_lookup_elem(&coll_index, &key);
+		return s ? *s : -1;
+	}
+	return slot;
+}
+
+static __always_inline int do_coll_enter(struct pt_regs *ctx)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct coll_thread *th = bpf_task_storage_get(&coll_threads, task, 0, 0);
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	if (!th) {
+		if (!bpf_map_lookup_elem(&traced, &tgid))
+			return 0;
+		th = bpf_task_storage_get(&coll_threads, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+		if (!th)
+			return 0;
+	}
+	if (th->depth > 0) {
+		th->depth++;
+		return 0;
+	}
+	__u64 cookie = bpf_get_attach_cookie(ctx);
+	__u64 comm = arg(ctx, (cookie >> 8) & 0xf);
+	__u32 zero = 0;
+	__u64 *gen = bpf_map_lookup_elem(&coll_gen, &zero);
+	__u64 g = gen ? *gen : 0;
+	__u32 slot;
+	if (th->slot && th->comm == comm && th->gen == g) {
+		slot = th->slot - 1;
+	} else {
+		int s = comm_slot(ctx, tgid, comm, cookie);
+		if (s < 0) {
+			drop(DROP_COLL_FULL);
+			return 0;
+		}
+		slot = s;
+		th->comm = comm;
+		th->gen = g;
+		th->slot = slot + 1;
+	}
+	__u32 idx = slot * COLL_MAX + (cookie & (COLL_MAX - 1));
+	struct coll_stat *st = bpf_map_lookup_elem(&coll_stats, &idx);
+	if (!st)
+		return 0;
+	__u64 now = bpf_ktime_get_ns();
+	__sync_fetch_and_add(&st->calls, 1);
+	__sync_fetch_and_add(&st->inside, 1);
+	st->since_ns = now;
+	bpf_probe_read_user(&st->site, sizeof(st->site), (void *)PT_REGS_SP(ctx));
+	th->cur = idx + 1;
+	th->enter_ns = now;
+	th->depth = 1;
+	return 0;
+}
+
+static __always_inline int do_coll_exit(struct pt_regs *ctx)
+{
+	struct coll_thread *th = bpf_task_storage_get(&coll_threads, bpf_get_current_task_btf(), 0, 0);
+	if (!th || th->depth == 0)
+		return 0;
+	if (--th->depth > 0)
+		return 0;
+	__u32 idx = th->cur - 1;
+	th->cur = 0;
+	struct coll_stat *st = bpf_map_lookup_elem(&coll_stats, &idx);
+	if (!st)
+		return 0;
+	__u64 dt = bpf_ktime_get_ns() - th->enter_ns;
+	__sync_fetch_and_add(&st->inside, -1);
+	__sync_fetch_and_add(&st->total_ns, dt);
+	if (dt > st->max_ns)
+		st->max_ns = dt; // racy between threads of one process: a lost maximum at worst
+	return 0;
+}
+
+// coll_enter / coll_exit run at the entry and return of every collective
+// with --collectives.
+SEC("uprobe")
+int coll_enter(struct pt_regs *ctx) { return do_coll_enter(ctx); }
+
+SEC("uprobe.multi")
+int coll_enter_multi(struct pt_regs *ctx) { return do_coll_enter(ctx); }
+
+SEC("uprobe")
+int coll_exit(struct pt_regs *ctx) { return do_coll_exit(ctx); }
+
+SEC("uretprobe.multi")
+int coll_exit_multi(struct pt_regs *ctx) { return do_coll_exit(ctx); }
+
+// coll_comm_free runs at the entry of MPI_Comm_free and MPI_Comm_disconnect:
+// a handle may now be reused for another communicator, so every thread's
+// cached communicator is stale.
+SEC("uprobe")
+int coll_comm_free(struct pt_regs *ctx)
+{
+	__u32 zero = 0;
+	__u64 *gen = bpf_map_lookup_elem(&coll_gen, &zero);
+	if (gen)
+		__sync_fetch_and_add(gen, 1);
+	return 0;
+}
+
+// ---- mpiprobe status: what each thread of a process is doing now ----
+
+// One thread's user registers, as saved at its last entry into the kernel
+// (a system call, or the timer interrupt of a thread spinning in user mode).
+struct task_regs {
+	__u32 tgid;
+	__u32 tid;
+	__u64 ip;
+	__u64 sp;
+	__u64 bp;
+};
+
+const struct task_regs *unused_task_regs __attribute__((unused));
+
+// MPI calls entered per thread while status watches (status_calls).
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 65536);
+	__type(key, __u32); // tid
+	__type(value, __u64);
+} status_calls SEC(".maps");
+
+// status_enter counts the MPI calls each thread of a traced process enters.
+SEC("uprobe.multi")
+int status_enter(struct pt_regs *ctx)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	__u32 tgid = pid_tgid >> 32;
+	if (!bpf_map_lookup_elem(&traced, &tgid))
+		return 0;
+	__u32 tid = (__u32)pid_tgid;
+	__u64 *n = bpf_map_lookup_elem(&status_calls, &tid);
+	if (n) {
+		__sync_fetch_and_add(n, 1);
+		return 0;
+	}
+	__u64 one = 1;
+	bpf_map_update_elem(&status_calls, &tid, &one, BPF_NOEXIST);
+	return 0;
+}
+
+// dump_regs writes a struct task_regs for every thread of a traced process.
+SEC("iter/task")
+int dump_regs(struct bpf_iter__task *ctx)
+{
+	struct task_struct *task = ctx->task;
+	if (!task)
+		return 0;
+	__u32 tgid = task->tgid;
+	if (!bpf_map_lookup_elem(&traced, &tgid))
+		return 0;
+	struct pt_regs___kern *regs = (struct pt_regs___kern *)bpf_task_pt_regs(task);
+	if (!regs)
+		return 0;
+	struct task_regs r = {
+		.tgid = tgid,
+		.tid = task->pid,
+		.ip = BPF_CORE_READ(regs, ip),
+		.sp = BPF_CORE_READ(regs, sp),
+		.bp = BPF_CORE_READ(regs, bp),
+	};
+	bpf_seq_write(ctx->meta->seq, &r, sizeof(r));
+	return 0;
+}
 
 // empty does nothing: the benchmark attaches it where count_event would go,
 // to measure the uprobe mechanism's own cost on the same symbol.

@@ -13,6 +13,65 @@ import (
 	"github.com/cilium/ebpf"
 )
 
+type MpiprobeCollComm struct {
+	_      structs.HostLayout
+	Tgid   uint32
+	Flags  uint32
+	Id     uint64
+	Handle uint64
+	Size   int32
+	Rank   int32
+}
+
+type MpiprobeCollKey struct {
+	_     structs.HostLayout
+	Tgid  uint32
+	Flags uint32
+	Id    uint64
+	Size  int32
+	Pad   uint32
+}
+
+type MpiprobeCollLayout struct {
+	_            structs.HostLayout
+	Kind         uint32
+	CidOff       uint32
+	CidMask      uint32
+	RankOff      uint32
+	SizeOff      uint32
+	GroupOff     uint32
+	ObjSize      uint32
+	IndBlocksOff uint32
+	Builtin      uint64
+	Direct       uint64
+	Mem          uint64
+	IndShift     uint32
+	IndBlockMask uint32
+	IndIndexMask uint32
+	Pad          uint32
+}
+
+type MpiprobeCollStat struct {
+	_       structs.HostLayout
+	Calls   uint64
+	Inside  int64
+	SinceNs uint64
+	TotalNs uint64
+	MaxNs   uint64
+	Site    uint64
+}
+
+type MpiprobeCollThread struct {
+	_       structs.HostLayout
+	Comm    uint64
+	Gen     uint64
+	Slot    uint32
+	Cur     uint32
+	Depth   uint32
+	Pad     uint32
+	EnterNs uint64
+}
+
 type MpiprobeCountKey struct {
 	_     structs.HostLayout
 	Tgid  uint32
@@ -33,6 +92,15 @@ type MpiprobeProcEvent struct {
 	Ppid     uint32
 	ExitCode int32
 	TsNs     uint64
+}
+
+type MpiprobeTaskRegs struct {
+	_    structs.HostLayout
+	Tgid uint32
+	Tid  uint32
+	Ip   uint64
+	Sp   uint64
+	Bp   uint64
 }
 
 type MpiprobeTraceEvent struct {
@@ -108,11 +176,18 @@ type MpiprobeSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type MpiprobeProgramSpecs struct {
+	CollCommFree           *ebpf.ProgramSpec `ebpf:"coll_comm_free"`
+	CollEnter              *ebpf.ProgramSpec `ebpf:"coll_enter"`
+	CollEnterMulti         *ebpf.ProgramSpec `ebpf:"coll_enter_multi"`
+	CollExit               *ebpf.ProgramSpec `ebpf:"coll_exit"`
+	CollExitMulti          *ebpf.ProgramSpec `ebpf:"coll_exit_multi"`
 	CountEvent             *ebpf.ProgramSpec `ebpf:"count_event"`
+	DumpRegs               *ebpf.ProgramSpec `ebpf:"dump_regs"`
 	Empty                  *ebpf.ProgramSpec `ebpf:"empty"`
 	OnExec                 *ebpf.ProgramSpec `ebpf:"on_exec"`
 	OnExit                 *ebpf.ProgramSpec `ebpf:"on_exit"`
 	OnFork                 *ebpf.ProgramSpec `ebpf:"on_fork"`
+	StatusEnter            *ebpf.ProgramSpec `ebpf:"status_enter"`
 	TraceEnter             *ebpf.ProgramSpec `ebpf:"trace_enter"`
 	TraceEnterMulti        *ebpf.ProgramSpec `ebpf:"trace_enter_multi"`
 	TraceExit              *ebpf.ProgramSpec `ebpf:"trace_exit"`
@@ -125,9 +200,17 @@ type MpiprobeProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type MpiprobeMapSpecs struct {
+	CollComms    *ebpf.MapSpec `ebpf:"coll_comms"`
+	CollFree     *ebpf.MapSpec `ebpf:"coll_free"`
+	CollGen      *ebpf.MapSpec `ebpf:"coll_gen"`
+	CollIndex    *ebpf.MapSpec `ebpf:"coll_index"`
+	CollLayouts  *ebpf.MapSpec `ebpf:"coll_layouts"`
+	CollStats    *ebpf.MapSpec `ebpf:"coll_stats"`
+	CollThreads  *ebpf.MapSpec `ebpf:"coll_threads"`
 	Counts       *ebpf.MapSpec `ebpf:"counts"`
 	Drops        *ebpf.MapSpec `ebpf:"drops"`
 	ProcEvents   *ebpf.MapSpec `ebpf:"proc_events"`
+	StatusCalls  *ebpf.MapSpec `ebpf:"status_calls"`
 	TraceEvents  *ebpf.MapSpec `ebpf:"trace_events"`
 	TraceLost    *ebpf.MapSpec `ebpf:"trace_lost"`
 	TraceThreads *ebpf.MapSpec `ebpf:"trace_threads"`
@@ -138,9 +221,14 @@ type MpiprobeMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type MpiprobeVariableSpecs struct {
+	UnusedCollComm   *ebpf.VariableSpec `ebpf:"unused_coll_comm"`
+	UnusedCollKey    *ebpf.VariableSpec `ebpf:"unused_coll_key"`
+	UnusedCollLayout *ebpf.VariableSpec `ebpf:"unused_coll_layout"`
+	UnusedCollStat   *ebpf.VariableSpec `ebpf:"unused_coll_stat"`
 	UnusedCountKey   *ebpf.VariableSpec `ebpf:"unused_count_key"`
 	UnusedCountVal   *ebpf.VariableSpec `ebpf:"unused_count_val"`
 	UnusedProcEvent  *ebpf.VariableSpec `ebpf:"unused_proc_event"`
+	UnusedTaskRegs   *ebpf.VariableSpec `ebpf:"unused_task_regs"`
 	UnusedTraceEvent *ebpf.VariableSpec `ebpf:"unused_trace_event"`
 }
 
@@ -164,9 +252,17 @@ func (o *MpiprobeObjects) Close() error {
 //
 // It can be passed to LoadMpiprobeObjects or ebpf.CollectionSpec.LoadAndAssign.
 type MpiprobeMaps struct {
+	CollComms    *ebpf.Map `ebpf:"coll_comms"`
+	CollFree     *ebpf.Map `ebpf:"coll_free"`
+	CollGen      *ebpf.Map `ebpf:"coll_gen"`
+	CollIndex    *ebpf.Map `ebpf:"coll_index"`
+	CollLayouts  *ebpf.Map `ebpf:"coll_layouts"`
+	CollStats    *ebpf.Map `ebpf:"coll_stats"`
+	CollThreads  *ebpf.Map `ebpf:"coll_threads"`
 	Counts       *ebpf.Map `ebpf:"counts"`
 	Drops        *ebpf.Map `ebpf:"drops"`
 	ProcEvents   *ebpf.Map `ebpf:"proc_events"`
+	StatusCalls  *ebpf.Map `ebpf:"status_calls"`
 	TraceEvents  *ebpf.Map `ebpf:"trace_events"`
 	TraceLost    *ebpf.Map `ebpf:"trace_lost"`
 	TraceThreads *ebpf.Map `ebpf:"trace_threads"`
@@ -175,9 +271,17 @@ type MpiprobeMaps struct {
 
 func (m *MpiprobeMaps) Close() error {
 	return _MpiprobeClose(
+		m.CollComms,
+		m.CollFree,
+		m.CollGen,
+		m.CollIndex,
+		m.CollLayouts,
+		m.CollStats,
+		m.CollThreads,
 		m.Counts,
 		m.Drops,
 		m.ProcEvents,
+		m.StatusCalls,
 		m.TraceEvents,
 		m.TraceLost,
 		m.TraceThreads,
@@ -189,9 +293,14 @@ func (m *MpiprobeMaps) Close() error {
 //
 // It can be passed to LoadMpiprobeObjects or ebpf.CollectionSpec.LoadAndAssign.
 type MpiprobeVariables struct {
+	UnusedCollComm   *ebpf.Variable `ebpf:"unused_coll_comm"`
+	UnusedCollKey    *ebpf.Variable `ebpf:"unused_coll_key"`
+	UnusedCollLayout *ebpf.Variable `ebpf:"unused_coll_layout"`
+	UnusedCollStat   *ebpf.Variable `ebpf:"unused_coll_stat"`
 	UnusedCountKey   *ebpf.Variable `ebpf:"unused_count_key"`
 	UnusedCountVal   *ebpf.Variable `ebpf:"unused_count_val"`
 	UnusedProcEvent  *ebpf.Variable `ebpf:"unused_proc_event"`
+	UnusedTaskRegs   *ebpf.Variable `ebpf:"unused_task_regs"`
 	UnusedTraceEvent *ebpf.Variable `ebpf:"unused_trace_event"`
 }
 
@@ -199,11 +308,18 @@ type MpiprobeVariables struct {
 //
 // It can be passed to LoadMpiprobeObjects or ebpf.CollectionSpec.LoadAndAssign.
 type MpiprobePrograms struct {
+	CollCommFree           *ebpf.Program `ebpf:"coll_comm_free"`
+	CollEnter              *ebpf.Program `ebpf:"coll_enter"`
+	CollEnterMulti         *ebpf.Program `ebpf:"coll_enter_multi"`
+	CollExit               *ebpf.Program `ebpf:"coll_exit"`
+	CollExitMulti          *ebpf.Program `ebpf:"coll_exit_multi"`
 	CountEvent             *ebpf.Program `ebpf:"count_event"`
+	DumpRegs               *ebpf.Program `ebpf:"dump_regs"`
 	Empty                  *ebpf.Program `ebpf:"empty"`
 	OnExec                 *ebpf.Program `ebpf:"on_exec"`
 	OnExit                 *ebpf.Program `ebpf:"on_exit"`
 	OnFork                 *ebpf.Program `ebpf:"on_fork"`
+	StatusEnter            *ebpf.Program `ebpf:"status_enter"`
 	TraceEnter             *ebpf.Program `ebpf:"trace_enter"`
 	TraceEnterMulti        *ebpf.Program `ebpf:"trace_enter_multi"`
 	TraceExit              *ebpf.Program `ebpf:"trace_exit"`
@@ -214,11 +330,18 @@ type MpiprobePrograms struct {
 
 func (p *MpiprobePrograms) Close() error {
 	return _MpiprobeClose(
+		p.CollCommFree,
+		p.CollEnter,
+		p.CollEnterMulti,
+		p.CollExit,
+		p.CollExitMulti,
 		p.CountEvent,
+		p.DumpRegs,
 		p.Empty,
 		p.OnExec,
 		p.OnExit,
 		p.OnFork,
+		p.StatusEnter,
 		p.TraceEnter,
 		p.TraceEnterMulti,
 		p.TraceExit,

@@ -66,6 +66,11 @@ func TestPrograms(t *testing.T) {
 		{"trace_enter_multi", ebpf.Kprobe, ebpf.AttachTraceUprobeMulti, ""},
 		{"trace_exit_multi", ebpf.Kprobe, ebpf.AttachTraceUprobeMulti, ""},
 		{"trace_fortran_enter_multi", ebpf.Kprobe, ebpf.AttachTraceUprobeMulti, ""},
+		{"coll_enter", ebpf.Kprobe, ebpf.AttachNone, ""},
+		{"coll_exit", ebpf.Kprobe, ebpf.AttachNone, ""},
+		{"coll_comm_free", ebpf.Kprobe, ebpf.AttachNone, ""},
+		{"coll_enter_multi", ebpf.Kprobe, ebpf.AttachTraceUprobeMulti, ""},
+		{"coll_exit_multi", ebpf.Kprobe, ebpf.AttachTraceUprobeMulti, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -102,6 +107,12 @@ func TestMaps(t *testing.T) {
 		{"counts", ebpf.Hash, 8, 24, 0},
 		{"drops", ebpf.PerCPUArray, 4, 8, dropReasons(t, readSource(t))},
 		{"proc_events", ebpf.RingBuf, 0, 0, 0},
+		{"coll_layouts", ebpf.Array, 4, 72, 16},
+		{"coll_index", ebpf.Hash, 24, 4, 0},
+		{"coll_comms", ebpf.Array, 4, 32, 0},
+		{"coll_stats", ebpf.Array, 4, 48, 0},
+		{"coll_free", ebpf.Queue, 0, 4, 0},
+		{"coll_gen", ebpf.Array, 4, 8, 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -154,8 +165,8 @@ func dropReasons(t *testing.T, src string) uint32 {
 	if !haveMax || max != reasons {
 		t.Errorf("enum drop_reason: DROP_MAX = %d, but there are %d reasons", max, reasons)
 	}
-	if reasons != 3 {
-		t.Errorf("enum drop_reason has %d reasons, want 3", reasons)
+	if reasons != 4 {
+		t.Errorf("enum drop_reason has %d reasons, want 4", reasons)
 	}
 	return uint32(reasons)
 }
@@ -174,6 +185,10 @@ func TestGoTypesMatchBTF(t *testing.T) {
 		{"count_val", MpiprobeCountVal{}, spec.Maps["counts"].ValueSize, "counts value"},
 		{"proc_event", MpiprobeProcEvent{}, 24, "proc_events record"},
 		{"trace_event", MpiprobeTraceEvent{}, 64, "trace_events record"},
+		{"coll_layout", MpiprobeCollLayout{}, spec.Maps["coll_layouts"].ValueSize, "coll_layouts value"},
+		{"coll_key", MpiprobeCollKey{}, spec.Maps["coll_index"].KeySize, "coll_index key"},
+		{"coll_comm", MpiprobeCollComm{}, spec.Maps["coll_comms"].ValueSize, "coll_comms value"},
+		{"coll_stat", MpiprobeCollStat{}, spec.Maps["coll_stats"].ValueSize, "coll_stats value"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.cname, func(t *testing.T) {

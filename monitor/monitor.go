@@ -59,7 +59,18 @@ type Config struct {
 	// Trace, when set, records every MPI call to a trace file instead of
 	// counting the catalog's events.
 	Trace *TraceConfig
+	// Collectives turns on collective tracking: per process, communicator
+	// and collective, calls and time inside. Its maps are pinned under
+	// collstate.PinRoot for `mpiprobe status` while the session runs.
+	Collectives bool
+	// CommSlots is how many communicators (all processes together) can be
+	// tracked at once (default DefaultCommSlots).
+	CommSlots int
 }
+
+// DefaultCommSlots is the default number of communicator slots: 64 ranks
+// with 64 communicators each.
+const DefaultCommSlots = 4096
 
 // counterKey names one counter: an event in one process.
 type counterKey struct {
@@ -81,6 +92,7 @@ type session struct {
 	monoOff time.Duration // wall clock minus CLOCK_MONOTONIC
 	start   time.Time
 	rec     *recorder // trace mode only
+	coll    *collTracker
 }
 
 // Run traces the configured targets until they have all exited or ctx is
@@ -155,7 +167,7 @@ func (s *session) run(ctx context.Context) error {
 	// typo in a pid is reported as such.
 	pids := slices.Clone(cfg.PIDs)
 	if cfg.Job != "" {
-		jp, err := jobPIDs(cfg.Proc, cfg.Job, cfg.Host)
+		jp, err := JobPIDs(cfg.Proc, cfg.Job, cfg.Host)
 		if err != nil {
 			return err
 		}
@@ -165,12 +177,12 @@ func (s *session) run(ctx context.Context) error {
 	var live []int
 	var problems []error
 	for _, pid := range pids {
-		libs, err := checkTarget(cfg.Proc, pid)
+		libs, err := CheckTarget(cfg.Proc, pid)
 		if err != nil {
 			problems = append(problems, err)
 			continue
 		}
-		t, errs := processTargets(cfg.Proc, pid, libs, s.cat)
+		t, errs := ProcessTargets(cfg.Proc, pid, libs, s.cat)
 		for _, e := range errs {
 			cfg.Log.Warn("library not attachable", "pid", pid, "err", e)
 		}
@@ -237,6 +249,15 @@ func (s *session) run(ctx context.Context) error {
 		if err := att.Add(targets); err != nil {
 			return explainLoad("attach probes", err)
 		}
+		if cfg.Collectives {
+			ct, err := s.startCollectives(targets)
+			if err != nil {
+				return err
+			}
+			defer ct.close()
+			s.coll = ct
+			probeCount += ct.att.Links()
+		}
 		attached := 0
 		for _, st := range att.Status() {
 			if st.Attached {
@@ -246,10 +267,10 @@ func (s *session) run(ctx context.Context) error {
 				cfg.Log.Warn("event unavailable", "event", st.Event, "file", st.File, "reason", st.Reason)
 			}
 		}
-		if attached == 0 {
+		if attached == 0 && s.coll == nil {
 			return fmt.Errorf("no catalog event could be attached in %s: this MPI build lacks the probed symbols (see warnings above); mpiprobe knows Open MPI 4.x with pml ob1", describeTargets(targets))
 		}
-		probeCount = att.Attached()
+		probeCount += att.Attached()
 	}
 
 	rd, err := ringbuf.NewReader(s.objs.ProcEvents)
@@ -407,6 +428,9 @@ func (s *session) procEvent(e bpf.MpiprobeProcEvent) {
 			return
 		}
 		p.End = decodeExit(e.ExitCode, s.wall(e.TsNs))
+		if s.coll != nil {
+			s.coll.ended(pid)
+		}
 	}
 }
 
@@ -489,6 +513,7 @@ var dropNames = [...]string{
 	"event counters (counts map full: too many processes x events)",
 	"followed child processes (traced map full)",
 	"process notifications (ring buffer full: mpiprobe fell behind)",
+	"collective calls (no free communicator slot: raise --comm-slots)",
 }
 
 func (s *session) print(r thresholds.Report[counterKey]) {
@@ -529,6 +554,9 @@ drain:
 		}
 	}
 	s.poll()
+	if s.coll != nil {
+		s.coll.final()
+	}
 	for _, r := range s.limiter.Finalize() {
 		s.print(r)
 	}
@@ -569,7 +597,11 @@ func (s *session) summary() agg.Summary {
 		e, _, ok := s.cat.Lookup(id)
 		return agg.EventInfo{Message: e.Message, Advice: e.Advice}, ok
 	}
-	return agg.Build(s.cfg.Host, s.start, s.cfg.Clock.Now(), procs, samples, info, drops)
+	sum := agg.Build(s.cfg.Host, s.start, s.cfg.Clock.Now(), procs, samples, info, drops)
+	if s.coll != nil {
+		sum.AddCollectives(s.coll.result())
+	}
+	return sum
 }
 
 func (s *session) hasSamples(pid int) bool {

@@ -16,9 +16,9 @@ import (
 	"github.com/mpiprobe/mpiprobe/procfs"
 )
 
-// checkTarget verifies that pid is a live user process that maps an MPI
+// CheckTarget verifies that pid is a live user process that maps an MPI
 // library, and returns the libraries it maps.
-func checkTarget(pfs procfs.FS, pid int) ([]probes.Mapped, error) {
+func CheckTarget(pfs procfs.FS, pid int) ([]probes.Mapped, error) {
 	st, err := pfs.Stat(pid)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("no process with pid %d: check the pid (ps -p %d)", pid, pid)
@@ -40,8 +40,8 @@ func checkTarget(pfs procfs.FS, pid int) ([]probes.Mapped, error) {
 	return libs, nil
 }
 
-// jobPIDs returns the processes on this node whose identity names the job.
-func jobPIDs(pfs procfs.FS, job, host string) ([]int, error) {
+// JobPIDs returns the processes on this node whose identity names the job.
+func JobPIDs(pfs procfs.FS, job, host string) ([]int, error) {
 	all, err := pfs.PIDs()
 	if err != nil {
 		return nil, fmt.Errorf("list processes: %w", err)
@@ -72,11 +72,11 @@ func fileTarget(lib probes.Library, hostPath, display string) (probes.Target, er
 	return probes.Target{Library: lib, Path: hostPath, Display: display, Dev: st.Dev, Inode: st.Ino}, nil
 }
 
-// processTargets returns the attach targets of one process: the MPI
+// ProcessTargets returns the attach targets of one process: the MPI
 // libraries it maps, opened through /proc/PID/map_files, and for Open MPI the
 // catalog's MCA components it has not loaded yet, found next to libmpi
 // through /proc/PID/root.
-func processTargets(pfs procfs.FS, pid int, libs []probes.Mapped, cat probes.Catalog) ([]probes.Target, []error) {
+func ProcessTargets(pfs procfs.FS, pid int, libs []probes.Mapped, cat probes.Catalog) ([]probes.Target, []error) {
 	var out []probes.Target
 	var errs []error
 	have := map[probes.Library]bool{}

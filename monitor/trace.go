@@ -19,6 +19,7 @@ import (
 
 	"github.com/mpiprobe/mpiprobe/agg"
 	"github.com/mpiprobe/mpiprobe/bpf"
+	"github.com/mpiprobe/mpiprobe/collstate"
 	"github.com/mpiprobe/mpiprobe/identity"
 	"github.com/mpiprobe/mpiprobe/probes"
 	"github.com/mpiprobe/mpiprobe/procfs"
@@ -327,6 +328,15 @@ func (s *session) load() error {
 		return errors.New("BPF object has no trace_events map: regenerate bpf/ (make generate)")
 	}
 	m.MaxEntries = size
+	if s.cfg.Collectives {
+		slots := s.cfg.CommSlots
+		if slots <= 0 {
+			slots = DefaultCommSlots
+		}
+		if err := collstate.Size(spec, slots); err != nil {
+			return err
+		}
+	}
 	return spec.LoadAndAssign(&s.objs, nil)
 }
 

@@ -142,6 +142,15 @@ func mpiCName(sym string) (string, bool) {
 	return name, true
 }
 
+// APIName returns the MPI C API name ("MPI_Barrier") of a C or Fortran
+// binding symbol: MPI_Barrier, PMPI_Barrier, mpi_barrier_, pmpi_barrier_.
+func APIName(sym string) (string, bool) {
+	if n, ok := mpiCName(sym); ok {
+		return n, true
+	}
+	return fortranCName(sym)
+}
+
 // FortranBindings returns the Fortran binding functions of a Fortran MPI
 // library: mpi_send_ and its aliases share one address and are returned
 // once, with Call the C API name it implements ("MPI_Send").
@@ -319,10 +328,10 @@ func (a *TraceAttacher) attachC(t Target) ([]link.Link, error) {
 			return nil, fmt.Errorf("attach %s:%s: %w", t.Display, fn.Name, err)
 		}
 	}
-	return a.attachAll(ex, t, names, cookies, []side{
+	return attachSides(ex, t, names, cookies, []side{
 		{a.progs.Enter, a.progs.EnterMulti, false},
 		{a.progs.Exit, a.progs.ExitMulti, true},
-	})
+	}, &a.noMulti)
 }
 
 // side is one program to attach to every function: at entry or at return.
@@ -331,12 +340,12 @@ type side struct {
 	ret           bool
 }
 
-// attachAll attaches each side's program to every named function: with
+// attachSides attaches each side's program to every named function: with
 // one uprobe_multi link per side when the kernel has them, else one link per
-// function.
-func (a *TraceAttacher) attachAll(ex *link.Executable, t Target, names []string, cookies []uint64, sides []side) ([]link.Link, error) {
+// function. *noMulti is set once the kernel refuses uprobe_multi.
+func attachSides(ex *link.Executable, t Target, names []string, cookies []uint64, sides []side, noMulti *bool) ([]link.Link, error) {
 	var made []link.Link
-	multi := !a.noMulti
+	multi := !*noMulti
 	for _, sd := range sides {
 		if multi && sd.multi != nil {
 			opts := &link.UprobeMultiOptions{Cookies: cookies}
@@ -354,7 +363,7 @@ func (a *TraceAttacher) attachAll(ex *link.Executable, t Target, names []string,
 			if !errors.Is(err, ebpf.ErrNotSupported) {
 				return made, fmt.Errorf("attach %s (%d functions): %w", t.Display, len(names), err)
 			}
-			a.noMulti = true
+			*noMulti = true
 			multi = false
 		}
 		for i, name := range names {
@@ -402,5 +411,5 @@ func (a *TraceAttacher) attachFortran(t Target) ([]link.Link, error) {
 			return nil, fmt.Errorf("attach %s:%s: %w", t.Display, fn.Name, err)
 		}
 	}
-	return a.attachAll(ex, t, names, cookies, []side{{a.progs.Fortran, a.progs.FortranMulti, false}})
+	return attachSides(ex, t, names, cookies, []side{{a.progs.Fortran, a.progs.FortranMulti, false}}, &a.noMulti)
 }

@@ -37,6 +37,26 @@ type (
 		Host   string      `json:"host"`
 		End    jsonEnd     `json:"end"`
 		Events []jsonEvent `json:"events"`
+		// Collectives is present when collectives were tracked.
+		Collectives []jsonComm `json:"collectives,omitempty"`
+	}
+	jsonComm struct {
+		// ID is the context id, or the local handle when Local.
+		ID    uint64 `json:"id"`
+		Size  int    `json:"size"`
+		Name  string `json:"name,omitempty"`
+		Local bool   `json:"local,omitempty"`
+		// Text names the communicator for people.
+		Text string `json:"text"`
+		// Rank is the process's rank in it, -1 when unknown.
+		Rank  int        `json:"rank"`
+		Calls []jsonColl `json:"calls"`
+	}
+	jsonColl struct {
+		Name    string `json:"name"`
+		Calls   uint64 `json:"calls"`
+		TotalNs int64  `json:"total_ns"`
+		MaxNs   int64  `json:"max_ns"`
 	}
 	jsonEnd struct {
 		// State is "running", "exited", "signaled" or "vanished".
@@ -95,12 +115,13 @@ func toJSON(s agg.Summary) jsonSummary {
 		jj := jsonJob{Job: j.ID, Ranks: make([]jsonRank, 0, len(j.Ranks))}
 		for _, r := range j.Ranks {
 			jj.Ranks = append(jj.Ranks, jsonRank{
-				Rank:   r.Rank,
-				PID:    r.PID,
-				Comm:   r.Comm,
-				Host:   r.Host,
-				End:    jsonEndOf(r.End),
-				Events: jsonEvents(r.Events),
+				Rank:        r.Rank,
+				PID:         r.PID,
+				Comm:        r.Comm,
+				Host:        r.Host,
+				End:         jsonEndOf(r.End),
+				Events:      jsonEvents(r.Events),
+				Collectives: jsonComms(r.Collectives),
 			})
 		}
 		out.Jobs = append(out.Jobs, jj)
@@ -129,6 +150,19 @@ func jsonEvents(es []agg.EventTotal) []jsonEvent {
 	out := make([]jsonEvent, 0, len(es))
 	for _, e := range es {
 		out = append(out, jsonEvent(e))
+	}
+	return out
+}
+
+func jsonComms(cs []agg.CommCalls) []jsonComm {
+	var out []jsonComm
+	for _, c := range cs {
+		jc := jsonComm{ID: c.Comm.ID, Size: c.Comm.Size, Name: c.Comm.Name, Local: c.Comm.Local,
+			Text: c.Comm.String(), Rank: c.Rank, Calls: []jsonColl{}}
+		for _, cc := range c.Calls {
+			jc.Calls = append(jc.Calls, jsonColl{Name: cc.Name, Calls: cc.Calls, TotalNs: int64(cc.Total), MaxNs: int64(cc.Max)})
+		}
+		out = append(out, jc)
 	}
 	return out
 }

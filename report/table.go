@@ -152,6 +152,7 @@ func writeJob(ew *errWriter, host string, j agg.Job) error {
 			ew.printf("%s\n", wrap("Advice: "+e.Advice, "    ", "    ", noteWidth))
 		}
 	}
+	writeCollectives(ew, j)
 	return nil
 }
 

@@ -20,3 +20,23 @@ struct task_struct {
 	struct signal_struct *signal;
 	struct task_struct *real_parent;
 } __attribute__((preserve_access_index));
+
+// The user registers a task entered the kernel with (bpf_task_pt_regs).
+// The ___kern flavour keeps it apart from the uapi struct pt_regs while
+// CO-RE matches it to the kernel's.
+struct pt_regs___kern {
+	unsigned long bp;
+	unsigned long sp;
+	unsigned long ip;
+} __attribute__((preserve_access_index));
+
+struct seq_file;
+
+struct bpf_iter_meta {
+	struct seq_file *seq;
+} __attribute__((preserve_access_index));
+
+struct bpf_iter__task {
+	struct bpf_iter_meta *meta;
+	struct task_struct *task;
+} __attribute__((preserve_access_index));
