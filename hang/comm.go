@@ -15,10 +15,10 @@ import (
 // Local Comm cannot be matched across ranks at all; and equal values may
 // still be different communicators when a split made halves of equal size.
 type Comm struct {
-	ID    uint64 // context id shared by all members
-	Size  int    // group size (two halves of a split share an ID; Size tells them apart only if sizes differ)
-	Name  string // "WORLD", "SELF", or "" for others
-	Local bool   // ID is only the rank-local handle (unknown library build): it cannot be matched across ranks
+	ID    uint64 `json:"id"`              // context id shared by all members
+	Size  int    `json:"size"`            // group size (two halves of a split share an ID; Size tells them apart only if sizes differ)
+	Name  string `json:"name,omitempty"`  // "WORLD", "SELF", or "" for others
+	Local bool   `json:"local,omitempty"` // ID is only the rank-local handle (unknown library build): it cannot be matched across ranks
 }
 
 // String names the communicator for people: "WORLD (size 8)" for a named

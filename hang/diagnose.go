@@ -19,7 +19,10 @@ type Call struct {
 	Seq   uint64        // for collectives: this is the Seq-th call of Name on Comm by this rank (1-based); 0 if unknown
 	Peer  int           // point-to-point peer rank in WORLD; -1 if none/unknown; -2 for MPI_ANY_SOURCE
 	Since time.Duration // how long the rank has been inside
-	Site  string        // application call site ("main+0x1e4 (app.c:32)"), "" if unknown
+	// AtLeast says Since is a lower bound: the call was already in
+	// progress when observation began. The verdict then says "for at least".
+	AtLeast bool
+	Site    string // application call site ("main+0x1e4 (app.c:32)"), "" if unknown
 }
 
 // Rank is one rank's state.
@@ -389,13 +392,14 @@ func state(r *rstate, g *group, plural bool) string {
 func (d *diag) groupVerdict(g *group) ([]string, []int, []int, map[int]bool) {
 	first := d.byN[g.ranks[0]]
 	comm := *first.call.Comm
-	since, site, sameSite := first.call.Since, first.call.Site, true
+	since, site, sameSite, atLeast := first.call.Since, first.call.Site, true, first.call.AtLeast
 	for _, n := range g.ranks[1:] {
 		c := d.byN[n].call
 		since = min(since, c.Since)
 		sameSite = sameSite && c.Site == site
+		atLeast = atLeast || c.AtLeast
 	}
-	where := clean(g.name) + seqText(g.seq) + " on " + comm.String() + " for " + seconds(since)
+	where := clean(g.name) + seqText(g.seq) + " on " + comm.String() + " for " + forText(since, atLeast)
 	if sameSite && site != "" {
 		where += " at " + clean(site)
 	}
@@ -466,13 +470,15 @@ func (d *diag) groupVerdict(g *group) ([]string, []int, []int, map[int]bool) {
 // (rule 3): they cannot be said to wait in the same call.
 func (d *diag) localVerdict(g *group) []string {
 	since := d.byN[g.ranks[0]].call.Since
+	atLeast := false
 	in := make(map[int]bool, len(g.ranks))
 	for _, n := range g.ranks {
 		since = min(since, d.byN[n].call.Since)
+		atLeast = atLeast || d.byN[n].call.AtLeast
 		in[n] = true
 	}
 	clauses := []string{fmt.Sprintf("%s %s in %s (communicator not comparable: unknown library build) for %s",
-		subject(g.ranks), verb(len(g.ranks) > 1, "is", "are"), clean(g.name), seconds(since))}
+		subject(g.ranks), verb(len(g.ranks) > 1, "is", "are"), clean(g.name), forText(since, atLeast))}
 	var items itemList
 	for _, r := range d.ranks {
 		if !in[r.n] {
@@ -513,6 +519,9 @@ func (d *diag) pointToPoint() []string {
 		}
 		t := callText(r)
 		blocked.add(r.n, "is in "+t, "are in "+t, r.call.Since)
+		if r.call.AtLeast {
+			blocked.index["is in "+t].atLeast = true
+		}
 		if p := r.call.Peer; p >= 0 && !seen[p] {
 			seen[p] = true
 			if pr := d.byN[p]; pr == nil || !pr.blocked {
@@ -521,7 +530,7 @@ func (d *diag) pointToPoint() []string {
 		}
 	}
 	for _, it := range blocked.shown() {
-		clauses = append(clauses, it.text()+" for "+seconds(it.minSince))
+		clauses = append(clauses, it.text()+" for "+forText(it.minSince, it.atLeast))
 	}
 	if rest := blocked.rest(); rest > 0 {
 		clauses = append(clauses, fmt.Sprintf("%d more %s blocked in other calls",
@@ -810,4 +819,12 @@ func divergenceClause(divs []Divergence, skip func(Divergence) bool) string {
 			subject(ranks[i]), k.count, clean(k.call), k.comm.short(), k.others))
 	}
 	return "counts diverge: " + strings.Join(parts, "; ")
+}
+
+// forText says how long: "12.3 s", or "at least 12.3 s" for a lower bound.
+func forText(d time.Duration, atLeast bool) string {
+	if atLeast {
+		return "at least " + seconds(d)
+	}
+	return seconds(d)
 }

@@ -721,3 +721,39 @@ func TestDiagnoseOddInput(t *testing.T) {
 		},
 	})
 }
+
+// A lower bound on the time inside (no history: the call was already in
+// progress when status began watching) is said as such.
+func TestDiagnoseAtLeast(t *testing.T) {
+	lower := func(c *Call) *Call { c.AtLeast = true; return c }
+	w3 := world(3)
+	runVerdictCases(t, []verdictCase{
+		{
+			name: "collective group",
+			ranks: []Rank{
+				{Rank: 0, In: lower(coll("MPI_Barrier", w3, 0, 6))},
+				{Rank: 1, In: coll("MPI_Barrier", w3, 0, 9)},
+				{Rank: 2},
+			},
+			verdict: "ranks 0-1 wait in MPI_Barrier on WORLD (size 3) for at least 6.0 s; rank 2 is computing",
+			waiting: []int{0, 1},
+			odd:     []int{2},
+		},
+		{
+			name: "local handles",
+			ranks: []Rank{
+				{Rank: 0, In: lower(coll("MPI_Barrier", Comm{ID: 0x7f00, Size: 2, Local: true}, 0, 6))},
+				{Rank: 1, In: lower(coll("MPI_Barrier", Comm{ID: 0x7f08, Size: 2, Local: true}, 0, 6))},
+			},
+			verdict: "ranks 0-1 are in MPI_Barrier (communicator not comparable: unknown library build) for at least 6.0 s",
+		},
+		{
+			name: "point to point",
+			ranks: []Rank{
+				{Rank: 0, In: lower(p2pOn("MPI_Recv", world(2), 1, 7))},
+				{Rank: 1},
+			},
+			verdict: "rank 0 is in MPI_Recv from rank 1 for at least 7.0 s; rank 1 is computing",
+		},
+	})
+}

@@ -86,6 +86,7 @@ type item struct {
 	one      string
 	many     string
 	minSince time.Duration // for blocked-call items: the shortest time inside
+	atLeast  bool          // some of them only a lower bound
 }
 
 func (it *item) text() string {
