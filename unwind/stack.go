@@ -1,0 +1,219 @@
+package unwind
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+)
+
+// Regs are the registers unwinding starts from (and the ones it tracks).
+//
+// A BP of 0 is taken as unknown, as when the registers come from
+// /proc/PID/task/TID/syscall, which shows only the stack and instruction
+// pointers: a frame whose CFA is computed from rbp before a caller's saved
+// rbp has been restored then ends the unwinding with an error.
+type Regs struct{ IP, SP, BP uint64 }
+
+// Module maps a runtime address range of a process to the Table of the file
+// mapped there: vaddr = addr - Bias.
+type Module struct {
+	// Table is the call-frame information of the mapped file.
+	Table *Table
+	// Bias is the difference between the runtime addresses of the
+	// mapping and the file's virtual addresses (the load address of a
+	// shared library or position-independent executable; 0 for a
+	// fixed-address executable).
+	Bias uint64
+}
+
+// Modules finds the module containing a runtime address; ok is false for
+// addresses in no known file (anonymous memory, JIT code, unknown).
+type Modules func(addr uint64) (m Module, ok bool)
+
+// Memory reads the target's memory at a runtime address (e.g. process_vm_readv);
+// it returns an error if any byte cannot be read.
+type Memory func(addr uint64, p []byte) error
+
+// frame holds the registers of one frame while unwinding.
+type frame struct {
+	ip, sp, bp uint64
+	bpOK       bool // bp is known (its rule was not undefined)
+}
+
+// value returns the value of DWARF register reg in the frame.
+func (f *frame) value(reg uint64) (uint64, error) {
+	switch reg {
+	case regRSP:
+		return f.sp, nil
+	case regRA:
+		return f.ip, nil
+	case regRBP:
+		if f.bpOK {
+			return f.bp, nil
+		}
+		return 0, errors.New("rbp is not known in this frame")
+	}
+	return 0, fmt.Errorf("register %s is not tracked", regName(reg))
+}
+
+// Stack unwinds from regs and returns the program counters of the frames, innermost
+// first: pcs[0] is regs.IP, the others are return addresses. It stops at the
+// outermost frame (return address 0, or an FDE that marks the end such as _start),
+// after max frames, or when it cannot go on; in the last case it returns the frames
+// found so far and an error saying why (e.g. "unwind: no CFI for 0x7f12... (frame 3)",
+// "unwind: frame 2 at 0x7f12...: return address: read stack at 0x7ffd...: ...").
+// Callers use the partial result.
+//
+// The rules for frame 0 are those in force at regs.IP; for a caller they
+// are those at its return address minus one, since a call may be the last
+// instruction of a function, except above a signal frame (an FDE whose CIE
+// has augmentation "S"), where the saved IP is the interrupted instruction
+// itself. Unwinding tracks rip, rsp and rbp: rsp is the CFA unless a rule
+// restores it, rbp keeps its value unless a rule restores it, and any
+// other register used by a rule is an error for that frame. Each caller's
+// CFA must lie above the callee's SP, so a corrupt stack cannot make
+// Stack loop; max bounds the work in any case. Stack returns nil for
+// max <= 0.
+func Stack(regs Regs, mods Modules, mem Memory, max int) (pcs []uint64, err error) {
+	if max <= 0 {
+		return nil, nil
+	}
+	if mods == nil || mem == nil {
+		return nil, errors.New("unwind: nil Modules or Memory")
+	}
+	pcs = make([]uint64, 0, min(max, 64))
+	cur := frame{ip: regs.IP, sp: regs.SP, bp: regs.BP, bpOK: regs.BP != 0}
+	pcs = append(pcs, cur.ip)
+	signal := false
+	for n := 0; len(pcs) < max; n++ {
+		pc := cur.ip
+		if n > 0 && !signal {
+			pc--
+		}
+		m, ok := mods(pc)
+		if !ok || m.Table == nil {
+			return pcs, fmt.Errorf("unwind: no CFI for %#x (frame %d): address in no known module", cur.ip, n)
+		}
+		r, f, err := m.Table.rowAt(pc - m.Bias)
+		if err != nil {
+			if errors.Is(err, errNoFDE) {
+				return pcs, fmt.Errorf("unwind: no CFI for %#x (frame %d)", cur.ip, n)
+			}
+			return pcs, fmt.Errorf("unwind: bad CFI for %#x (frame %d): %w", cur.ip, n, err)
+		}
+		caller, end, err := step(&cur, r, f.cie.ra, mem, m.Bias)
+		if err != nil {
+			return pcs, fmt.Errorf("unwind: frame %d at %#x: %w", n, cur.ip, err)
+		}
+		if end || caller.ip == 0 {
+			return pcs, nil
+		}
+		pcs = append(pcs, caller.ip)
+		signal = f.cie.signal
+		cur = caller
+	}
+	return pcs, nil
+}
+
+// step computes the caller's registers from the callee's cur and the row
+// in force. end reports that the row marks the outermost frame.
+func step(cur *frame, r *row, raCol uint64, mem Memory, bias uint64) (caller frame, end bool, err error) {
+	env := exprEnv{regs: cur, mem: mem, bias: bias}
+	var cfa uint64
+	switch {
+	case !r.cfa.set:
+		return frame{}, false, errors.New("no cfa rule")
+	case r.cfa.expr != nil:
+		if cfa, err = eval(r.cfa.expr, &env); err != nil {
+			return frame{}, false, fmt.Errorf("cfa expression: %w", err)
+		}
+	default:
+		base, err := cur.value(r.cfa.reg)
+		if err != nil {
+			return frame{}, false, fmt.Errorf("cfa: %w", err)
+		}
+		cfa = base + uint64(r.cfa.off)
+	}
+	if cfa <= cur.sp {
+		return frame{}, false, fmt.Errorf("cfa %#x is not above sp %#x", cfa, cur.sp)
+	}
+
+	if raCol >= numRegs {
+		return frame{}, false, fmt.Errorf("return address column %d not supported", raCol)
+	}
+	ra, ok, err := recover1(cur, r.regs[raCol], raCol, cfa, &env)
+	if err != nil {
+		return frame{}, false, fmt.Errorf("return address: %w", err)
+	}
+	if !ok {
+		return frame{}, true, nil // DW_CFA_undefined: the outermost frame
+	}
+
+	caller = frame{ip: ra, sp: cfa, bp: cur.bp, bpOK: cur.bpOK}
+	if rl := r.regs[regRSP]; rl.kind != ruleUnset && rl.kind != ruleSame {
+		sp, ok, err := recover1(cur, rl, regRSP, cfa, &env)
+		if err != nil {
+			return frame{}, false, fmt.Errorf("rsp: %w", err)
+		}
+		if !ok {
+			return frame{}, false, errors.New("rsp is undefined in the caller")
+		}
+		caller.sp = sp
+	}
+	switch rl := r.regs[regRBP]; rl.kind {
+	case ruleUnset, ruleSame:
+	default:
+		bp, ok, err := recover1(cur, rl, regRBP, cfa, &env)
+		if err != nil {
+			// A caller whose CFA does not depend on rbp can still be
+			// unwound: forget rbp rather than fail.
+			ok = false
+		}
+		caller.bp, caller.bpOK = bp, ok
+	}
+	return caller, false, nil
+}
+
+// recover1 recovers the caller's value of register reg by rule rl. ok is
+// false when the rule is DW_CFA_undefined.
+func recover1(cur *frame, rl rule, reg, cfa uint64, env *exprEnv) (v uint64, ok bool, err error) {
+	switch rl.kind {
+	case ruleUnset:
+		if reg == regRA {
+			return 0, false, errors.New("no rule")
+		}
+		fallthrough
+	case ruleSame:
+		v, err = cur.value(reg)
+		return v, err == nil, err
+	case ruleUndefined:
+		return 0, false, nil
+	case ruleOffset:
+		v, err = read64(env.mem, cfa+uint64(rl.off))
+		return v, err == nil, err
+	case ruleValOffset:
+		return cfa + uint64(rl.off), true, nil
+	case ruleRegister:
+		v, err = cur.value(rl.reg)
+		return v, err == nil, err
+	case ruleExpr:
+		addr, err := eval(rl.expr, env, cfa)
+		if err != nil {
+			return 0, false, err
+		}
+		v, err = read64(env.mem, addr)
+		return v, err == nil, err
+	case ruleValExpr:
+		v, err = eval(rl.expr, env, cfa)
+		return v, err == nil, err
+	}
+	return 0, false, fmt.Errorf("unknown rule %d", rl.kind)
+}
+
+func read64(mem Memory, addr uint64) (uint64, error) {
+	var b [8]byte
+	if err := mem(addr, b[:]); err != nil {
+		return 0, fmt.Errorf("read stack at %#x: %w", addr, err)
+	}
+	return binary.LittleEndian.Uint64(b[:]), nil
+}
