@@ -42,6 +42,11 @@ func main() {
 		stop()
 		os.Exit(code)
 	}
+	if len(os.Args) > 1 && os.Args[1] == "status" {
+		code := statusMain(ctx, os.Args[2:], os.Stdout, os.Stderr)
+		stop()
+		os.Exit(code)
+	}
 	cfg, err := parseArgs(os.Args[1:], os.Stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		os.Exit(0)
@@ -107,9 +112,11 @@ func parseArgs(args []string, stderr io.Writer) (config, error) {
 	fs.DurationVar(&cfg.monitor.Interval, "interval", time.Second, "how often counters are read")
 	fs.BoolVar(&cfg.json, "json", false, "print the summary as JSON on stdout (warnings go to stderr)")
 	fs.BoolVar(&cfg.verbose, "v", false, "log attach details")
+	fs.BoolVar(&cfg.monitor.Collectives, "collectives", false, "also track every collective per communicator (hot path: about 0.1 µs per call on top of the probe; see make bench); `mpiprobe status` reads it")
+	fs.IntVar(&cfg.monitor.CommSlots, "comm-slots", monitor.DefaultCommSlots, "with --collectives: how many communicators, over all processes, can be tracked at once")
 	events := fs.String("events", string(probes.Default), "comma-separated event `LEVELS` to enable: default, retries, or all")
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: mpiprobe [flags] -p PID [-p PID ...]\n       mpiprobe [flags] --job JOBID\n       mpiprobe [flags] -- COMMAND [ARGS...]\n       mpiprobe trace -h    (record and show every MPI call)\n\nflags:\n")
+		fmt.Fprintf(stderr, "usage: mpiprobe [flags] -p PID [-p PID ...]\n       mpiprobe [flags] --job JOBID\n       mpiprobe [flags] -- COMMAND [ARGS...]\n       mpiprobe trace -h    (record and show every MPI call)\n       mpiprobe status -h   (who waits where in a running or hung job)\n\nflags:\n")
 		fs.PrintDefaults()
 		fmt.Fprintf(stderr, "\nevents:\n")
 		for _, e := range probes.Full().Events {

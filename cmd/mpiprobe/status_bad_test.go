@@ -1,0 +1,199 @@
+package main
+
+import (
+	"bytes"
+	"encoding/hex"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/mpiprobe/mpiprobe/internal/mpitest"
+)
+
+// TestStatusBadInput: targets status cannot use are refused with one line
+// naming the cause.
+func TestStatusBadInput(t *testing.T) {
+	mpitest.RequireE2E(t)
+	bin := mpitest.BuildMpiprobe(t)
+	sleeper := exec.Command("sleep", "30")
+	if err := sleeper.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer sleeper.Process.Kill()
+	tests := []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"status"}, 2, "no target: give -p PID or --job JOBID"},
+		{[]string{"status", "-p", "999999999"}, 1, "no process with pid 999999999"},
+		{[]string{"status", "-p", strconv.Itoa(sleeper.Process.Pid)}, 1, "maps no MPI library"},
+		{[]string{"status", "--job", "no-such-job"}, 1, `no rank of job "no-such-job" runs on this node`},
+		{[]string{"status", "-p", "1", "extra"}, 2, `unexpected argument "extra"`},
+	}
+	for _, tc := range tests {
+		code, _, stderr := runOutput(t, bin, nil, tc.args...)
+		if code != tc.code || !strings.Contains(stderr, tc.want) || strings.Count(strings.TrimSpace(stderr), "\n") > 0 {
+			t.Errorf("mpiprobe %s: exit %d, stderr %q; want exit %d and one line containing %q",
+				strings.Join(tc.args, " "), code, stderr, tc.code, tc.want)
+		}
+	}
+}
+
+// TestStatusRankExits kills the odd rank of a hung job while status watches:
+// status says the rank ended instead of calling it computing.
+func TestStatusRankExits(t *testing.T) {
+	impl := mpitest.OpenMPI()
+	mpitest.RequireE2E(t, impl)
+	bin := mpitest.BuildMpiprobe(t)
+	pids := hungJob(t, bin, impl, "skip", 4, false)
+	var ps []string
+	for _, p := range pids {
+		ps = append(ps, strconv.Itoa(p))
+	}
+	var out, errb bytes.Buffer
+	cmd := exec.Command(bin, "status", "--json", "--window", "3s", "-p", strings.Join(ps, ","))
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Second)
+	last := pids[len(pids)-1] // WaitRanks returns pids in /proc order: the highest is the last rank started
+	if err := syscall.Kill(last, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("status: %v\n%s", err, errb.String())
+	}
+	var st statusJSON
+	if err := json.Unmarshal(out.Bytes(), &st); err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	for _, r := range st.Ranks {
+		if r.PID != last {
+			continue
+		}
+		if r.Ended == "" {
+			t.Errorf("the killed rank %d (pid %d) is not reported as ended:\n%s", r.Rank, r.PID, out.String())
+		}
+		if strings.Contains(st.Report.Verdict, "rank "+strconv.Itoa(r.Rank)+" is computing") {
+			t.Errorf("verdict calls the killed rank computing: %q", st.Report.Verdict)
+		}
+		return
+	}
+	t.Errorf("pid %d missing from the result:\n%s", last, out.String())
+}
+
+// TestStatusThreads: with MPI_THREAD_MULTIPLE, ranks have two threads in
+// MPI calls; both are listed, a note says which one the verdict uses, and
+// the verdict still names the barrier.
+func TestStatusThreads(t *testing.T) {
+	for _, impl := range []mpitest.Impl{mpitest.OpenMPI(), mpitest.MPICH()} {
+		t.Run(impl.Name, func(t *testing.T) {
+			mpitest.RequireE2E(t, impl)
+			bin := mpitest.BuildMpiprobe(t)
+			pids := hungJob(t, bin, impl, "threads", 4, false)
+			st, raw := runStatus(t, bin, pids)
+			two := 0
+			for _, r := range st.Ranks {
+				if len(r.Threads) == 2 {
+					two++
+					calls := r.Threads[0].Call + "," + r.Threads[1].Call
+					if calls != "MPI_Barrier,MPI_Recv" && calls != "MPI_Recv,MPI_Barrier" {
+						t.Errorf("rank %d: threads in %s, want MPI_Barrier and MPI_Recv", r.Rank, calls)
+					}
+				}
+			}
+			if two != 3 {
+				t.Errorf("%d ranks with two threads in MPI calls, want 3:\n%s", two, raw)
+			}
+			notes := strings.Join(st.Notes, "\n")
+			if strings.Count(notes, "threads in MPI calls") != 3 {
+				t.Errorf("notes %q: want one per rank with two threads", notes)
+			}
+			if !strings.HasPrefix(st.Report.Verdict, "ranks 0-2 wait in MPI_Barrier on WORLD (size 4) for at least") {
+				t.Errorf("verdict %q", st.Report.Verdict)
+			}
+		})
+	}
+}
+
+// TestUnknownBuild runs Open MPI with a copy of libmpi whose build id is
+// not in the layout table: status says so and names no communicator, and
+// --collectives flags every communicator as a local handle.
+func TestUnknownBuild(t *testing.T) {
+	impl := mpitest.OpenMPI()
+	mpitest.RequireE2E(t, impl)
+	bin := mpitest.BuildMpiprobe(t)
+	const known = "2a2f4d8c4f8dc5dcc63f6789a50f3ab49f61e168"
+	lib, err := filepath.EvalSymlinks("/usr/lib/x86_64-linux-gnu/libmpi.so.40")
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(lib)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, _ := hex.DecodeString(known)
+	i := bytes.Index(data, id)
+	if i < 0 {
+		t.Skipf("%s is not the build this test patches (build id %s)", lib, known)
+	}
+	data[i] ^= 0xff // another build, same code
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "libmpi.so.40"), data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("LD_LIBRARY_PATH", dir)
+	ompi := impl
+	ompi.LauncherArgs = append(append([]string(nil), impl.LauncherArgs...), "-x", "LD_LIBRARY_PATH")
+
+	pids := hungJob(t, bin, ompi, "skip", 4, false)
+	st, raw := runStatus(t, bin, pids)
+	if !strings.Contains(raw, "unknown libmpi.so.40 build") {
+		t.Errorf("status does not say the build is unknown:\n%s", raw)
+	}
+	for _, r := range st.Ranks {
+		for _, th := range r.Threads {
+			if th.Comm != nil {
+				t.Errorf("rank %d: communicator %+v named from an unknown build", r.Rank, *th.Comm)
+			}
+		}
+	}
+	if strings.Contains(st.Report.Verdict, "WORLD") || strings.Contains(st.Report.Verdict, "wait in") {
+		t.Errorf("verdict %q claims a communicator the unknown build does not let status read", st.Report.Verdict)
+	}
+
+	prog := mpitest.Build(t, impl, "colls")
+	code, stdout, stderr := runOutput(t, bin, nil, append([]string{"--collectives", "--json", "--lib", filepath.Join(dir, "libmpi.so.40"), "--"}, ompi.Command(2, nil, prog, "1")...)...)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s", code, stderr)
+	}
+	if !strings.Contains(stderr, "unknown MPI library build") {
+		t.Errorf("no warning about the unknown build:\n%s", stderr)
+	}
+	var sum summaryJSON
+	if err := json.Unmarshal([]byte(stdout[strings.Index(stdout, "{"):]), &sum); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, j := range sum.Jobs {
+		for _, r := range j.Ranks {
+			for _, c := range r.Collectives {
+				n++
+				if !c.Local {
+					t.Errorf("rank %s: communicator %+v not flagged local", r.Rank, c)
+				}
+			}
+		}
+	}
+	if n == 0 {
+		t.Errorf("no communicator counted:\n%s", stdout)
+	}
+}

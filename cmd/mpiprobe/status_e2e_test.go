@@ -1,0 +1,343 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os/exec"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/mpiprobe/mpiprobe/internal/mpitest"
+)
+
+// summaryJSON is the part of `mpiprobe --json` collective tracking fills.
+type summaryJSON struct {
+	Jobs []struct {
+		Ranks []struct {
+			Rank        string `json:"rank"`
+			Collectives []struct {
+				ID    uint64 `json:"id"`
+				Size  int    `json:"size"`
+				Name  string `json:"name"`
+				Local bool   `json:"local"`
+				Rank  int    `json:"rank"`
+				Calls []struct {
+					Name  string `json:"name"`
+					Calls uint64 `json:"calls"`
+				} `json:"calls"`
+			} `json:"collectives"`
+		} `json:"ranks"`
+	} `json:"jobs"`
+}
+
+// TestCollectiveCounts runs testdata/colls.c under --collectives: every
+// collective's count on WORLD, a dup and both halves of a split is exact on
+// every rank, nonblocking ones are counted once per call, and the context
+// ids agree across ranks.
+func TestCollectiveCounts(t *testing.T) {
+	for _, impl := range []mpitest.Impl{mpitest.OpenMPI(), mpitest.MPICH()} {
+		t.Run(impl.Name, func(t *testing.T) {
+			mpitest.RequireE2E(t, impl)
+			bin := mpitest.BuildMpiprobe(t)
+			prog := mpitest.Build(t, impl, "colls")
+			const np, rounds = 4, 3
+			code, stdout, stderr := runOutput(t, bin, nil, append([]string{"--collectives", "--json", "--"},
+				impl.Command(np, nil, prog, strconv.Itoa(rounds))...)...)
+			if code != 0 {
+				t.Fatalf("exit %d\n%s", code, stderr)
+			}
+			var sum summaryJSON
+			if err := json.Unmarshal([]byte(stdout[strings.Index(stdout, "{"):]), &sum); err != nil {
+				t.Fatalf("%v\n%s", err, stdout)
+			}
+			if len(sum.Jobs) != 1 || len(sum.Jobs[0].Ranks) != np {
+				t.Fatalf("want 1 job of %d ranks:\n%s", np, stdout)
+			}
+			// What colls.c's round_on makes per round on one communicator.
+			perRound := map[string]uint64{
+				"MPI_Barrier": 1, "MPI_Bcast": 2, "MPI_Allreduce": 3, "MPI_Reduce": 1, "MPI_Gather": 1,
+				"MPI_Allgather": 1, "MPI_Alltoall": 1, "MPI_Scan": 1, "MPI_Ibarrier": 1, "MPI_Iallreduce": 2,
+			}
+			want := func(world bool) map[string]uint64 {
+				m := map[string]uint64{}
+				for k, v := range perRound {
+					m[k] = v * rounds
+				}
+				if world {
+					m["MPI_Allreduce"] += rounds // the extra allreduce of main's loop
+				}
+				return m
+			}
+			ids := map[string]map[uint64]bool{} // kind -> context ids seen
+			for _, r := range sum.Jobs[0].Ranks {
+				kinds := map[string]int{}
+				for _, c := range r.Collectives {
+					if c.Local {
+						t.Errorf("rank %s: communicator %d flagged local: the library build should be known", r.Rank, c.ID)
+					}
+					kind := "dup"
+					switch {
+					case c.Name == "WORLD":
+						kind = "world"
+					case c.Size == np/2:
+						kind = "half"
+					case c.Size != np:
+						t.Errorf("rank %s: unexpected communicator %+v", r.Rank, c)
+						continue
+					}
+					kinds[kind]++
+					if ids[kind] == nil {
+						ids[kind] = map[uint64]bool{}
+					}
+					ids[kind][c.ID] = true
+					got := map[string]uint64{}
+					for _, cl := range c.Calls {
+						got[cl.Name] = cl.Calls
+					}
+					if w := want(kind == "world"); !mapsEqual(got, w) {
+						t.Errorf("rank %s, %s (id %d, size %d): counts %v, want %v", r.Rank, kind, c.ID, c.Size, got, w)
+					}
+					if c.Rank < 0 || c.Rank >= c.Size {
+						t.Errorf("rank %s, %s: rank in communicator %d, size %d", r.Rank, kind, c.Rank, c.Size)
+					}
+				}
+				if kinds["world"] != 1 || kinds["dup"] != 1 || kinds["half"] != 1 {
+					t.Errorf("rank %s: communicators %v, want one WORLD, one dup and one half", r.Rank, kinds)
+				}
+			}
+			for kind, set := range ids {
+				if len(set) != 1 {
+					t.Errorf("%s: context ids differ across ranks: %v", kind, set)
+				}
+			}
+		})
+	}
+}
+
+func mapsEqual(a, b map[string]uint64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if b[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+// statusJSON is `mpiprobe status --json`.
+type statusJSON struct {
+	History []int `json:"history_sessions"`
+	Ranks   []struct {
+		Rank    int    `json:"rank"`
+		PID     int    `json:"pid"`
+		Ended   string `json:"ended"`
+		Threads []struct {
+			Call string `json:"call"`
+			Comm *struct {
+				ID   uint64 `json:"id"`
+				Size int    `json:"size"`
+				Name string `json:"name"`
+			} `json:"comm"`
+			Seq     uint64 `json:"seq"`
+			Since   int64  `json:"since_ns"`
+			AtLeast bool   `json:"at_least"`
+			Site    string `json:"site"`
+		} `json:"threads"`
+		Counts []struct {
+			Comm struct {
+				Name string `json:"name"`
+			} `json:"comm"`
+			Calls map[string]uint64 `json:"calls"`
+		} `json:"counts"`
+	} `json:"ranks"`
+	Report struct {
+		Verdict   string `json:"Verdict"`
+		Waiting   []int  `json:"Waiting"`
+		Odd       []int  `json:"Odd"`
+		Divergent []struct {
+			Rank   int    `json:"Rank"`
+			Call   string `json:"Call"`
+			Count  uint64 `json:"Count"`
+			Others uint64 `json:"Others"`
+		} `json:"Divergent"`
+	} `json:"report"`
+	Notes []string `json:"notes"`
+}
+
+// syncBuffer is a bytes.Buffer safe to read while a command writes it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// hungJob starts testdata/hang.c in mode at np ranks, under mpiprobe
+// --collectives when history is set, and returns the rank pids once rank 0
+// said the hang began.
+func hungJob(t *testing.T, bin string, impl mpitest.Impl, mode string, np int, history bool) []int {
+	t.Helper()
+	prog := mpitest.Build(t, impl, "hang")
+	argv := impl.Command(np, nil, prog, mode, "5")
+	if history {
+		argv = append([]string{bin, "--collectives", "--"}, argv...)
+	}
+	var out syncBuffer
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var ranks []int
+	t.Cleanup(func() {
+		for _, pid := range ranks {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+		_ = cmd.Process.Signal(syscall.SIGINT) // mpiprobe prints its summary and leaves
+		done := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(15 * time.Second):
+			_ = cmd.Process.Kill()
+		}
+	})
+	var err error
+	lib := "libmpi.so"
+	if impl.Name == "mpich" {
+		lib = "libmpich"
+	}
+	if ranks, err = mpitest.WaitRanksFor(30*time.Second, prog, np, lib); err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for !strings.Contains(out.String(), "hung") {
+		if time.Now().After(deadline) {
+			t.Fatalf("the job never hung:\n%s", out.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return ranks
+}
+
+// runStatus runs mpiprobe status --json on pids.
+func runStatus(t *testing.T, bin string, pids []int, extra ...string) (statusJSON, string) {
+	t.Helper()
+	var ps []string
+	for _, p := range pids {
+		ps = append(ps, strconv.Itoa(p))
+	}
+	args := append([]string{"status", "--json", "-p", strings.Join(ps, ",")}, extra...)
+	code, stdout, stderr := runOutput(t, bin, nil, args...)
+	if code != 0 {
+		t.Fatalf("mpiprobe %s: exit %d\n%s", strings.Join(args, " "), code, stderr)
+	}
+	var st statusJSON
+	if err := json.Unmarshal([]byte(stdout), &st); err != nil {
+		t.Fatalf("%v\n%s", err, stdout)
+	}
+	return st, stdout
+}
+
+// TestStatusHang hangs real jobs two ways (the last rank skips the final
+// barrier and computes; it waits in a receive that never comes) and checks
+// that status names the waiting ranks, the barrier, WORLD and the call
+// site, and the odd rank, both with history (mpiprobe --collectives
+// attached before the hang) and without (status alone, after the hang).
+func TestStatusHang(t *testing.T) {
+	const np = 4
+	lines := sourceLines(t, "hang.c", "Barrier", "Recv", "Barrier")
+	loopBarrier, recvLine, finalBarrier := lines[0], lines[1], lines[2]
+	_ = loopBarrier
+	for _, impl := range []mpitest.Impl{mpitest.OpenMPI(), mpitest.MPICH()} {
+		for _, mode := range []string{"skip", "recv"} {
+			for _, history := range []bool{false, true} {
+				name := fmt.Sprintf("%s/%s/history=%v", impl.Name, mode, history)
+				t.Run(name, func(t *testing.T) {
+					mpitest.RequireE2E(t, impl)
+					bin := mpitest.BuildMpiprobe(t)
+					pids := hungJob(t, bin, impl, mode, np, history)
+					st, raw := runStatus(t, bin, pids)
+					defer func() {
+						if t.Failed() {
+							t.Logf("status:\n%s", raw)
+						}
+					}()
+					if !slices.Equal(st.Report.Waiting, []int{0, 1, 2}) || !slices.Equal(st.Report.Odd, []int{3}) {
+						t.Errorf("waiting %v, odd %v; want 0-2 waiting, 3 odd", st.Report.Waiting, st.Report.Odd)
+					}
+					wantVerdict := "ranks 0-2 wait in MPI_Barrier "
+					if history {
+						wantVerdict += "#6 " // 5 rounds, then the hung one
+					}
+					wantVerdict += "on WORLD (size 4) for "
+					if !history {
+						wantVerdict += "at least "
+					}
+					if !strings.HasPrefix(st.Report.Verdict, wantVerdict) {
+						t.Errorf("verdict %q, want it to start %q", st.Report.Verdict, wantVerdict)
+					}
+					if !strings.Contains(st.Report.Verdict, finalBarrier+")") {
+						t.Errorf("verdict %q does not name the call site %s", st.Report.Verdict, finalBarrier)
+					}
+					odd := "rank 3 is computing"
+					if history {
+						odd = "rank 3 has made 5 calls and is computing"
+					}
+					if mode == "recv" {
+						odd = strings.TrimSuffix(odd, "computing") + "in MPI_Recv on WORLD (size 4) at "
+					}
+					if !strings.Contains(st.Report.Verdict, odd) {
+						t.Errorf("verdict %q does not say %q", st.Report.Verdict, odd)
+					}
+					if mode == "recv" && !strings.Contains(st.Report.Verdict, recvLine+")") {
+						t.Errorf("verdict %q does not name the receive's site %s", st.Report.Verdict, recvLine)
+					}
+					if (len(st.History) > 0) != history {
+						t.Errorf("history sessions %v, want history=%v", st.History, history)
+					}
+					for _, r := range st.Ranks {
+						if r.Rank == 3 {
+							continue
+						}
+						if len(r.Threads) != 1 {
+							t.Errorf("rank %d: %d threads in MPI calls, want 1", r.Rank, len(r.Threads))
+							continue
+						}
+						th := r.Threads[0]
+						if th.AtLeast == history {
+							t.Errorf("rank %d: at_least=%v with history=%v", r.Rank, th.AtLeast, history)
+						}
+						if th.Since < int64(time.Second) {
+							t.Errorf("rank %d: inside for %v, want at least the 1 s window", r.Rank, time.Duration(th.Since))
+						}
+					}
+					if history {
+						if len(st.Report.Divergent) != 1 || st.Report.Divergent[0].Rank != 3 ||
+							st.Report.Divergent[0].Call != "MPI_Barrier" || st.Report.Divergent[0].Count != 5 || st.Report.Divergent[0].Others != 6 {
+							t.Errorf("divergent %+v, want rank 3 with 5 MPI_Barrier, the others 6", st.Report.Divergent)
+						}
+					}
+				})
+			}
+		}
+	}
+}
