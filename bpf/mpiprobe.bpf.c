@@ -546,8 +546,7 @@ struct coll_stat {
 	__u64 since_ns; // last entry
 	__u64 total_ns; // time inside, completed calls
 	__u64 max_ns;   // longest completed call
-	__u64 site;     // return address of the last entry: the call site, which
-	                // a uretprobe hides from stack readers while the call runs
+	__u64 pad;
 };
 
 // Per-thread state: the call in flight and a one-entry cache of the last
@@ -704,8 +703,9 @@ static __always_inline int do_coll_enter(struct pt_regs *ctx)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
 	struct coll_thread *th = bpf_task_storage_get(&coll_threads, task, 0, 0);
-	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
 	if (!th) {
+		// First collective of this thread: is its process traced?
+		__u32 tgid = bpf_get_current_pid_tgid() >> 32;
 		if (!bpf_map_lookup_elem(&traced, &tgid))
 			return 0;
 		th = bpf_task_storage_get(&coll_threads, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
@@ -725,7 +725,7 @@ static __always_inline int do_coll_enter(struct pt_regs *ctx)
 	if (th->slot && th->comm == comm && th->gen == g) {
 		slot = th->slot - 1;
 	} else {
-		int s = comm_slot(ctx, tgid, comm, cookie);
+		int s = comm_slot(ctx, bpf_get_current_pid_tgid() >> 32, comm, cookie);
 		if (s < 0) {
 			drop(DROP_COLL_FULL);
 			return 0;
@@ -739,11 +739,12 @@ static __always_inline int do_coll_enter(struct pt_regs *ctx)
 	struct coll_stat *st = bpf_map_lookup_elem(&coll_stats, &idx);
 	if (!st)
 		return 0;
+	// MPI forbids two threads to be in collectives on one communicator at
+	// once, so a counter block has one writer at a time: no atomics needed.
 	__u64 now = bpf_ktime_get_ns();
-	__sync_fetch_and_add(&st->calls, 1);
-	__sync_fetch_and_add(&st->inside, 1);
+	st->calls++;
+	st->inside++;
 	st->since_ns = now;
-	bpf_probe_read_user(&st->site, sizeof(st->site), (void *)PT_REGS_SP(ctx));
 	th->cur = idx + 1;
 	th->enter_ns = now;
 	th->depth = 1;
@@ -763,10 +764,10 @@ static __always_inline int do_coll_exit(struct pt_regs *ctx)
 	if (!st)
 		return 0;
 	__u64 dt = bpf_ktime_get_ns() - th->enter_ns;
-	__sync_fetch_and_add(&st->inside, -1);
-	__sync_fetch_and_add(&st->total_ns, dt);
+	st->inside--;
+	st->total_ns += dt;
 	if (dt > st->max_ns)
-		st->max_ns = dt; // racy between threads of one process: a lost maximum at worst
+		st->max_ns = dt;
 	return 0;
 }
 
@@ -799,14 +800,23 @@ int coll_comm_free(struct pt_regs *ctx)
 
 // ---- mpiprobe status: what each thread of a process is doing now ----
 
+#define MAX_RETPROBES 8
+
 // One thread's user registers, as saved at its last entry into the kernel
-// (a system call, or the timer interrupt of a thread spinning in user mode).
+// (a system call, or the timer interrupt of a thread spinning in user mode),
+// and the return addresses that pending uretprobes (mpiprobe's own, or any
+// other tool's) replaced on its stack with their trampoline: ret_stack[i]
+// is where on the stack, ret_orig[i] the real address.
 struct task_regs {
 	__u32 tgid;
 	__u32 tid;
 	__u64 ip;
 	__u64 sp;
 	__u64 bp;
+	__u32 nret;
+	__u32 pad;
+	__u64 ret_stack[MAX_RETPROBES];
+	__u64 ret_orig[MAX_RETPROBES];
 };
 
 const struct task_regs *unused_task_regs __attribute__((unused));
@@ -858,6 +868,13 @@ int dump_regs(struct bpf_iter__task *ctx)
 		.sp = BPF_CORE_READ(regs, sp),
 		.bp = BPF_CORE_READ(regs, bp),
 	};
+	struct return_instance *ri = BPF_CORE_READ(task, utask, return_instances);
+	for (int i = 0; i < MAX_RETPROBES && ri; i++) {
+		r.ret_stack[i] = BPF_CORE_READ(ri, stack);
+		r.ret_orig[i] = BPF_CORE_READ(ri, orig_ret_vaddr);
+		r.nret = i + 1;
+		ri = BPF_CORE_READ(ri, next);
+	}
 	bpf_seq_write(ctx->meta->seq, &r, sizeof(r));
 	return 0;
 }

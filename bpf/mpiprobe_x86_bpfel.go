@@ -58,7 +58,7 @@ type MpiprobeCollStat struct {
 	SinceNs uint64
 	TotalNs uint64
 	MaxNs   uint64
-	Site    uint64
+	Pad     uint64
 }
 
 type MpiprobeCollThread struct {
@@ -95,12 +95,16 @@ type MpiprobeProcEvent struct {
 }
 
 type MpiprobeTaskRegs struct {
-	_    structs.HostLayout
-	Tgid uint32
-	Tid  uint32
-	Ip   uint64
-	Sp   uint64
-	Bp   uint64
+	_        structs.HostLayout
+	Tgid     uint32
+	Tid      uint32
+	Ip       uint64
+	Sp       uint64
+	Bp       uint64
+	Nret     uint32
+	Pad      uint32
+	RetStack [8]uint64
+	RetOrig  [8]uint64
 }
 
 type MpiprobeTraceEvent struct {

@@ -71,6 +71,8 @@ func TestPrograms(t *testing.T) {
 		{"coll_comm_free", ebpf.Kprobe, ebpf.AttachNone, ""},
 		{"coll_enter_multi", ebpf.Kprobe, ebpf.AttachTraceUprobeMulti, ""},
 		{"coll_exit_multi", ebpf.Kprobe, ebpf.AttachTraceUprobeMulti, ""},
+		{"status_enter", ebpf.Kprobe, ebpf.AttachTraceUprobeMulti, ""},
+		{"dump_regs", ebpf.Tracing, ebpf.AttachTraceIter, "task"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -189,6 +191,7 @@ func TestGoTypesMatchBTF(t *testing.T) {
 		{"coll_key", MpiprobeCollKey{}, spec.Maps["coll_index"].KeySize, "coll_index key"},
 		{"coll_comm", MpiprobeCollComm{}, spec.Maps["coll_comms"].ValueSize, "coll_comms value"},
 		{"coll_stat", MpiprobeCollStat{}, spec.Maps["coll_stats"].ValueSize, "coll_stats value"},
+		{"task_regs", MpiprobeTaskRegs{}, 168, "dump_regs record"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.cname, func(t *testing.T) {

@@ -77,9 +77,6 @@ type Stat struct {
 	Since uint64
 	// Total and Max are the time inside completed calls.
 	Total, Max time.Duration
-	// Site is the return address of the last call entered, in the
-	// process's address space: the application's call site.
-	Site uint64
 }
 
 // Entry is one communicator of one process and its collectives.
@@ -153,7 +150,7 @@ func Read(m Maps, keep func(pid int) bool) ([]Entry, error) {
 			}
 			e.Stats = append(e.Stats, Stat{
 				Name: coll.Name, Calls: st.Calls, Inside: st.Inside, Since: st.SinceNs,
-				Total: time.Duration(st.TotalNs), Max: time.Duration(st.MaxNs), Site: st.Site,
+				Total: time.Duration(st.TotalNs), Max: time.Duration(st.MaxNs),
 			})
 		}
 		out = append(out, e)

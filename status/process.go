@@ -176,10 +176,37 @@ type thread struct {
 	unwindErr error
 }
 
+// patch is a return address a pending uretprobe replaced on a thread's
+// stack with its trampoline: the 8 bytes at address at are really value.
+type patch struct {
+	at, value uint64
+}
+
+// threadMemory reads the process's memory as the thread's stack really
+// is: with the return addresses uretprobes hid put back.
+func (p *process) threadMemory(patches []patch) memory {
+	if len(patches) == 0 {
+		return p.read
+	}
+	return func(addr uint64, b []byte) error {
+		if err := p.read(addr, b); err != nil {
+			return err
+		}
+		end := addr + uint64(len(b))
+		for _, pt := range patches {
+			if pt.at >= addr && pt.at+8 <= end {
+				binary.LittleEndian.PutUint64(b[pt.at-addr:], pt.value)
+			}
+		}
+		return nil
+	}
+}
+
 // stack unwinds and symbolizes a thread's stack and finds its MPI call.
-func (p *process) stack(tid int, regs unwind.Regs, res *symbolize.Resolver) thread {
+func (p *process) stack(tid int, regs unwind.Regs, patches []patch, res *symbolize.Resolver) thread {
 	t := thread{tid: tid, regs: regs}
-	t.pcs, t.unwindErr = unwind.Stack(regs, p.module, p.read, maxFrames)
+	mem := p.threadMemory(patches)
+	t.pcs, t.unwindErr = unwind.Stack(regs, p.module, unwind.Memory(mem), maxFrames)
 	for i, pc := range t.pcs {
 		addr := pc
 		if i == 0 {
@@ -196,7 +223,7 @@ func (p *process) stack(tid int, regs unwind.Regs, res *symbolize.Resolver) thre
 	}
 	t.in = findCall(t.frames, t.pcs)
 	if t.in.Call != "" {
-		t.comm = p.commOnStack(regs.SP, t.in.SitePC)
+		t.comm = p.commOnStack(mem, regs.SP, t.in.SitePC)
 	}
 	return t
 }
@@ -207,7 +234,7 @@ const maxScan = 64 << 10
 // commOnStack finds the communicator object that the words between sp and
 // the return address into the application (the MPI library's frames)
 // point to most often.
-func (p *process) commOnStack(sp, ret uint64) uint64 {
+func (p *process) commOnStack(mem memory, sp, ret uint64) uint64 {
 	if p.comms.layout.Kind == probes.LayoutUnknown || sp == 0 {
 		return 0
 	}
@@ -218,7 +245,7 @@ func (p *process) commOnStack(sp, ret uint64) uint64 {
 	}
 	n := min(uint64(len(buf)), m.End-sp)
 	buf = buf[:n&^7]
-	if p.read(sp, buf) != nil {
+	if mem(sp, buf) != nil {
 		return 0
 	}
 	var words []uint64

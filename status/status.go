@@ -275,12 +275,7 @@ func Collect(ctx context.Context, cfg Config) (Result, error) {
 				if st.Since <= now {
 					th.Since, th.AtLeast = time.Duration(now-st.Since), false
 				}
-				if t.in.Hidden && st.Site != 0 && p != nil {
-					// Recorded at the call's entry by the session's probe.
-					if s, err := resolver.Resolve(p.maps, p.open, st.Site); err == nil {
-						th.Site, th.Note = siteText(s), ""
-					}
-				}
+
 			}
 			r.Threads = append(r.Threads, th)
 		}
@@ -317,7 +312,12 @@ func sample(k *kernel, procs map[int]*process, res *symbolize.Resolver) (map[int
 		if out[p.pid] == nil {
 			out[p.pid] = map[int]thread{}
 		}
-		out[p.pid][int(r.Tid)] = p.stack(int(r.Tid), unwind.Regs{IP: r.Ip, SP: r.Sp, BP: r.Bp}, res)
+		n := min(int(r.Nret), len(r.RetStack))
+		patches := make([]patch, 0, n)
+		for i := range n {
+			patches = append(patches, patch{at: r.RetStack[i], value: r.RetOrig[i]})
+		}
+		out[p.pid][int(r.Tid)] = p.stack(int(r.Tid), unwind.Regs{IP: r.Ip, SP: r.Sp, BP: r.Bp}, patches, res)
 	}
 	return out, nil
 }

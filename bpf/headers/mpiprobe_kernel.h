@@ -13,12 +13,24 @@ struct signal_struct {
 	atomic_t live;
 } __attribute__((preserve_access_index));
 
+// A pending uretprobe: the return address it replaced on the user stack.
+struct return_instance {
+	unsigned long stack;          // the stack pointer at the probed entry: where the address was
+	unsigned long orig_ret_vaddr; // the real return address
+	struct return_instance *next;
+} __attribute__((preserve_access_index));
+
+struct uprobe_task {
+	struct return_instance *return_instances;
+} __attribute__((preserve_access_index));
+
 struct task_struct {
 	int pid;
 	int tgid;
 	int exit_code;
 	struct signal_struct *signal;
 	struct task_struct *real_parent;
+	struct uprobe_task *utask;
 } __attribute__((preserve_access_index));
 
 // The user registers a task entered the kernel with (bpf_task_pt_regs).

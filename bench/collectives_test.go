@@ -1,0 +1,104 @@
+package bench
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"regexp"
+	"strconv"
+	"testing"
+	"text/tabwriter"
+
+	"github.com/cilium/ebpf/link"
+
+	"github.com/mpiprobe/mpiprobe/bpf"
+	"github.com/mpiprobe/mpiprobe/internal/mpitest"
+)
+
+// collIters is the length of the allreduce loop under collective tracking.
+const collIters = 500000
+
+var worldAllreduce = regexp.MustCompile(`(?m)^  WORLD \(size 2\).*\n(?:    .*\n)*?    MPI_Allreduce\s+ranks 0-1: ([\d,]+)`)
+
+// BenchmarkCollectives runs the 8 B allreduce loop at 2 ranks (a) plain,
+// (b) with empty programs on PMPI_Allreduce's entry and return, the floor
+// of any entry/exit tracking, and (c) under mpiprobe --collectives, which
+// probes the entry and return of every collective. It reports the µs per
+// call (b) and (c) add and their ratio (target: 1.15 x the floor), and
+// checks that every call was counted.
+func BenchmarkCollectives(b *testing.B) {
+	impl := mpitest.OpenMPI()
+	mpitest.RequireE2E(b, impl)
+	bin := mpitest.BuildMpiprobe(b)
+	allreduce := mpitest.Build(b, impl, "allreduce")
+	argv := impl.Command(2, []string{"--mca", "pml", "ob1", "--mca", "btl", "self,vader"}, allreduce, strconv.Itoa(collIters))
+	var objs bpf.MpiprobeObjects
+	if err := bpf.LoadMpiprobeObjects(&objs, nil); err != nil {
+		b.Fatal(err)
+	}
+	defer objs.Close()
+	libmpi, err := findLibmpi()
+	if err != nil {
+		b.Fatal(err)
+	}
+	ex, err := link.OpenExecutable(libmpi)
+	if err != nil {
+		b.Fatal(err)
+	}
+	run := func(variant int) float64 {
+		switch variant {
+		case 1:
+			in, err := ex.Uprobe("PMPI_Allreduce", objs.Empty, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer in.Close()
+			out, err := ex.Uretprobe("PMPI_Allreduce", objs.Empty, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer out.Close()
+		case 2:
+			var out bytes.Buffer
+			cmd := exec.Command(bin, append([]string{"--collectives", "--"}, argv...)...)
+			cmd.Stdout, cmd.Stderr = &out, &out
+			if err := cmd.Run(); err != nil {
+				b.Fatalf("mpiprobe --collectives: %v\n%s", err, out.String())
+			}
+			m := worldAllreduce.FindSubmatch(out.Bytes())
+			if m == nil {
+				b.Fatalf("no MPI_Allreduce count on WORLD for ranks 0-1 in\n%s", out.String())
+			}
+			n, _ := strconv.ParseUint(string(bytes.ReplaceAll(m[1], []byte(","), nil)), 10, 64)
+			if want := uint64(collIters + 1000); n != want {
+				b.Errorf("counted %d MPI_Allreduce per rank, the program makes %d", n, want)
+			}
+			return workloadSecondsOf(b, out.Bytes())
+		}
+		return workloadSeconds(b, argv)
+	}
+	names := []string{"no probe", "empty uprobe+uretprobe on PMPI_Allreduce", "mpiprobe --collectives"}
+	times := make([][]float64, len(names))
+	for range b.N {
+		for i := range pairs {
+			for k := range names {
+				v := (k + i) % len(names)
+				times[v] = append(times[v], run(v))
+			}
+		}
+	}
+	perCall := func(v int) float64 { return median(times[v]) / collIters * 1e6 }
+	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "allreduce 8 B, 2 ranks\truns\tµs per call (median)\tadded vs no probe\t")
+	for v, n := range names {
+		fmt.Fprintf(tw, "%s\t%d\t%.3f\t%+.3f\t\n", n, len(times[v]), perCall(v), perCall(v)-perCall(0))
+	}
+	tw.Flush()
+	floor, coll := perCall(1)-perCall(0), perCall(2)-perCall(0)
+	fmt.Printf("collective tracking adds %.3f µs per call, %.2f x the entry+return floor (%.3f µs; target 1.15 x)\n",
+		coll, coll/floor, floor)
+	b.ReportMetric(coll, "µs-collectives-per-call")
+	b.ReportMetric(floor, "µs-floor-per-call")
+	b.ReportMetric(coll/floor, "x-floor")
+}
