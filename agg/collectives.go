@@ -29,6 +29,12 @@ type CollCalls struct {
 	Calls uint64
 	// Total and Max are the time spent inside completed calls.
 	Total, Max time.Duration
+	// For nonblocking collectives: requests not seen completing
+	// (Pending), seen completing (Completed) through MPI_Wait, MPI_Test and
+	// their forms, and the total time from start to completion.
+	Pending    int64
+	Completed  uint64
+	ToComplete time.Duration
 }
 
 // AddCollectives attaches the per-communicator collective counts to the

@@ -495,8 +495,15 @@ int trace_fortran_enter_multi(struct pt_regs *ctx) { return do_trace_fortran(ctx
 //   bits  0-7   collective index (loader's table, < COLL_MAX)
 //   bits  8-11  argument holding the communicator (1..12)
 //   bits 12-15  layout index into coll_layouts (0: unknown build)
+//   bits 16-19  nonblocking: argument receiving the request (0: blocking)
+//   bit  20     requests are 4-byte ints (MPICH), else 8-byte pointers
 //   bits 32-63  the probed function's address in its file (MPICH: the
 //               library's load bias is the entry address minus this)
+//
+// Completion cookie (coll_wait_enter/exit):
+//   bits  0-3   argument holding the request array (or the request)
+//   bits  4-7   argument holding the count (0: one request)
+//   bit  20     requests are 4-byte ints
 #define COLL_MAX 64
 #define COMM_LOCAL 1      // id is the rank-local handle: unknown library build
 #define LAYOUT_OMPI 1     // MPI_Comm is an ompi_communicator_t*
@@ -541,13 +548,30 @@ struct coll_comm {
 };
 
 struct coll_stat {
-	__u64 calls;    // entries, including calls in flight
-	__s64 inside;   // threads inside now
-	__u64 since_ns; // last entry
-	__u64 total_ns; // time inside, completed calls
-	__u64 max_ns;   // longest completed call
-	__u64 pad;
+	__u64 calls;     // entries, including calls in flight
+	__s64 inside;    // threads inside now
+	__u64 since_ns;  // last entry
+	__u64 total_ns;  // time inside, completed calls
+	__u64 max_ns;    // longest completed call
+	__s64 pending;   // nonblocking: started, request not completed yet
+	__u64 completed; // nonblocking: requests seen completing
+	__u64 done_ns;   // nonblocking: total time from start to completion
 };
+
+// A nonblocking collective's request, from its start to its completion.
+struct req_key {
+	__u32 tgid;
+	__u32 pad;
+	__u64 req; // the MPI_Request value (a pointer in Open MPI, an int in MPICH)
+};
+
+struct req_val {
+	__u32 idx; // coll_stats index
+	__u32 pad;
+	__u64 start_ns;
+};
+
+#define MAX_WAIT_REQS 16
 
 // Per-thread state: the call in flight and a one-entry cache of the last
 // communicator (valid while coll_gen has not moved: a freed handle may be
@@ -560,12 +584,38 @@ struct coll_thread {
 	__u32 depth;
 	__u32 pad;
 	__u64 enter_ns;
+	__u64 req_ptr;  // nonblocking call in flight: where its request is written
+	// A completion call in flight (MPI_Wait, MPI_Testall, ...): the
+	// request array and the values it held at entry.
+	__u64 wait_arr;
+	__u32 wait_n;   // requests watched, 0: none
+	__u32 wait_w;   // bytes per request: 8 (Open MPI) or 4 (MPICH)
+	__u8 wait_h[MAX_WAIT_REQS * 8];
 };
 
 const struct coll_layout *unused_coll_layout __attribute__((unused));
 const struct coll_key *unused_coll_key __attribute__((unused));
 const struct coll_comm *unused_coll_comm __attribute__((unused));
 const struct coll_stat *unused_coll_stat __attribute__((unused));
+const struct req_key *unused_req_key __attribute__((unused));
+const struct req_val *unused_req_val __attribute__((unused));
+
+// Requests of nonblocking collectives not completed yet.
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 65536);
+	__type(key, struct req_key);
+	__type(value, struct req_val);
+} coll_reqs SEC(".maps");
+
+// coll_pending[0] counts the entries of coll_reqs: completion calls return
+// at once while it is 0.
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __s64);
+} coll_pending SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -748,6 +798,8 @@ static __always_inline int do_coll_enter(struct pt_regs *ctx)
 	th->cur = idx + 1;
 	th->enter_ns = now;
 	th->depth = 1;
+	__u32 ra = (cookie >> 16) & 0xf;
+	th->req_ptr = ra ? arg(ctx, ra) : 0;
 	return 0;
 }
 
@@ -768,8 +820,131 @@ static __always_inline int do_coll_exit(struct pt_regs *ctx)
 	st->total_ns += dt;
 	if (dt > st->max_ns)
 		st->max_ns = dt;
+	if (th->req_ptr) {
+		__u64 rp = th->req_ptr;
+		th->req_ptr = 0;
+		if ((__s32)PT_REGS_RC(ctx) != 0)
+			return 0; // not started: no request to complete
+		struct req_key k = { .tgid = bpf_get_current_pid_tgid() >> 32 };
+		if ((bpf_get_attach_cookie(ctx) >> 20) & 1)
+			k.req = read_u32(rp);
+		else
+			k.req = read_u64(rp);
+		struct req_val v = { .idx = idx, .start_ns = th->enter_ns };
+		if (bpf_map_update_elem(&coll_reqs, &k, &v, BPF_ANY) == 0) {
+			st->pending++;
+			__u32 zero = 0;
+			__s64 *n = bpf_map_lookup_elem(&coll_pending, &zero);
+			if (n)
+				__sync_fetch_and_add(n, 1);
+		} else {
+			drop(DROP_COLL_FULL);
+		}
+	}
 	return 0;
 }
+
+static __always_inline int do_wait_enter(struct pt_regs *ctx)
+{
+	__u32 zero = 0;
+	__s64 *pending = bpf_map_lookup_elem(&coll_pending, &zero);
+	if (!pending || *pending <= 0)
+		return 0; // no nonblocking collective outstanding anywhere
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct coll_thread *th = bpf_task_storage_get(&coll_threads, task, 0, 0);
+	if (!th) {
+		__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+		if (!bpf_map_lookup_elem(&traced, &tgid))
+			return 0;
+		th = bpf_task_storage_get(&coll_threads, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+		if (!th)
+			return 0;
+	}
+	__u64 cookie = bpf_get_attach_cookie(ctx);
+	__u32 ca = (cookie >> 4) & 0xf;
+	__s32 n = ca ? (__s32)arg(ctx, ca) : 1;
+	if (n <= 0)
+		return 0;
+	if (n > MAX_WAIT_REQS)
+		n = MAX_WAIT_REQS; // the rest are not followed
+	__u32 w = ((cookie >> 20) & 1) ? 4 : 8;
+	__u64 arr = arg(ctx, cookie & 0xf);
+	__u64 size = ((__u64)n * w) & 0xff;
+	if (size > sizeof(th->wait_h))
+		size = sizeof(th->wait_h);
+	if (bpf_probe_read_user(th->wait_h, size, (void *)arr) != 0)
+		return 0;
+	th->wait_arr = arr;
+	th->wait_n = n;
+	th->wait_w = w;
+	return 0;
+}
+
+// wait_req returns request i of a request array image.
+static __always_inline __u64 wait_req(__u8 *b, __u32 i, __u32 w)
+{
+	if (w == 4)
+		return *(__u32 *)(b + (i & (MAX_WAIT_REQS - 1)) * 4);
+	return *(__u64 *)(b + (i & (MAX_WAIT_REQS - 1)) * 8);
+}
+
+static __always_inline int do_wait_exit(struct pt_regs *ctx)
+{
+	struct coll_thread *th = bpf_task_storage_get(&coll_threads, bpf_get_current_task_btf(), 0, 0);
+	if (!th || th->wait_n == 0)
+		return 0;
+	__u32 n = th->wait_n, w = th->wait_w;
+	th->wait_n = 0;
+	__u8 now_h[MAX_WAIT_REQS * 8] = {};
+	__u64 size = ((__u64)n * w) & 0xff;
+	if (size > sizeof(now_h))
+		size = sizeof(now_h);
+	if (bpf_probe_read_user(now_h, size, (void *)th->wait_arr) != 0)
+		return 0;
+	__u64 now = bpf_ktime_get_ns();
+	struct req_key k = { .tgid = bpf_get_current_pid_tgid() >> 32 };
+	__u32 zero = 0;
+	for (__u32 i = 0; i < MAX_WAIT_REQS; i++) {
+		if (i >= n)
+			break;
+		__u64 before = wait_req(th->wait_h, i, w);
+		// A completed request is set to MPI_REQUEST_NULL in the array.
+		if (before == wait_req(now_h, i, w))
+			continue;
+		k.req = before;
+		struct req_val *v = bpf_map_lookup_elem(&coll_reqs, &k);
+		if (!v)
+			continue;
+		__u32 idx = v->idx;
+		struct coll_stat *st = bpf_map_lookup_elem(&coll_stats, &idx);
+		if (st) {
+			st->pending--;
+			st->completed++;
+			st->done_ns += now - v->start_ns;
+		}
+		if (bpf_map_delete_elem(&coll_reqs, &k) == 0) {
+			__s64 *p = bpf_map_lookup_elem(&coll_pending, &zero);
+			if (p)
+				__sync_fetch_and_add(p, -1);
+		}
+	}
+	return 0;
+}
+
+// coll_wait_enter / coll_wait_exit run around the completion calls
+// (MPI_Wait, MPI_Test and their -all, -any, -some forms) with
+// --collectives: a nonblocking collective completes when its request does.
+SEC("uprobe.multi")
+int coll_wait_enter(struct pt_regs *ctx) { return do_wait_enter(ctx); }
+
+SEC("uretprobe.multi")
+int coll_wait_exit(struct pt_regs *ctx) { return do_wait_exit(ctx); }
+
+SEC("uprobe")
+int coll_wait_enter_single(struct pt_regs *ctx) { return do_wait_enter(ctx); }
+
+SEC("uprobe")
+int coll_wait_exit_single(struct pt_regs *ctx) { return do_wait_exit(ctx); }
 
 // coll_enter / coll_exit run at the entry and return of every collective
 // with --collectives.

@@ -52,13 +52,15 @@ type MpiprobeCollLayout struct {
 }
 
 type MpiprobeCollStat struct {
-	_       structs.HostLayout
-	Calls   uint64
-	Inside  int64
-	SinceNs uint64
-	TotalNs uint64
-	MaxNs   uint64
-	Pad     uint64
+	_         structs.HostLayout
+	Calls     uint64
+	Inside    int64
+	SinceNs   uint64
+	TotalNs   uint64
+	MaxNs     uint64
+	Pending   int64
+	Completed uint64
+	DoneNs    uint64
 }
 
 type MpiprobeCollThread struct {
@@ -70,6 +72,11 @@ type MpiprobeCollThread struct {
 	Depth   uint32
 	Pad     uint32
 	EnterNs uint64
+	ReqPtr  uint64
+	WaitArr uint64
+	WaitN   uint32
+	WaitW   uint32
+	WaitH   [128]uint8
 }
 
 type MpiprobeCountKey struct {
@@ -92,6 +99,20 @@ type MpiprobeProcEvent struct {
 	Ppid     uint32
 	ExitCode int32
 	TsNs     uint64
+}
+
+type MpiprobeReqKey struct {
+	_    structs.HostLayout
+	Tgid uint32
+	Pad  uint32
+	Req  uint64
+}
+
+type MpiprobeReqVal struct {
+	_       structs.HostLayout
+	Idx     uint32
+	Pad     uint32
+	StartNs uint64
 }
 
 type MpiprobeTaskRegs struct {
@@ -185,6 +206,10 @@ type MpiprobeProgramSpecs struct {
 	CollEnterMulti         *ebpf.ProgramSpec `ebpf:"coll_enter_multi"`
 	CollExit               *ebpf.ProgramSpec `ebpf:"coll_exit"`
 	CollExitMulti          *ebpf.ProgramSpec `ebpf:"coll_exit_multi"`
+	CollWaitEnter          *ebpf.ProgramSpec `ebpf:"coll_wait_enter"`
+	CollWaitEnterSingle    *ebpf.ProgramSpec `ebpf:"coll_wait_enter_single"`
+	CollWaitExit           *ebpf.ProgramSpec `ebpf:"coll_wait_exit"`
+	CollWaitExitSingle     *ebpf.ProgramSpec `ebpf:"coll_wait_exit_single"`
 	CountEvent             *ebpf.ProgramSpec `ebpf:"count_event"`
 	DumpRegs               *ebpf.ProgramSpec `ebpf:"dump_regs"`
 	Empty                  *ebpf.ProgramSpec `ebpf:"empty"`
@@ -209,6 +234,8 @@ type MpiprobeMapSpecs struct {
 	CollGen      *ebpf.MapSpec `ebpf:"coll_gen"`
 	CollIndex    *ebpf.MapSpec `ebpf:"coll_index"`
 	CollLayouts  *ebpf.MapSpec `ebpf:"coll_layouts"`
+	CollPending  *ebpf.MapSpec `ebpf:"coll_pending"`
+	CollReqs     *ebpf.MapSpec `ebpf:"coll_reqs"`
 	CollStats    *ebpf.MapSpec `ebpf:"coll_stats"`
 	CollThreads  *ebpf.MapSpec `ebpf:"coll_threads"`
 	Counts       *ebpf.MapSpec `ebpf:"counts"`
@@ -232,6 +259,8 @@ type MpiprobeVariableSpecs struct {
 	UnusedCountKey   *ebpf.VariableSpec `ebpf:"unused_count_key"`
 	UnusedCountVal   *ebpf.VariableSpec `ebpf:"unused_count_val"`
 	UnusedProcEvent  *ebpf.VariableSpec `ebpf:"unused_proc_event"`
+	UnusedReqKey     *ebpf.VariableSpec `ebpf:"unused_req_key"`
+	UnusedReqVal     *ebpf.VariableSpec `ebpf:"unused_req_val"`
 	UnusedTaskRegs   *ebpf.VariableSpec `ebpf:"unused_task_regs"`
 	UnusedTraceEvent *ebpf.VariableSpec `ebpf:"unused_trace_event"`
 }
@@ -261,6 +290,8 @@ type MpiprobeMaps struct {
 	CollGen      *ebpf.Map `ebpf:"coll_gen"`
 	CollIndex    *ebpf.Map `ebpf:"coll_index"`
 	CollLayouts  *ebpf.Map `ebpf:"coll_layouts"`
+	CollPending  *ebpf.Map `ebpf:"coll_pending"`
+	CollReqs     *ebpf.Map `ebpf:"coll_reqs"`
 	CollStats    *ebpf.Map `ebpf:"coll_stats"`
 	CollThreads  *ebpf.Map `ebpf:"coll_threads"`
 	Counts       *ebpf.Map `ebpf:"counts"`
@@ -280,6 +311,8 @@ func (m *MpiprobeMaps) Close() error {
 		m.CollGen,
 		m.CollIndex,
 		m.CollLayouts,
+		m.CollPending,
+		m.CollReqs,
 		m.CollStats,
 		m.CollThreads,
 		m.Counts,
@@ -304,6 +337,8 @@ type MpiprobeVariables struct {
 	UnusedCountKey   *ebpf.Variable `ebpf:"unused_count_key"`
 	UnusedCountVal   *ebpf.Variable `ebpf:"unused_count_val"`
 	UnusedProcEvent  *ebpf.Variable `ebpf:"unused_proc_event"`
+	UnusedReqKey     *ebpf.Variable `ebpf:"unused_req_key"`
+	UnusedReqVal     *ebpf.Variable `ebpf:"unused_req_val"`
 	UnusedTaskRegs   *ebpf.Variable `ebpf:"unused_task_regs"`
 	UnusedTraceEvent *ebpf.Variable `ebpf:"unused_trace_event"`
 }
@@ -317,6 +352,10 @@ type MpiprobePrograms struct {
 	CollEnterMulti         *ebpf.Program `ebpf:"coll_enter_multi"`
 	CollExit               *ebpf.Program `ebpf:"coll_exit"`
 	CollExitMulti          *ebpf.Program `ebpf:"coll_exit_multi"`
+	CollWaitEnter          *ebpf.Program `ebpf:"coll_wait_enter"`
+	CollWaitEnterSingle    *ebpf.Program `ebpf:"coll_wait_enter_single"`
+	CollWaitExit           *ebpf.Program `ebpf:"coll_wait_exit"`
+	CollWaitExitSingle     *ebpf.Program `ebpf:"coll_wait_exit_single"`
 	CountEvent             *ebpf.Program `ebpf:"count_event"`
 	DumpRegs               *ebpf.Program `ebpf:"dump_regs"`
 	Empty                  *ebpf.Program `ebpf:"empty"`
@@ -339,6 +378,10 @@ func (p *MpiprobePrograms) Close() error {
 		p.CollEnterMulti,
 		p.CollExit,
 		p.CollExitMulti,
+		p.CollWaitEnter,
+		p.CollWaitEnterSingle,
+		p.CollWaitExit,
+		p.CollWaitExitSingle,
 		p.CountEvent,
 		p.DumpRegs,
 		p.Empty,

@@ -19,11 +19,15 @@ import (
 // Maps are the BPF maps of collective tracking.
 type Maps struct {
 	Index, Comms, Stats, Free *ebpf.Map
+	// Reqs and Pending follow nonblocking collectives' requests (nil in
+	// pinned sessions, which status only reads).
+	Reqs, Pending *ebpf.Map
 }
 
 // Of returns the collective-tracking maps of loaded BPF objects.
 func Of(o *bpf.MpiprobeObjects) Maps {
-	return Maps{Index: o.CollIndex, Comms: o.CollComms, Stats: o.CollStats, Free: o.CollFree}
+	return Maps{Index: o.CollIndex, Comms: o.CollComms, Stats: o.CollStats, Free: o.CollFree,
+		Reqs: o.CollReqs, Pending: o.CollPending}
 }
 
 // The flags of struct coll_comm.
@@ -77,6 +81,15 @@ type Stat struct {
 	Since uint64
 	// Total and Max are the time inside completed calls.
 	Total, Max time.Duration
+	// Nonblocking collectives: requests started and not seen completing
+	// (Pending), seen completing (Completed), and the total time from
+	// start to completion of those.
+	Pending    int64
+	Completed  uint64
+	ToComplete time.Duration
+	// PendingSince is when the oldest request not completed yet was
+	// started (CLOCK_MONOTONIC ns), 0 if none or unknown.
+	PendingSince uint64
 }
 
 // Entry is one communicator of one process and its collectives.
@@ -119,6 +132,20 @@ func name(c bpf.MpiprobeCollComm) string {
 // process when keep is nil), ordered by process, then communicator.
 func Read(m Maps, keep func(pid int) bool) ([]Entry, error) {
 	colls := probes.Collectives()
+	oldest := map[uint32]uint64{} // coll_stats index -> oldest pending start
+	if m.Reqs != nil {
+		var k bpf.MpiprobeReqKey
+		var v bpf.MpiprobeReqVal
+		it := m.Reqs.Iterate()
+		for it.Next(&k, &v) {
+			if o, ok := oldest[v.Idx]; !ok || v.StartNs < o {
+				oldest[v.Idx] = v.StartNs
+			}
+		}
+		if err := it.Err(); err != nil {
+			return nil, fmt.Errorf("read outstanding requests: %w", err)
+		}
+	}
 	var k bpf.MpiprobeCollKey
 	var slot uint32
 	var out []Entry
@@ -151,6 +178,8 @@ func Read(m Maps, keep func(pid int) bool) ([]Entry, error) {
 			e.Stats = append(e.Stats, Stat{
 				Name: coll.Name, Calls: st.Calls, Inside: st.Inside, Since: st.SinceNs,
 				Total: time.Duration(st.TotalNs), Max: time.Duration(st.MaxNs),
+				Pending: st.Pending, Completed: st.Completed, ToComplete: time.Duration(st.DoneNs),
+				PendingSince: oldest[idx],
 			})
 		}
 		out = append(out, e)
@@ -189,6 +218,9 @@ func Release(m Maps, ended func(pid int) bool) error {
 	}
 	var zero bpf.MpiprobeCollStat
 	var errs []error
+	if m.Reqs != nil && m.Pending != nil {
+		errs = append(errs, releaseRequests(m, ended))
+	}
 	for _, g := range gone {
 		if err := m.Index.Delete(g.k); err != nil {
 			errs = append(errs, fmt.Errorf("release slot %d: %w", g.slot, err))
@@ -210,7 +242,7 @@ func Release(m Maps, ended func(pid int) bool) error {
 // session named by the session's pid.
 const PinRoot = "/sys/fs/bpf/mpiprobe"
 
-var pinNames = [...]string{"coll_index", "coll_comms", "coll_stats"}
+var pinNames = [...]string{"coll_index", "coll_comms", "coll_stats", "coll_reqs"}
 
 // Pin pins the maps status reads under dir (created; the BPF file system
 // must be mounted at its root, see MountBPFFS).
@@ -218,7 +250,7 @@ func Pin(m Maps, dir string) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("pin collective maps: %w", err)
 	}
-	for i, mp := range []*ebpf.Map{m.Index, m.Comms, m.Stats} {
+	for i, mp := range []*ebpf.Map{m.Index, m.Comms, m.Stats, m.Reqs} {
 		if err := mp.Pin(filepath.Join(dir, pinNames[i])); err != nil {
 			return fmt.Errorf("pin collective maps in %s: %w", dir, err)
 		}
@@ -229,7 +261,7 @@ func Pin(m Maps, dir string) error {
 // Unpin removes what Pin made.
 func Unpin(m Maps, dir string) error {
 	var errs []error
-	for _, mp := range []*ebpf.Map{m.Index, m.Comms, m.Stats} {
+	for _, mp := range []*ebpf.Map{m.Index, m.Comms, m.Stats, m.Reqs} {
 		errs = append(errs, mp.Unpin())
 	}
 	if err := os.Remove(dir); err != nil && !os.IsNotExist(err) {
@@ -248,7 +280,7 @@ type Session struct {
 
 // Close releases the maps.
 func (s Session) Close() {
-	for _, m := range []*ebpf.Map{s.Maps.Index, s.Maps.Comms, s.Maps.Stats} {
+	for _, m := range []*ebpf.Map{s.Maps.Index, s.Maps.Comms, s.Maps.Stats, s.Maps.Reqs} {
 		if m != nil {
 			_ = m.Close()
 		}
@@ -279,7 +311,7 @@ func OpenPinned(root string, alive func(pid int) bool) ([]Session, error) {
 			continue
 		}
 		s := Session{PID: pid}
-		ms := []**ebpf.Map{&s.Maps.Index, &s.Maps.Comms, &s.Maps.Stats}
+		ms := []**ebpf.Map{&s.Maps.Index, &s.Maps.Comms, &s.Maps.Stats, &s.Maps.Reqs}
 		ok := true
 		for i, name := range pinNames {
 			m, err := ebpf.LoadPinnedMap(filepath.Join(dir, name), &ebpf.LoadPinOptions{ReadOnly: true})
@@ -297,4 +329,39 @@ func OpenPinned(root string, alive func(pid int) bool) ([]Session, error) {
 		out = append(out, s)
 	}
 	return out, errors.Join(errs...)
+}
+
+// releaseRequests forgets the outstanding requests of ended processes, so
+// that completion probes go back to returning at once.
+func releaseRequests(m Maps, ended func(pid int) bool) error {
+	var k bpf.MpiprobeReqKey
+	var v bpf.MpiprobeReqVal
+	var gone []bpf.MpiprobeReqKey
+	it := m.Reqs.Iterate()
+	for it.Next(&k, &v) {
+		if ended(int(k.Tgid)) {
+			gone = append(gone, k)
+		}
+	}
+	if err := it.Err(); err != nil {
+		return fmt.Errorf("read outstanding requests: %w", err)
+	}
+	var errs []error
+	for _, g := range gone {
+		if err := m.Reqs.Delete(g); err != nil {
+			continue // completed meanwhile
+		}
+		var n int64
+		if err := m.Pending.Lookup(uint32(0), &n); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		// User space and BPF both adjust the counter; BPF only adds and
+		// subtracts atomically, so a racing update can be lost here. The
+		// counter only gates the completion probes' early return.
+		if err := m.Pending.Update(uint32(0), max(n-1, 0), ebpf.UpdateAny); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
 }

@@ -34,7 +34,9 @@ func (s *session) startCollectives(targets []probes.Target) (*collTracker, error
 	ct.att = probes.NewCollAttacher(probes.CollPrograms{
 		Enter: s.objs.CollEnter, Exit: s.objs.CollExit,
 		EnterMulti: s.objs.CollEnterMulti, ExitMulti: s.objs.CollExitMulti,
-		CommFree: s.objs.CollCommFree,
+		CommFree:  s.objs.CollCommFree,
+		WaitEnter: s.objs.CollWaitEnter, WaitExit: s.objs.CollWaitExit,
+		WaitEnterSingle: s.objs.CollWaitEnterSingle, WaitExitSingle: s.objs.CollWaitExitSingle,
 	}, func(i int, l probes.CommLayout) error {
 		return s.objs.CollLayouts.Put(uint32(i), bpfLayout(l))
 	})
@@ -105,7 +107,8 @@ func (ct *collTracker) result() []agg.CommCalls {
 		for _, e := range es {
 			c := agg.CommCalls{PID: e.PID, Comm: e.Comm, Rank: e.Rank}
 			for _, st := range e.Stats {
-				c.Calls = append(c.Calls, agg.CollCalls{Name: st.Name, Calls: st.Calls, Total: st.Total, Max: st.Max})
+				c.Calls = append(c.Calls, agg.CollCalls{Name: st.Name, Calls: st.Calls, Total: st.Total, Max: st.Max,
+					Pending: st.Pending, Completed: st.Completed, ToComplete: st.ToComplete})
 			}
 			out = append(out, c)
 		}

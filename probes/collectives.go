@@ -190,8 +190,10 @@ func align4(n uint32) uint32 { return (n + 3) &^ 3 }
 
 // CollCookie packs a collective probe's attach cookie (see the layout in
 // bpf/mpiprobe.bpf.c): the collective's index, the argument holding the
-// communicator, the layout index and the function's file address.
-func CollCookie(coll, commArg, layout int, addr uint64) (uint64, error) {
+// communicator, the layout index, the argument receiving the request of a
+// nonblocking collective (0 for a blocking one), whether requests are
+// 4-byte ints (MPICH), and the function's file address.
+func CollCookie(coll, commArg, layout, reqArg int, intRequests bool, addr uint64) (uint64, error) {
 	switch {
 	case coll < 0 || coll >= MaxCollectives:
 		return 0, fmt.Errorf("collective index %d out of range 0..%d", coll, MaxCollectives-1)
@@ -199,10 +201,45 @@ func CollCookie(coll, commArg, layout int, addr uint64) (uint64, error) {
 		return 0, fmt.Errorf("communicator argument %d out of range 1..12", commArg)
 	case layout < 0 || layout > 15:
 		return 0, fmt.Errorf("layout index %d out of range 0..15", layout)
+	case reqArg < 0 || reqArg > 12:
+		return 0, fmt.Errorf("request argument %d out of range 0..12", reqArg)
 	case addr > 0xffffffff:
 		return 0, fmt.Errorf("function address %#x beyond 4 GiB", addr)
 	}
-	return uint64(coll) | uint64(commArg)<<8 | uint64(layout)<<12 | addr<<32, nil
+	c := uint64(coll) | uint64(commArg)<<8 | uint64(layout)<<12 | uint64(reqArg)<<16 | addr<<32
+	if intRequests {
+		c |= 1 << 20
+	}
+	return c, nil
+}
+
+// completion is a call that completes requests: the argument holding the
+// request (or the request array) and the one holding the count (0: one).
+type completion struct {
+	name           string
+	reqArg, cntArg int
+}
+
+// completions are the calls through which a nonblocking collective's
+// request completes.
+var completions = []completion{
+	{"MPI_Wait", 1, 0}, {"MPI_Test", 1, 0},
+	{"MPI_Waitall", 2, 1}, {"MPI_Testall", 2, 1},
+	{"MPI_Waitany", 2, 1}, {"MPI_Testany", 2, 1},
+	{"MPI_Waitsome", 2, 1}, {"MPI_Testsome", 2, 1},
+}
+
+// WaitCookie packs a completion probe's cookie: the request (array)
+// argument, the count argument (0: one request) and the request width.
+func WaitCookie(reqArg, cntArg int, intRequests bool) (uint64, error) {
+	if reqArg < 1 || reqArg > 12 || cntArg < 0 || cntArg > 12 {
+		return 0, fmt.Errorf("request argument %d or count argument %d out of range", reqArg, cntArg)
+	}
+	c := uint64(reqArg) | uint64(cntArg)<<4
+	if intRequests {
+		c |= 1 << 20
+	}
+	return c, nil
 }
 
 // CollPrograms are the BPF programs of collective tracking.
@@ -212,6 +249,9 @@ type CollPrograms struct {
 	Enter, Exit, EnterMulti, ExitMulti *ebpf.Program
 	// CommFree runs at MPI_Comm_free and MPI_Comm_disconnect.
 	CommFree *ebpf.Program
+	// WaitEnter and WaitExit run around the completion calls (MPI_Wait,
+	// MPI_Testall, ...), as uprobe_multi links or single uprobes.
+	WaitEnter, WaitExit, WaitEnterSingle, WaitExitSingle *ebpf.Program
 }
 
 // CollLibrary is one library file collective tracking attached to.
@@ -328,7 +368,11 @@ func (a *CollAttacher) attach(t Target) ([]link.Link, CollLibrary, error) {
 		if !ok {
 			continue
 		}
-		ck, err := CollCookie(i, c.Comm, lib.LayoutIndex, fn.Value)
+		req := 0
+		if c.Nonblocking {
+			req = c.Comm + 1 // the request follows the communicator
+		}
+		ck, err := CollCookie(i, c.Comm, lib.LayoutIndex, req, t.Library == MPICHLib, fn.Value)
 		if err != nil {
 			return nil, lib, fmt.Errorf("attach %s:%s: %w", t.Display, fn.Name, err)
 		}
@@ -349,6 +393,30 @@ func (a *CollAttacher) attach(t Target) ([]link.Link, CollLibrary, error) {
 	}, &a.noMulti)
 	if err != nil {
 		return made, lib, err
+	}
+	var wnames []string
+	var wcookies []uint64
+	for _, c := range completions {
+		fn, ok := byName[c.name]
+		if !ok {
+			continue
+		}
+		ck, err := WaitCookie(c.reqArg, c.cntArg, t.Library == MPICHLib)
+		if err != nil {
+			return made, lib, fmt.Errorf("attach %s:%s: %w", t.Display, fn.Name, err)
+		}
+		wnames = append(wnames, fn.Name)
+		wcookies = append(wcookies, ck)
+	}
+	if len(wnames) > 0 && a.progs.WaitEnter != nil {
+		links, err := attachSides(ex, t, wnames, wcookies, []side{
+			{a.progs.WaitEnterSingle, a.progs.WaitEnter, false},
+			{a.progs.WaitExitSingle, a.progs.WaitExit, true},
+		}, &a.noMulti)
+		made = append(made, links...)
+		if err != nil {
+			return made, lib, err
+		}
 	}
 	for _, name := range []string{"MPI_Comm_free", "MPI_Comm_disconnect"} {
 		fn, ok := byName[name]

@@ -33,6 +33,10 @@ func writeCollectives(ew *errWriter, j agg.Job) {
 	type coll struct {
 		byCount      map[uint64][]int
 		total, worst time.Duration
+		pending      int64
+		completed    uint64
+		toComplete   time.Duration
+		nonblocking  bool
 	}
 	type comm struct {
 		members []int
@@ -67,6 +71,10 @@ func writeCollectives(ew *errWriter, j agg.Job) {
 				co.byCount[cc.Calls] = append(co.byCount[cc.Calls], n)
 				co.total += cc.Total
 				co.worst = max(co.worst, cc.Max)
+				co.pending += cc.Pending
+				co.completed += cc.Completed
+				co.toComplete += cc.ToComplete
+				co.nonblocking = co.nonblocking || cc.Completed > 0 || cc.Pending != 0
 			}
 		}
 	}
@@ -118,6 +126,12 @@ func writeCollectives(ew *errWriter, j agg.Job) {
 				parts = append(parts, rankWord(rs)+": "+thousands(c))
 			}
 			line := fmt.Sprintf("    %-*s  %s   %s, longest %s", w, n, strings.Join(parts, "; "), round(co.total), round(co.worst))
+			if co.nonblocking {
+				line += fmt.Sprintf("; completed %s (start to completion %s)", thousands(co.completed), round(co.toComplete))
+				if co.pending > 0 {
+					line += fmt.Sprintf(", NOT COMPLETED %d", co.pending)
+				}
+			}
 			if len(counts) > 1 {
 				line += "   COUNTS DIFFER"
 			}

@@ -57,6 +57,11 @@ type (
 		Calls   uint64 `json:"calls"`
 		TotalNs int64  `json:"total_ns"`
 		MaxNs   int64  `json:"max_ns"`
+		// Nonblocking collectives: requests not seen completing, seen
+		// completing, and the total time from start to completion.
+		Pending      int64  `json:"pending,omitempty"`
+		Completed    uint64 `json:"completed,omitempty"`
+		ToCompleteNs int64  `json:"to_complete_ns,omitempty"`
 	}
 	jsonEnd struct {
 		// State is "running", "exited", "signaled" or "vanished".
@@ -160,7 +165,8 @@ func jsonComms(cs []agg.CommCalls) []jsonComm {
 		jc := jsonComm{ID: c.Comm.ID, Size: c.Comm.Size, Name: c.Comm.Name, Local: c.Comm.Local,
 			Text: c.Comm.String(), Rank: c.Rank, Calls: []jsonColl{}}
 		for _, cc := range c.Calls {
-			jc.Calls = append(jc.Calls, jsonColl{Name: cc.Name, Calls: cc.Calls, TotalNs: int64(cc.Total), MaxNs: int64(cc.Max)})
+			jc.Calls = append(jc.Calls, jsonColl{Name: cc.Name, Calls: cc.Calls, TotalNs: int64(cc.Total), MaxNs: int64(cc.Max),
+				Pending: cc.Pending, Completed: cc.Completed, ToCompleteNs: int64(cc.ToComplete)})
 		}
 		out = append(out, jc)
 	}

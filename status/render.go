@@ -50,6 +50,9 @@ func Write(w io.Writer, r Result, verbose bool) error {
 			if t.Seq > 0 {
 				in += fmt.Sprintf(" #%d", t.Seq)
 			}
+			if t.Via != "" {
+				in += " in " + t.Via
+			}
 			if len(rk.Threads) > 1 {
 				in += fmt.Sprintf(" (thread %d)", t.TID)
 			}

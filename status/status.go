@@ -7,8 +7,10 @@ import (
 	"io/fs"
 	"log/slog"
 	"os"
+	"path"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -65,6 +67,9 @@ type Thread struct {
 	// Moving says the thread entered other MPI calls during the window:
 	// it is making progress, Since is not meaningful.
 	Moving bool `json:"moving,omitempty"`
+	// Via is the completion call (MPI_Wait, ...) the thread is in when
+	// Call is the nonblocking collective it completes.
+	Via string `json:"via,omitempty"`
 	// Site is the application's call site.
 	Site string `json:"site,omitempty"`
 	// Stack is the symbolized stack, innermost first.
@@ -244,7 +249,17 @@ func Collect(ctx context.Context, cfg Config) (Result, error) {
 			r.Counts = counts(hist)
 		}
 		for tid, t := range last[pid] {
+			if t.in.Call == "" && t.unwindErr != nil && len(t.frames) > 0 && apiLibrary(t.frames[0].Object) {
+				res.Notes = append(res.Notes, fmt.Sprintf("rank %s (pid %d) thread %d is in %s but its stack could not be followed (%v): it may be inside an MPI call",
+					id.Rank, pid, tid, path.Base(t.frames[0].Object), t.unwindErr))
+			}
 			if t.in.Call == "" {
+				var fs []string
+				for _, f := range t.frames {
+					fs = append(fs, frameText(f))
+				}
+				cfg.Log.Debug("thread in no MPI call", "pid", pid, "tid", tid, "ip", fmt.Sprintf("%#x", t.regs.IP),
+					"sp", fmt.Sprintf("%#x", t.regs.SP), "stack", strings.Join(fs, " <- "), "unwind", t.unwindErr)
 				continue
 			}
 			th := Thread{TID: tid, Call: t.in.Call, Site: t.in.Site}
@@ -268,6 +283,16 @@ func Collect(ctx context.Context, cfg Config) (Result, error) {
 				th.Moving = true
 			default:
 				th.Since, th.AtLeast = watched, true
+			}
+			if e, st, ok := completing(hist, th); ok && !th.Moving {
+				// In MPI_Wait & co. for the only nonblocking collective
+				// this rank has not completed: that collective is what it
+				// waits for.
+				c := e.Comm
+				th.Via, th.Call, th.Comm, th.Seq = th.Call, st.Name, &c, st.Calls
+				if st.PendingSince != 0 && st.PendingSince <= now {
+					th.Since, th.AtLeast = time.Duration(now-st.PendingSince), false
+				}
 			}
 			if e, st, ok := inFlight(hist, th); ok && !th.Moving {
 				c := e.Comm
@@ -296,9 +321,51 @@ func Collect(ctx context.Context, cfg Config) (Result, error) {
 	return res, nil
 }
 
+// sampleTries bounds how often a thread whose stack could not be followed
+// is read again.
+const sampleTries = 8
+
 // sample reads the registers of every thread and what each is doing, by
-// pid and tid.
+// pid and tid. The registers of a thread running on another CPU are read
+// while they may change: a read whose stack cannot be followed (instruction
+// pointer and stack pointer from two different moments) is retried.
 func sample(k *kernel, procs map[int]*process, res *symbolize.Resolver) (map[int]map[int]thread, error) {
+	out, err := sampleOnce(k, procs, res)
+	for try := 1; err == nil && try < sampleTries; try++ {
+		if !torn(out) {
+			break
+		}
+		time.Sleep(time.Duration(try) * time.Millisecond)
+		again, aerr := sampleOnce(k, procs, res)
+		if aerr != nil {
+			return out, nil
+		}
+		for pid, ts := range out {
+			for tid, t := range ts {
+				if t.in.Call == "" && t.unwindErr != nil {
+					if a, ok := again[pid][tid]; ok {
+						ts[tid] = a
+					}
+				}
+			}
+		}
+	}
+	return out, err
+}
+
+// torn reports whether a thread's stack could not be followed.
+func torn(s map[int]map[int]thread) bool {
+	for _, ts := range s {
+		for _, t := range ts {
+			if t.in.Call == "" && t.unwindErr != nil {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func sampleOnce(k *kernel, procs map[int]*process, res *symbolize.Resolver) (map[int]map[int]thread, error) {
 	regs, err := k.regs()
 	if err != nil {
 		return nil, err
@@ -379,6 +446,32 @@ func inFlight(hist []collstate.Entry, th Thread) (collstate.Entry, collstate.Sta
 		return found[0].e, found[0].st, true
 	}
 	return collstate.Entry{}, collstate.Stat{}, false
+}
+
+// completionCalls complete requests.
+var completionCalls = map[string]bool{
+	"MPI_Wait": true, "MPI_Test": true, "MPI_Waitall": true, "MPI_Testall": true,
+	"MPI_Waitany": true, "MPI_Testany": true, "MPI_Waitsome": true, "MPI_Testsome": true,
+}
+
+// completing finds the nonblocking collective a thread in a completion
+// call waits for: the only one of the rank with a request not completed.
+func completing(hist []collstate.Entry, th Thread) (collstate.Entry, collstate.Stat, bool) {
+	if !completionCalls[th.Call] {
+		return collstate.Entry{}, collstate.Stat{}, false
+	}
+	var e collstate.Entry
+	var st collstate.Stat
+	n := 0
+	for _, h := range hist {
+		for _, s := range h.Stats {
+			if s.Pending > 0 {
+				e, st = h, s
+				n++
+			}
+		}
+	}
+	return e, st, n == 1
 }
 
 // counts turns history entries into per-communicator counts.

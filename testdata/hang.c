@@ -6,6 +6,7 @@
  *         final barrier and spins (computing) while the others wait in it.
  *   recv: the same rounds, then the last rank waits in an MPI_Recv from
  *         rank 0 that is never sent, while the others wait in the barrier.
+ *   ibarrier: like skip, but the others wait for an MPI_Ibarrier in MPI_Wait.
  *   threads: like skip, with MPI_THREAD_MULTIPLE and a second thread on
  *         every rank that waits in an MPI_Recv on the duplicate that no
  *         rank ever matches: ranks have two threads inside MPI calls.
@@ -70,6 +71,11 @@ int main(int argc, char **argv)
 			MPI_Recv(&v, 1, MPI_INT, 0, 99, MPI_COMM_WORLD, MPI_STATUS_IGNORE); /* never sent */
 		else
 			spin(); /* skips the barrier */
+	}
+	if (strcmp(mode, "ibarrier") == 0) {
+		MPI_Request r;
+		MPI_Ibarrier(MPI_COMM_WORLD, &r);
+		MPI_Wait(&r, MPI_STATUS_IGNORE); /* the hang */
 	}
 	MPI_Barrier(MPI_COMM_WORLD); /* the hang */
 	MPI_Finalize();

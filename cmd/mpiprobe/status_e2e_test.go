@@ -28,8 +28,10 @@ type summaryJSON struct {
 				Local bool   `json:"local"`
 				Rank  int    `json:"rank"`
 				Calls []struct {
-					Name  string `json:"name"`
-					Calls uint64 `json:"calls"`
+					Name      string `json:"name"`
+					Calls     uint64 `json:"calls"`
+					Pending   int64  `json:"pending"`
+					Completed uint64 `json:"completed"`
 				} `json:"calls"`
 			} `json:"collectives"`
 		} `json:"ranks"`
@@ -99,6 +101,15 @@ func TestCollectiveCounts(t *testing.T) {
 					got := map[string]uint64{}
 					for _, cl := range c.Calls {
 						got[cl.Name] = cl.Calls
+						// colls.c completes every nonblocking collective
+						// with MPI_Wait or MPI_Waitall.
+						nb := strings.HasPrefix(cl.Name, "MPI_I")
+						if nb && (cl.Completed != cl.Calls || cl.Pending != 0) {
+							t.Errorf("rank %s, %s: %s started %d, completed %d, pending %d", r.Rank, kind, cl.Name, cl.Calls, cl.Completed, cl.Pending)
+						}
+						if !nb && (cl.Completed != 0 || cl.Pending != 0) {
+							t.Errorf("rank %s, %s: blocking %s has completions %d, pending %d", r.Rank, kind, cl.Name, cl.Completed, cl.Pending)
+						}
 					}
 					if w := want(kind == "world"); !mapsEqual(got, w) {
 						t.Errorf("rank %s, %s (id %d, size %d): counts %v, want %v", r.Rank, kind, c.ID, c.Size, got, w)
@@ -264,10 +275,29 @@ func runStatus(t *testing.T, bin string, pids []int, extra ...string) (statusJSO
 // attached before the hang) and without (status alone, after the hang).
 func TestStatusHang(t *testing.T) {
 	const np = 4
-	lines := sourceLines(t, "hang.c", "Barrier", "Recv", "Barrier")
-	loopBarrier, recvLine, finalBarrier := lines[0], lines[1], lines[2]
-	_ = loopBarrier
+	lines := sourceLines(t, "hang.c", "Barrier", "Recv", "Wait", "Barrier")
+	recvLine, waitLine, finalBarrier := lines[1], lines[2], lines[3]
 	for _, impl := range []mpitest.Impl{mpitest.OpenMPI(), mpitest.MPICH()} {
+		for _, history := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/ibarrier/history=%v", impl.Name, history), func(t *testing.T) {
+				mpitest.RequireE2E(t, impl)
+				bin := mpitest.BuildMpiprobe(t)
+				pids := hungJob(t, bin, impl, "ibarrier", np, history)
+				st, raw := runStatus(t, bin, pids)
+				want := "ranks 0-2 are in MPI_Wait on WORLD (size 4) at main+0x"
+				if history {
+					// The rank's only nonblocking collective not completed
+					// is what its MPI_Wait waits for.
+					want = "ranks 0-2 wait in MPI_Ibarrier #1 on WORLD (size 4) for "
+				}
+				if !strings.HasPrefix(st.Report.Verdict, want) || !strings.Contains(st.Report.Verdict, waitLine+")") {
+					t.Errorf("verdict %q, want it to start %q and name %s\n%s", st.Report.Verdict, want, waitLine, raw)
+				}
+				if history && !strings.Contains(st.Report.Verdict, "rank 3 has made 0 calls and is computing") {
+					t.Errorf("verdict %q does not describe rank 3", st.Report.Verdict)
+				}
+			})
+		}
 		for _, mode := range []string{"skip", "recv"} {
 			for _, history := range []bool{false, true} {
 				name := fmt.Sprintf("%s/%s/history=%v", impl.Name, mode, history)
