@@ -11,6 +11,13 @@
 //
 //	sudo mpiprobe trace -o run.trace -- mpirun -np 4 ./app
 //	mpiprobe trace show run.trace --detail high
+//
+// Status names, for a running or hung job, the MPI call each rank is in,
+// its communicator, for how long and the call site; --collectives tracks
+// every collective per communicator for it and for the summary:
+//
+//	sudo mpiprobe status --job JOBID
+//	sudo mpiprobe --collectives -p 4242
 package main
 
 import (
