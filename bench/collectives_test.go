@@ -49,16 +49,7 @@ func BenchmarkCollectives(b *testing.B) {
 	run := func(variant int) float64 {
 		switch variant {
 		case 1:
-			in, err := ex.Uprobe("PMPI_Allreduce", objs.Empty, nil)
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer in.Close()
-			out, err := ex.Uretprobe("PMPI_Allreduce", objs.Empty, nil)
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer out.Close()
+			defer attachFloor(b, ex, &objs)()
 		case 2:
 			var out bytes.Buffer
 			cmd := exec.Command(bin, append([]string{"--collectives", "--"}, argv...)...)

@@ -66,12 +66,9 @@ func (a *Attacher) Attached() int { return len(a.links) }
 
 // Close detaches every probe.
 func (a *Attacher) Close() error {
-	var errs []error
-	for _, l := range a.links {
-		errs = append(errs, l.Close())
-	}
+	err := closeLinks(a.links)
 	a.links = nil
-	return errors.Join(errs...)
+	return err
 }
 
 // Add attaches the catalog's probes to the targets not attached before.
@@ -214,3 +211,12 @@ func openCallSites(path string) (*callSites, error) {
 func (c *callSites) find(fn, callee string) ([]uint64, error) { return elfcall.Sites(c.f, fn, callee) }
 
 func (c *callSites) close() { _ = c.f.Close() }
+
+// closeLinks detaches every link and reports every failure.
+func closeLinks(ls []link.Link) error {
+	var errs []error
+	for _, l := range ls {
+		errs = append(errs, l.Close())
+	}
+	return errors.Join(errs...)
+}

@@ -297,12 +297,9 @@ func (a *CollAttacher) Links() int { return len(a.links) }
 
 // Close detaches every probe.
 func (a *CollAttacher) Close() error {
-	var errs []error
-	for _, l := range a.links {
-		errs = append(errs, l.Close())
-	}
+	err := closeLinks(a.links)
 	a.links = nil
-	return errors.Join(errs...)
+	return err
 }
 
 // Add attaches to the collectives of the MPI C libraries among targets.

@@ -247,12 +247,9 @@ func (a *TraceAttacher) Links() int { return len(a.links) }
 
 // Close detaches every probe.
 func (a *TraceAttacher) Close() error {
-	var errs []error
-	for _, l := range a.links {
-		errs = append(errs, l.Close())
-	}
+	err := closeLinks(a.links)
 	a.links = nil
-	return errors.Join(errs...)
+	return err
 }
 
 func (a *TraceAttacher) callIndex(name string) int {
