@@ -73,6 +73,10 @@ func TestPrograms(t *testing.T) {
 		{"coll_exit_multi", ebpf.Kprobe, ebpf.AttachTraceUprobeMulti, ""},
 		{"status_enter", ebpf.Kprobe, ebpf.AttachTraceUprobeMulti, ""},
 		{"dump_regs", ebpf.Tracing, ebpf.AttachTraceIter, "task"},
+		{"coll_wait_enter", ebpf.Kprobe, ebpf.AttachTraceUprobeMulti, ""},
+		{"coll_wait_exit", ebpf.Kprobe, ebpf.AttachTraceUprobeMulti, ""},
+		{"coll_wait_enter_single", ebpf.Kprobe, ebpf.AttachNone, ""},
+		{"coll_wait_exit_single", ebpf.Kprobe, ebpf.AttachNone, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -112,7 +116,9 @@ func TestMaps(t *testing.T) {
 		{"coll_layouts", ebpf.Array, 4, 72, 16},
 		{"coll_index", ebpf.Hash, 24, 4, 0},
 		{"coll_comms", ebpf.Array, 4, 32, 0},
-		{"coll_stats", ebpf.Array, 4, 48, 0},
+		{"coll_stats", ebpf.Array, 4, 64, 0},
+		{"coll_reqs", ebpf.Hash, 16, 16, 0},
+		{"coll_pending", ebpf.Array, 4, 8, 1},
 		{"coll_free", ebpf.Queue, 0, 4, 0},
 		{"coll_gen", ebpf.Array, 4, 8, 1},
 	}
@@ -192,6 +198,8 @@ func TestGoTypesMatchBTF(t *testing.T) {
 		{"coll_comm", MpiprobeCollComm{}, spec.Maps["coll_comms"].ValueSize, "coll_comms value"},
 		{"coll_stat", MpiprobeCollStat{}, spec.Maps["coll_stats"].ValueSize, "coll_stats value"},
 		{"task_regs", MpiprobeTaskRegs{}, 168, "dump_regs record"},
+		{"req_key", MpiprobeReqKey{}, spec.Maps["coll_reqs"].KeySize, "coll_reqs key"},
+		{"req_val", MpiprobeReqVal{}, spec.Maps["coll_reqs"].ValueSize, "coll_reqs value"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.cname, func(t *testing.T) {
