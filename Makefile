@@ -53,6 +53,11 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzParseEventSpec -fuzztime 30s ./thresholds/
 	$(GO) test -run '^$$' -fuzz FuzzDiscover -fuzztime 30s ./probes/
 	$(GO) test -run '^$$' -fuzz FuzzSites -fuzztime 30s ./elfcall/
+	$(GO) test -run '^$$' -fuzz FuzzFindBuildID -fuzztime 30s ./probes/
+	$(GO) test -run '^$$' -fuzz FuzzLoad -fuzztime 30s ./unwind/
+	$(GO) test -run '^$$' -fuzz FuzzEhFrame -fuzztime 30s ./unwind/
+	$(GO) test -run '^$$' -fuzz FuzzStack -fuzztime 30s ./unwind/
+	$(GO) test -run '^$$' -fuzz FuzzDiagnose -fuzztime 30s ./hang/
 
 clean:
 	rm -rf bin

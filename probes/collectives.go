@@ -156,6 +156,9 @@ func BuildID(f *elf.File) (string, error) {
 		if p.Type != elf.PT_NOTE {
 			continue
 		}
+		if p.Filesz > maxNotes {
+			continue // not a note segment anyone writes; a corrupt size
+		}
 		data := make([]byte, p.Filesz)
 		if _, err := p.ReadAt(data, 0); err != nil {
 			return "", fmt.Errorf("read PT_NOTE: %w", err)
@@ -173,11 +176,11 @@ func findBuildID(b []byte, bo binary.ByteOrder) (string, bool) {
 		namesz, descsz, typ := bo.Uint32(b), bo.Uint32(b[4:]), bo.Uint32(b[8:])
 		b = b[12:]
 		nlen, dlen := align4(namesz), align4(descsz)
-		if uint64(nlen)+uint64(dlen) > uint64(len(b)) {
+		if nlen+dlen > uint64(len(b)) {
 			return "", false
 		}
 		name := b[:namesz]
-		desc := b[nlen : nlen+descsz]
+		desc := b[nlen : nlen+uint64(descsz)]
 		b = b[nlen+dlen:]
 		if typ == 3 && bytes.Equal(bytes.TrimRight(name, "\x00"), []byte("GNU")) && descsz > 0 {
 			return hex.EncodeToString(desc), true
@@ -186,7 +189,12 @@ func findBuildID(b []byte, bo binary.ByteOrder) (string, bool) {
 	return "", false
 }
 
-func align4(n uint32) uint32 { return (n + 3) &^ 3 }
+// align4 rounds a note field size up to 4 bytes, in 64 bits so that a
+// corrupt size near 4 GiB cannot wrap to 0.
+func align4(n uint32) uint64 { return (uint64(n) + 3) &^ 3 }
+
+// maxNotes bounds the note segment BuildID reads.
+const maxNotes = 1 << 20
 
 // CollCookie packs a collective probe's attach cookie (see the layout in
 // bpf/mpiprobe.bpf.c): the collective's index, the argument holding the

@@ -419,7 +419,9 @@ func readHistory(cfg Config, pids []int, res *Result) map[int][]collstate.Entry 
 }
 
 // inFlight finds the history entry of the collective a thread is in: same
-// name, a thread inside, and the communicator the stack shows if known.
+// name and a thread inside. When several communicators qualify, the one
+// the stack shows decides; a single entry wins over the stack's vote, since
+// the probe read the communicator from the call's own argument.
 func inFlight(hist []collstate.Entry, th Thread) (collstate.Entry, collstate.Stat, bool) {
 	var found []struct {
 		e  collstate.Entry
