@@ -9,11 +9,6 @@ import (
 	"strconv"
 	"testing"
 	"text/tabwriter"
-
-	"github.com/cilium/ebpf/link"
-
-	"github.com/mpiprobe/mpiprobe/bpf"
-	"github.com/mpiprobe/mpiprobe/internal/mpitest"
 )
 
 // collIters is the length of the allreduce loop under collective tracking.
@@ -28,28 +23,11 @@ var worldAllreduce = regexp.MustCompile(`(?m)^  WORLD \(size 2\).*\n(?:    .*\n)
 // call (b) and (c) add and their ratio (target: 1.15 x the floor), and
 // checks that every call was counted.
 func BenchmarkCollectives(b *testing.B) {
-	impl := mpitest.OpenMPI()
-	mpitest.RequireE2E(b, impl)
-	bin := mpitest.BuildMpiprobe(b)
-	allreduce := mpitest.Build(b, impl, "allreduce")
-	argv := impl.Command(2, []string{"--mca", "pml", "ob1", "--mca", "btl", "self,vader"}, allreduce, strconv.Itoa(collIters))
-	var objs bpf.MpiprobeObjects
-	if err := bpf.LoadMpiprobeObjects(&objs, nil); err != nil {
-		b.Fatal(err)
-	}
-	defer objs.Close()
-	libmpi, err := findLibmpi()
-	if err != nil {
-		b.Fatal(err)
-	}
-	ex, err := link.OpenExecutable(libmpi)
-	if err != nil {
-		b.Fatal(err)
-	}
+	bin, argv, attachFloor := allreduceSetup(b, collIters)
 	run := func(variant int) float64 {
 		switch variant {
 		case 1:
-			defer attachFloor(b, ex, &objs)()
+			defer attachFloor()()
 		case 2:
 			var out bytes.Buffer
 			cmd := exec.Command(bin, append([]string{"--collectives", "--"}, argv...)...)

@@ -30,30 +30,13 @@ var traceLine = regexp.MustCompile(`trace: (\d+) MPI calls of (\d+) ranks writte
 // per call added by (b) and (c), their ratio, and the calls recorded and
 // lost: a loss means the reader did not keep up.
 func BenchmarkTraceRecording(b *testing.B) {
-	impl := mpitest.OpenMPI()
-	mpitest.RequireE2E(b, impl)
-	bin := mpitest.BuildMpiprobe(b)
-	allreduce := mpitest.Build(b, impl, "allreduce")
-	argv := impl.Command(2, []string{"--mca", "pml", "ob1", "--mca", "btl", "self,vader"}, allreduce, strconv.Itoa(traceIters))
-	var objs bpf.MpiprobeObjects
-	if err := bpf.LoadMpiprobeObjects(&objs, nil); err != nil {
-		b.Fatal(err)
-	}
-	defer objs.Close()
-	libmpi, err := findLibmpi()
-	if err != nil {
-		b.Fatal(err)
-	}
-	ex, err := link.OpenExecutable(libmpi)
-	if err != nil {
-		b.Fatal(err)
-	}
+	bin, argv, attachFloor := allreduceSetup(b, traceIters)
 	file := filepath.Join(b.TempDir(), "bench.trace")
 	var recorded, lost, expected uint64
 	run := func(variant int) float64 {
 		switch variant {
 		case 1:
-			defer attachFloor(b, ex, &objs)()
+			defer attachFloor()()
 		case 2:
 			var out bytes.Buffer
 			cmd := exec.Command(bin, append([]string{"trace", "-o", file, "--"}, argv...)...)
@@ -103,22 +86,43 @@ func BenchmarkTraceRecording(b *testing.B) {
 	}
 }
 
-// attachFloor attaches the empty program to PMPI_Allreduce's entry and
-// return: the floor of any entry/exit tracking. The returned function
-// detaches it.
-func attachFloor(b *testing.B, ex *link.Executable, objs *bpf.MpiprobeObjects) func() {
+// allreduceSetup prepares the entry/exit benchmarks: the mpiprobe binary,
+// the 8 B allreduce job at 2 ranks on vader for iters iterations, and a
+// function attaching the floor (empty programs on PMPI_Allreduce's entry
+// and return) that returns its detach.
+func allreduceSetup(b *testing.B, iters int) (bin string, argv []string, floor func() func()) {
 	b.Helper()
-	in, err := ex.Uprobe("PMPI_Allreduce", objs.Empty, nil)
+	impl := mpitest.OpenMPI()
+	mpitest.RequireE2E(b, impl)
+	bin = mpitest.BuildMpiprobe(b)
+	allreduce := mpitest.Build(b, impl, "allreduce")
+	argv = impl.Command(2, []string{"--mca", "pml", "ob1", "--mca", "btl", "self,vader"}, allreduce, strconv.Itoa(iters))
+	var objs bpf.MpiprobeObjects
+	if err := bpf.LoadMpiprobeObjects(&objs, nil); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { objs.Close() })
+	libmpi, err := findLibmpi()
 	if err != nil {
 		b.Fatal(err)
 	}
-	out, err := ex.Uretprobe("PMPI_Allreduce", objs.Empty, nil)
+	ex, err := link.OpenExecutable(libmpi)
 	if err != nil {
-		in.Close()
 		b.Fatal(err)
 	}
-	return func() {
-		out.Close()
-		in.Close()
+	return bin, argv, func() func() {
+		in, err := ex.Uprobe("PMPI_Allreduce", objs.Empty, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		out, err := ex.Uretprobe("PMPI_Allreduce", objs.Empty, nil)
+		if err != nil {
+			in.Close()
+			b.Fatal(err)
+		}
+		return func() {
+			out.Close()
+			in.Close()
+		}
 	}
 }

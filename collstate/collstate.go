@@ -109,7 +109,7 @@ type Entry struct {
 	Stats []Stat
 }
 
-// Name names the well-known communicators by the rules of the libraries:
+// name names the well-known communicators by the rules of the libraries:
 // MPICH's builtin handles, and Open MPI's context ids 0 and 1 (MPICH's
 // handles are ints, Open MPI's are pointers).
 func name(c bpf.MpiprobeCollComm) string {

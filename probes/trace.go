@@ -269,9 +269,7 @@ func (a *TraceAttacher) Add(targets []Target) (err error) {
 	var made []link.Link
 	defer func() {
 		if err != nil {
-			for _, l := range made {
-				_ = l.Close()
-			}
+			_ = closeLinks(made)
 			return
 		}
 		a.links = append(a.links, made...)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -59,6 +60,9 @@ func Write(w io.Writer, r Result, verbose bool) error {
 			comm := "?"
 			if t.Comm != nil {
 				comm = t.Comm.String()
+			}
+			if t.CommName != "" {
+				comm += " " + strconv.Quote(t.CommName)
 			}
 			dur := seconds(t.Since)
 			switch {

@@ -58,6 +58,9 @@ type Thread struct {
 	Call string `json:"call"`
 	// Comm is the communicator, nil if unknown.
 	Comm *hang.Comm `json:"comm,omitempty"`
+	// CommName is the name the application gave it (MPI_Comm_set_name),
+	// read from the stack's communicator object; "" if none.
+	CommName string `json:"comm_name,omitempty"`
 	// Seq numbers a collective on Comm (1-based), 0 if unknown.
 	Seq uint64 `json:"seq,omitempty"`
 	// Since is how long the thread has been inside; a lower bound when
@@ -275,6 +278,9 @@ func Collect(ctx context.Context, cfg Config) (Result, error) {
 			if p != nil && t.comm != 0 {
 				if c, _, ok := p.comms.comm(t.comm); ok {
 					th.Comm = &c
+					if c.Name == "" {
+						th.CommName = p.comms.userName(t.comm)
+					}
 				}
 			}
 			before, seen := first[pid][tid]
