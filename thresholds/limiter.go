@@ -213,3 +213,59 @@ func finalize[K comparable](key K, s *keyState, now time.Time) (Report[K], bool)
 	s.heldBack = false
 	return Report[K]{Key: key, Kind: Final, Count: pending, Time: now}, true
 }
+
+// KeyState is what a Limiter remembers of one key, for saving it across a
+// restart of the program (see [Limiter.Snapshot] and [Limiter.Restore]).
+type KeyState[K comparable] struct {
+	// Key is the limiter key.
+	Key K `json:"key"`
+	// Total is the highest running total seen.
+	Total uint64 `json:"total"`
+	// Reported is the total at the last report.
+	Reported uint64 `json:"reported"`
+	// Last is the time of the last report; zero when there was none.
+	Last time.Time `json:"last,omitzero"`
+	// HeldBack says C was reached while T had not passed yet.
+	HeldBack bool `json:"held_back,omitempty"`
+}
+
+// Snapshot returns the state of every key, in the order keys were first
+// observed.
+func (l *Limiter[K]) Snapshot() []KeyState[K] {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	type entry struct {
+		key K
+		s   *keyState
+	}
+	all := make([]entry, 0, len(l.state))
+	for k, s := range l.state {
+		all = append(all, entry{k, s})
+	}
+	slices.SortFunc(all, func(a, b entry) int { return cmp.Compare(a.s.seq, b.s.seq) })
+	out := make([]KeyState[K], 0, len(all))
+	for _, e := range all {
+		ks := KeyState[K]{Key: e.key, Total: e.s.total, Reported: e.s.reported, HeldBack: e.s.heldBack}
+		if e.s.hasLast {
+			ks.Last = e.s.last
+		}
+		out = append(out, ks)
+	}
+	return out
+}
+
+// Restore sets the state of the given keys, as a [Limiter.Snapshot] of an
+// earlier Limiter returned it, so that what was reported before is not
+// reported again. A Reported above Total is lowered to Total.
+func (l *Limiter[K]) Restore(states []KeyState[K]) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, ks := range states {
+		l.seq++
+		s := &keyState{total: ks.Total, reported: min(ks.Reported, ks.Total), heldBack: ks.HeldBack, seq: l.seq}
+		if !ks.Last.IsZero() {
+			s.last, s.hasLast = ks.Last, true
+		}
+		l.state[ks.Key] = s
+	}
+}

@@ -366,3 +366,42 @@ func TestKindString(t *testing.T) {
 		}
 	}
 }
+
+func TestSnapshotRestore(t *testing.T) {
+	clock := newFakeClock()
+	rule := Rule{C: 10, T: 10 * time.Second}
+	a := NewLimiter[string](clock)
+	if _, ok := a.Observe("x", rule, 15); !ok {
+		t.Fatal("first report expected at 15 >= C")
+	}
+	a.Observe("y", rule, 3)
+	clock.Advance(2 * time.Second)
+	a.Observe("x", rule, 30) // held back: T has not passed
+	snap := a.Snapshot()
+	if len(snap) != 2 || snap[0].Key != "x" || snap[1].Key != "y" {
+		t.Fatalf("snapshot order = %+v, want x then y", snap)
+	}
+
+	// A restarted program restores the state: nothing reported twice, the
+	// held-back window is reported once T has passed since the first report.
+	b := NewLimiter[string](clock)
+	b.Restore(snap)
+	if r, ok := b.Observe("x", rule, 30); ok {
+		t.Fatalf("restored limiter reported again before T: %+v", r)
+	}
+	clock.Advance(9 * time.Second)
+	r, ok := b.Observe("x", rule, 31)
+	if !ok || r.Count != 16 || r.Kind != Window {
+		t.Fatalf("after T: got %+v, %v; want a window report of 16", r, ok)
+	}
+	fin := b.Finalize()
+	if len(fin) != 1 || fin[0].Key != "y" || fin[0].Count != 3 {
+		t.Fatalf("finalize = %+v, want y: 3", fin)
+	}
+	// Reported above Total (a corrupt file) never underflows.
+	c := NewLimiter[string](clock)
+	c.Restore([]KeyState[string]{{Key: "z", Total: 5, Reported: 9}})
+	if fin := c.Finalize(); len(fin) != 0 {
+		t.Fatalf("finalize after clamped restore = %+v, want nothing", fin)
+	}
+}
