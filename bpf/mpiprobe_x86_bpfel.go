@@ -92,6 +92,13 @@ type MpiprobeCountVal struct {
 	LastNs  uint64
 }
 
+type MpiprobeExitRec struct {
+	_    structs.HostLayout
+	Code int32
+	Pad  uint32
+	TsNs uint64
+}
+
 type MpiprobeProcEvent struct {
 	_        structs.HostLayout
 	Type     uint32
@@ -113,6 +120,11 @@ type MpiprobeReqVal struct {
 	Idx     uint32
 	Pad     uint32
 	StartNs uint64
+}
+
+type MpiprobeStartup struct {
+	_  structs.HostLayout
+	Ns [8]uint64
 }
 
 type MpiprobeTaskRegs struct {
@@ -216,6 +228,7 @@ type MpiprobeProgramSpecs struct {
 	OnExec                 *ebpf.ProgramSpec `ebpf:"on_exec"`
 	OnExit                 *ebpf.ProgramSpec `ebpf:"on_exit"`
 	OnFork                 *ebpf.ProgramSpec `ebpf:"on_fork"`
+	StartupMark            *ebpf.ProgramSpec `ebpf:"startup_mark"`
 	StatusEnter            *ebpf.ProgramSpec `ebpf:"status_enter"`
 	TraceEnter             *ebpf.ProgramSpec `ebpf:"trace_enter"`
 	TraceEnterMulti        *ebpf.ProgramSpec `ebpf:"trace_enter_multi"`
@@ -240,7 +253,9 @@ type MpiprobeMapSpecs struct {
 	CollThreads  *ebpf.MapSpec `ebpf:"coll_threads"`
 	Counts       *ebpf.MapSpec `ebpf:"counts"`
 	Drops        *ebpf.MapSpec `ebpf:"drops"`
+	Exits        *ebpf.MapSpec `ebpf:"exits"`
 	ProcEvents   *ebpf.MapSpec `ebpf:"proc_events"`
+	Startups     *ebpf.MapSpec `ebpf:"startups"`
 	StatusCalls  *ebpf.MapSpec `ebpf:"status_calls"`
 	TraceEvents  *ebpf.MapSpec `ebpf:"trace_events"`
 	TraceLost    *ebpf.MapSpec `ebpf:"trace_lost"`
@@ -258,11 +273,14 @@ type MpiprobeVariableSpecs struct {
 	UnusedCollStat   *ebpf.VariableSpec `ebpf:"unused_coll_stat"`
 	UnusedCountKey   *ebpf.VariableSpec `ebpf:"unused_count_key"`
 	UnusedCountVal   *ebpf.VariableSpec `ebpf:"unused_count_val"`
+	UnusedExitRec    *ebpf.VariableSpec `ebpf:"unused_exit_rec"`
 	UnusedProcEvent  *ebpf.VariableSpec `ebpf:"unused_proc_event"`
 	UnusedReqKey     *ebpf.VariableSpec `ebpf:"unused_req_key"`
 	UnusedReqVal     *ebpf.VariableSpec `ebpf:"unused_req_val"`
+	UnusedStartup    *ebpf.VariableSpec `ebpf:"unused_startup"`
 	UnusedTaskRegs   *ebpf.VariableSpec `ebpf:"unused_task_regs"`
 	UnusedTraceEvent *ebpf.VariableSpec `ebpf:"unused_trace_event"`
+	WatchAll         *ebpf.VariableSpec `ebpf:"watch_all"`
 }
 
 // MpiprobeObjects contains all objects after they have been loaded into the kernel.
@@ -296,7 +314,9 @@ type MpiprobeMaps struct {
 	CollThreads  *ebpf.Map `ebpf:"coll_threads"`
 	Counts       *ebpf.Map `ebpf:"counts"`
 	Drops        *ebpf.Map `ebpf:"drops"`
+	Exits        *ebpf.Map `ebpf:"exits"`
 	ProcEvents   *ebpf.Map `ebpf:"proc_events"`
+	Startups     *ebpf.Map `ebpf:"startups"`
 	StatusCalls  *ebpf.Map `ebpf:"status_calls"`
 	TraceEvents  *ebpf.Map `ebpf:"trace_events"`
 	TraceLost    *ebpf.Map `ebpf:"trace_lost"`
@@ -317,7 +337,9 @@ func (m *MpiprobeMaps) Close() error {
 		m.CollThreads,
 		m.Counts,
 		m.Drops,
+		m.Exits,
 		m.ProcEvents,
+		m.Startups,
 		m.StatusCalls,
 		m.TraceEvents,
 		m.TraceLost,
@@ -336,11 +358,14 @@ type MpiprobeVariables struct {
 	UnusedCollStat   *ebpf.Variable `ebpf:"unused_coll_stat"`
 	UnusedCountKey   *ebpf.Variable `ebpf:"unused_count_key"`
 	UnusedCountVal   *ebpf.Variable `ebpf:"unused_count_val"`
+	UnusedExitRec    *ebpf.Variable `ebpf:"unused_exit_rec"`
 	UnusedProcEvent  *ebpf.Variable `ebpf:"unused_proc_event"`
 	UnusedReqKey     *ebpf.Variable `ebpf:"unused_req_key"`
 	UnusedReqVal     *ebpf.Variable `ebpf:"unused_req_val"`
+	UnusedStartup    *ebpf.Variable `ebpf:"unused_startup"`
 	UnusedTaskRegs   *ebpf.Variable `ebpf:"unused_task_regs"`
 	UnusedTraceEvent *ebpf.Variable `ebpf:"unused_trace_event"`
+	WatchAll         *ebpf.Variable `ebpf:"watch_all"`
 }
 
 // MpiprobePrograms contains all programs after they have been loaded into the kernel.
@@ -362,6 +387,7 @@ type MpiprobePrograms struct {
 	OnExec                 *ebpf.Program `ebpf:"on_exec"`
 	OnExit                 *ebpf.Program `ebpf:"on_exit"`
 	OnFork                 *ebpf.Program `ebpf:"on_fork"`
+	StartupMark            *ebpf.Program `ebpf:"startup_mark"`
 	StatusEnter            *ebpf.Program `ebpf:"status_enter"`
 	TraceEnter             *ebpf.Program `ebpf:"trace_enter"`
 	TraceEnterMulti        *ebpf.Program `ebpf:"trace_enter_multi"`
@@ -388,6 +414,7 @@ func (p *MpiprobePrograms) Close() error {
 		p.OnExec,
 		p.OnExit,
 		p.OnFork,
+		p.StartupMark,
 		p.StatusEnter,
 		p.TraceEnter,
 		p.TraceEnterMulti,

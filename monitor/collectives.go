@@ -42,7 +42,7 @@ func (s *session) startCollectives(targets []probes.Target) (*collTracker, error
 	})
 	if err := ct.att.Add(targets); err != nil {
 		_ = ct.att.Close()
-		return nil, explainLoad("attach collective probes", err)
+		return nil, ExplainLoad("attach collective probes", err)
 	}
 	if ct.att.Links() == 0 {
 		_ = ct.att.Close()

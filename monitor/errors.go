@@ -42,8 +42,8 @@ func privileged() bool {
 	return has(unix.CAP_SYS_ADMIN) || (has(unix.CAP_BPF) && has(unix.CAP_PERFMON))
 }
 
-// explainLoad turns a BPF load or attach failure into a line that says what to do.
-func explainLoad(what string, err error) error {
+// ExplainLoad turns a BPF load or attach failure into a line that says what to do.
+func ExplainLoad(what string, err error) error {
 	switch {
 	case errors.Is(err, unix.EPERM), errors.Is(err, unix.EACCES):
 		return fmt.Errorf("%s: permission denied: run mpiprobe as root (sudo) or grant it CAP_BPF and CAP_PERFMON: %w", what, err)

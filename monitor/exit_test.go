@@ -36,17 +36,17 @@ func TestDecodeExit(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := decodeExit(tt.code, at)
+			got := DecodeExit(tt.code, at)
 			if got != tt.want {
-				t.Errorf("decodeExit(%#x) = %+v, want %+v", tt.code, got, tt.want)
+				t.Errorf("DecodeExit(%#x) = %+v, want %+v", tt.code, got, tt.want)
 			}
 			// The kernel's exit_code is what wait(2) reports: agree with Go's decoding of it.
 			ws := syscall.WaitStatus(tt.code)
 			switch {
 			case ws.Exited() && (got.Kind != agg.Exited || got.Code != ws.ExitStatus()):
-				t.Errorf("decodeExit(%#x) = %+v, but wait status says exited %d", tt.code, got, ws.ExitStatus())
+				t.Errorf("DecodeExit(%#x) = %+v, but wait status says exited %d", tt.code, got, ws.ExitStatus())
 			case ws.Signaled() && (got.Kind != agg.Signaled || got.Signal != int(ws.Signal())):
-				t.Errorf("decodeExit(%#x) = %+v, but wait status says killed by signal %d", tt.code, got, ws.Signal())
+				t.Errorf("DecodeExit(%#x) = %+v, but wait status says killed by signal %d", tt.code, got, ws.Signal())
 			}
 		})
 	}
@@ -63,7 +63,7 @@ func TestProcEventConstantsMatchBPF(t *testing.T) {
 	for _, m := range regexp.MustCompile(`\b(PROC_[A-Z]+)\s*=\s*(\d+)`).FindAllStringSubmatch(string(b), -1) {
 		enum[m[1]], _ = strconv.Atoi(m[2])
 	}
-	for name, want := range map[string]int{"PROC_FORK": procFork, "PROC_EXEC": procExec, "PROC_EXIT": procExit} {
+	for name, want := range map[string]int{"PROC_FORK": ProcFork, "PROC_EXEC": ProcExec, "PROC_EXIT": ProcExit} {
 		got, ok := enum[name]
 		if !ok {
 			t.Errorf("mpiprobe.bpf.c: no %s in enum proc_event_type", name)

@@ -196,7 +196,7 @@ func (s *session) run(ctx context.Context) error {
 		cfg.Log.Warn("target skipped", "err", e)
 	}
 	if len(cfg.Command) > 0 {
-		t, err := systemTargets(s.cat, cfg.Libraries)
+		t, err := SystemTargets(s.cat, cfg.Libraries)
 		if err != nil {
 			return err
 		}
@@ -211,7 +211,7 @@ func (s *session) run(ctx context.Context) error {
 		if errors.As(err, &verr) {
 			return fmt.Errorf("load BPF programs: verifier rejected them (kernel too old?): %w", err)
 		}
-		return explainLoad("load BPF programs", err)
+		return ExplainLoad("load BPF programs", err)
 	}
 	s.drops = make([]uint64, len(dropNames))
 
@@ -224,7 +224,7 @@ func (s *session) run(ctx context.Context) error {
 	for _, p := range []*ebpf.Program{s.objs.OnFork, s.objs.OnExec, s.objs.OnExit} {
 		l, err := link.AttachTracing(link.TracingOptions{Program: p})
 		if err != nil {
-			return explainLoad("attach process tracepoints", err)
+			return ExplainLoad("attach process tracepoints", err)
 		}
 		tplinks = append(tplinks, l)
 	}
@@ -247,7 +247,7 @@ func (s *session) run(ctx context.Context) error {
 		}
 		defer att.Close()
 		if err := att.Add(targets); err != nil {
-			return explainLoad("attach probes", err)
+			return ExplainLoad("attach probes", err)
 		}
 		if cfg.Collectives {
 			ct, err := s.startCollectives(targets)
@@ -279,7 +279,7 @@ func (s *session) run(ctx context.Context) error {
 	}
 	defer rd.Close()
 	events := make(chan bpf.MpiprobeProcEvent, 1024)
-	go readProcEvents(rd, events)
+	go ReadProcEvents(rd, events)
 
 	for _, pid := range live {
 		if err := s.trace(pid, 0); err != nil {
@@ -373,7 +373,9 @@ func (s *session) startCommand(ctx context.Context) (chan error, error) {
 	return done, nil
 }
 
-func readProcEvents(rd *ringbuf.Reader, out chan<- bpf.MpiprobeProcEvent) {
+// ReadProcEvents decodes the process notifications of the ring buffer
+// into out until the reader is closed, then closes out.
+func ReadProcEvents(rd *ringbuf.Reader, out chan<- bpf.MpiprobeProcEvent) {
 	for {
 		rec, err := rd.Read()
 		if err != nil {
@@ -413,21 +415,21 @@ func (s *session) identify(p *agg.Proc) {
 func (s *session) procEvent(e bpf.MpiprobeProcEvent) {
 	pid := int(e.Tgid)
 	switch e.Type {
-	case procFork:
+	case ProcFork:
 		s.addProc(pid)
-	case procExec:
+	case ProcExec:
 		s.addProc(pid)
-	case procMPI:
+	case ProcMPI:
 		s.addProc(pid)
 		if s.rec != nil {
 			s.rec.note(pid)
 		}
-	case procExit:
+	case ProcExit:
 		p, ok := s.procs[pid]
 		if !ok {
 			return
 		}
-		p.End = decodeExit(e.ExitCode, s.wall(e.TsNs))
+		p.End = DecodeExit(e.ExitCode, s.wall(e.TsNs))
 		if s.coll != nil {
 			s.coll.ended(pid)
 		}
@@ -436,14 +438,19 @@ func (s *session) procEvent(e bpf.MpiprobeProcEvent) {
 
 // The proc_event types of bpf/mpiprobe.bpf.c.
 const (
-	procFork = 1
-	procExec = 2
-	procExit = 3
-	procMPI  = 4
+	// ProcFork: a followed process forked a child, now traced.
+	ProcFork = 1
+	// ProcExec: a process executed a new program.
+	ProcExec = 2
+	// ProcExit: the last thread of a traced process exited.
+	ProcExit = 3
+	// ProcMPI: a traced process made its first MPI call (trace mode), or
+	// entered MPI_Init and became traced (the agent).
+	ProcMPI = 4
 )
 
-// decodeExit turns a task's exit_code into how the process ended.
-func decodeExit(code int32, at time.Time) agg.End {
+// DecodeExit turns a task's exit_code into how the process ended.
+func DecodeExit(code int32, at time.Time) agg.End {
 	if sig := int(code & 0x7f); sig != 0 {
 		return agg.End{Kind: agg.Signaled, Signal: sig, At: at}
 	}
@@ -507,6 +514,9 @@ func (s *session) readDrops() {
 		s.drops[i] = sum
 	}
 }
+
+// DropReasons says what each index of the drops map counts, and what to do.
+func DropReasons() []string { return dropNames[:] }
 
 // dropNames says what each index of the drops map counts, and what to do.
 var dropNames = [...]string{

@@ -34,7 +34,7 @@ func CheckTarget(pfs procfs.FS, pid int) ([]probes.Mapped, error) {
 		return nil, fmt.Errorf("read memory map of pid %d (%s): %w: run mpiprobe as root", pid, st.Comm, err)
 	}
 	libs := probes.Discover(maps)
-	if len(libs) == 0 {
+	if !probes.IsMPI(libs) {
 		return nil, fmt.Errorf("pid %d (%s) maps no MPI library (Open MPI libmpi.so.40, MPICH libmpich.so.12): give the pid of an MPI rank that has called MPI_Init", pid, st.Comm)
 	}
 	return libs, nil
@@ -102,11 +102,12 @@ func ProcessTargets(pfs procfs.FS, pid int, libs []probes.Mapped, cat probes.Cat
 	return out, errs
 }
 
-// componentTargets finds the catalog's Open MPI components that are not in
-// have, in the component directories next to libmpi.
+// componentTargets finds the Open MPI components that the catalog or the
+// startup probes use and that are not in have, in the component
+// directories next to libmpi.
 func componentTargets(cat probes.Catalog, libmpi string, have map[probes.Library]bool, open func(string) string) []probes.Target {
 	var out []probes.Target
-	for _, lib := range cat.Libraries() {
+	for _, lib := range append(cat.Libraries(), probes.StartupLibraries()...) {
 		file, ok := probes.ComponentFile(lib)
 		if !ok || have[lib] {
 			continue
@@ -124,10 +125,10 @@ func componentTargets(cat probes.Catalog, libmpi string, have map[probes.Library
 	return out
 }
 
-// systemTargets returns attach targets for a command mpiprobe starts itself:
+// SystemTargets returns attach targets for a command mpiprobe starts itself:
 // the MPI libraries the dynamic linker knows (ldconfig -p), the extra files
 // given, and for Open MPI the catalog's components next to libmpi.
-func systemTargets(cat probes.Catalog, extra []string) ([]probes.Target, error) {
+func SystemTargets(cat probes.Catalog, extra []string) ([]probes.Target, error) {
 	var paths []string
 	if out, err := exec.Command("ldconfig", "-p").Output(); err == nil {
 		paths = probes.ParseLdconfig(out)

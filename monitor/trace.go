@@ -349,7 +349,7 @@ func (s *session) startTrace(targets []probes.Target) (*recorder, int, func(), e
 	})
 	if err := att.Add(targets); err != nil {
 		_ = att.Close()
-		return nil, 0, nil, explainLoad("attach trace probes", err)
+		return nil, 0, nil, ExplainLoad("attach trace probes", err)
 	}
 	if att.Links() == 0 {
 		_ = att.Close()

@@ -48,7 +48,14 @@ type Attacher struct {
 	done   map[[2]uint64]bool
 	links  []link.Link
 	status []Status
+	// OnFile, when set, is given the links made for each newly attached
+	// file before Add returns, e.g. to pin them; an error fails Add.
+	OnFile func(t Target, links []link.Link) error
 }
+
+// Skip marks a file as attached already, e.g. by an earlier agent whose
+// pinned links still run.
+func (a *Attacher) Skip(dev, ino uint64) { a.done[[2]uint64{dev, ino}] = true }
 
 // NewAttacher returns an Attacher for the catalog, which must be valid.
 func NewAttacher(progs Programs, cat Catalog) (*Attacher, error) {
@@ -89,6 +96,9 @@ func (a *Attacher) Add(targets []Target) error {
 			continue
 		}
 		links, status, err := a.attachFile(t)
+		if err == nil && a.OnFile != nil && len(links) > 0 {
+			err = a.OnFile(t, links)
+		}
 		made = append(made, links...)
 		if err != nil {
 			return fail(err)

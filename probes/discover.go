@@ -29,6 +29,8 @@ func Classify(file string) (Library, bool) {
 		return OMPIFortran, true
 	case strings.HasPrefix(base, "libmpichfort.so"):
 		return MPICHFortran, true
+	case strings.HasPrefix(base, "libucp.so"):
+		return UCXLib, true
 	case strings.HasPrefix(base, "mca_") && strings.HasSuffix(base, ".so"):
 		return Library(strings.TrimSuffix(base, ".so")), true
 	}
@@ -63,6 +65,17 @@ func Discover(maps []procfs.Mapping) []Mapped {
 		out = append(out, Mapped{Library: lib, Mapping: m})
 	}
 	return out
+}
+
+// IsMPI reports whether libs hold an MPI library itself (Open MPI's
+// libmpi or MPICH's libmpich), not only a library MPI uses such as UCX.
+func IsMPI(libs []Mapped) bool {
+	for _, m := range libs {
+		if m.Library == OMPILibMPI || m.Library == MPICHLib {
+			return true
+		}
+	}
+	return false
 }
 
 // ComponentDirs returns the directories, most likely first, where Open MPI

@@ -1,0 +1,180 @@
+package probes
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/link"
+)
+
+// Libraries probed for startup timing only.
+const (
+	// OMPIPmixExt3x is Open MPI 4.1's PMIx client component, mca_pmix_ext3x.so.
+	OMPIPmixExt3x Library = "mca_pmix_ext3x"
+	// OMPIPmixPmix3x is Open MPI 4.0's PMIx client component, mca_pmix_pmix3x.so.
+	OMPIPmixPmix3x Library = "mca_pmix_pmix3x"
+	// UCXLib is UCX's protocol library libucp.so.0, used by MPICH ch4:ucx.
+	UCXLib Library = "libucp"
+)
+
+// Mark is a point of an MPI process's start or end; the values are the
+// indexes of struct startup in bpf/mpiprobe.bpf.c.
+type Mark uint8
+
+// The marks startup_mark records.
+const (
+	MarkInitEnter Mark = iota // MPI_Init or MPI_Init_thread entered
+	MarkInitExit
+	MarkPMIxStart // Open MPI: the first PMIx fence, which is the modex
+	MarkPMIxEnd   // Open MPI: ompi_proc_complete_init, right after the modex
+	MarkUCXStart  // MPICH: ucp_worker_get_address, before the address exchange
+	MarkUCXEnd    // MPICH: the first ucp_ep_create, after it
+	MarkFinEnter  // MPI_Finalize entered
+	MarkFinExit
+	// NumMarks is the number of marks.
+	NumMarks
+)
+
+// StartupProbe records Mark when Symbol of Library is entered or returns.
+type StartupProbe struct {
+	Library Library
+	Symbol  string
+	Side    Side
+	Mark    Mark
+}
+
+// StartupProbes returns where MPI_Init, its modex and MPI_Finalize begin and
+// end, for Open MPI 4.x and MPICH over UCX. In Open MPI 4.1.4, ompi_mpi_init
+// calls the PMIx fence of the modex, then ompi_proc_complete_init, then the
+// PML's add_procs, then a second fence (the barrier); MPICH hides its PMI
+// client, so its address exchange is bracketed by UCX's calls around it.
+func StartupProbes() []StartupProbe {
+	var out []StartupProbe
+	for _, lib := range []Library{OMPILibMPI, MPICHLib} {
+		out = append(out,
+			StartupProbe{lib, "PMPI_Init", Entry, MarkInitEnter},
+			StartupProbe{lib, "PMPI_Init", Return, MarkInitExit},
+			StartupProbe{lib, "PMPI_Init_thread", Entry, MarkInitEnter},
+			StartupProbe{lib, "PMPI_Init_thread", Return, MarkInitExit},
+			StartupProbe{lib, "PMPI_Finalize", Entry, MarkFinEnter},
+			StartupProbe{lib, "PMPI_Finalize", Return, MarkFinExit},
+		)
+	}
+	return append(out,
+		StartupProbe{OMPILibMPI, "ompi_proc_complete_init", Entry, MarkPMIxEnd},
+		StartupProbe{OMPIPmixExt3x, "ext3x_fencenb", Entry, MarkPMIxStart},
+		StartupProbe{OMPIPmixPmix3x, "pmix3x_fencenb", Entry, MarkPMIxStart},
+		StartupProbe{UCXLib, "ucp_worker_get_address", Entry, MarkUCXStart},
+		StartupProbe{UCXLib, "ucp_ep_create", Entry, MarkUCXEnd},
+	)
+}
+
+// StartupLibraries returns the libraries StartupProbes names.
+func StartupLibraries() []Library {
+	var out []Library
+	for _, p := range StartupProbes() {
+		if !slices.Contains(out, p.Library) {
+			out = append(out, p.Library)
+		}
+	}
+	return out
+}
+
+// StartupAttacher attaches StartupProbes to library files, each (device,
+// inode) once, all served by one program whose cookie is the Mark.
+type StartupAttacher struct {
+	prog  *ebpf.Program
+	done  map[[2]uint64]bool
+	links []link.Link
+	// OnFile, when set, is given the links made for each newly attached
+	// file before Add returns, e.g. to pin them; an error fails Add.
+	OnFile func(t Target, links []link.Link) error
+	// missing lists "file: symbol" of probes not in their file's build.
+	missing []string
+}
+
+// NewStartupAttacher returns a StartupAttacher running prog.
+func NewStartupAttacher(prog *ebpf.Program) *StartupAttacher {
+	return &StartupAttacher{prog: prog, done: map[[2]uint64]bool{}}
+}
+
+// Skip marks a file as attached already, e.g. by an earlier agent whose
+// pinned links still run.
+func (a *StartupAttacher) Skip(dev, ino uint64) { a.done[[2]uint64{dev, ino}] = true }
+
+// Links returns how many links are live.
+func (a *StartupAttacher) Links() int { return len(a.links) }
+
+// Missing returns the probes that were not in their file's build.
+func (a *StartupAttacher) Missing() []string { return append([]string(nil), a.missing...) }
+
+// Close releases the links (pinned ones stay attached).
+func (a *StartupAttacher) Close() error {
+	err := closeLinks(a.links)
+	a.links = nil
+	return err
+}
+
+// Add attaches the startup probes to the targets not attached before. A
+// missing symbol is recorded (see Missing), any other failure closes the
+// links this call made and is returned.
+func (a *StartupAttacher) Add(targets []Target) error {
+	var made []link.Link
+	for _, t := range targets {
+		key := [2]uint64{t.Dev, t.Inode}
+		if a.done[key] {
+			continue
+		}
+		var probes []StartupProbe
+		for _, p := range StartupProbes() {
+			if p.Library == t.Library {
+				probes = append(probes, p)
+			}
+		}
+		if len(probes) == 0 {
+			continue
+		}
+		ls, err := a.attachFile(t, probes)
+		if err == nil && a.OnFile != nil && len(ls) > 0 {
+			err = a.OnFile(t, ls)
+		}
+		made = append(made, ls...)
+		if err != nil {
+			_ = closeLinks(made)
+			return err
+		}
+		a.done[key] = true
+	}
+	a.links = append(a.links, made...)
+	return nil
+}
+
+func (a *StartupAttacher) attachFile(t Target, ps []StartupProbe) ([]link.Link, error) {
+	ex, err := link.OpenExecutable(t.Path)
+	if err != nil {
+		return nil, fmt.Errorf("open %s (%s): %w", t.Display, t.Path, err)
+	}
+	var made []link.Link
+	for _, p := range ps {
+		opts := &link.UprobeOptions{Cookie: uint64(p.Mark)}
+		var l link.Link
+		if p.Side == Return {
+			l, err = ex.Uretprobe(p.Symbol, a.prog, opts)
+		} else {
+			l, err = ex.Uprobe(p.Symbol, a.prog, opts)
+		}
+		if errors.Is(err, link.ErrNoSymbol) {
+			a.missing = append(a.missing, t.Display+": "+p.Symbol)
+			continue
+		}
+		if err != nil {
+			_ = closeLinks(made)
+			return nil, fmt.Errorf("attach %s:%s (%s): %w", t.Display, p.Symbol, strings.ToLower(p.Side.String()), err)
+		}
+		made = append(made, l)
+	}
+	return made, nil
+}
