@@ -8,4 +8,6 @@
 // Nothing that was counted is left out: a sample whose process is unknown is
 // kept under an unknown job and rank, and a process with no samples is kept
 // with no events.
+//
+// Merge joins the summaries that several nodes wrote of one job into one.
 package agg

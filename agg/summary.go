@@ -64,6 +64,9 @@ type Rank struct {
 	// Collectives are the collective calls per communicator, when they were
 	// tracked (see Summary.AddCollectives).
 	Collectives []CommCalls
+	// Startup is the time the process spent in MPI_Init and MPI_Finalize,
+	// as far as it was observed (Proc.Startup).
+	Startup Startup
 }
 
 // EventTotal is how often one event happened, with what the catalog says
@@ -153,12 +156,13 @@ func Build(host string, start, end time.Time, procs []Proc, samples []Sample, in
 		}
 		job := known(id.Job)
 		jobs[job] = append(jobs[job], Rank{
-			Rank:   known(id.Rank),
-			PID:    p.PID,
-			Comm:   known(p.Comm),
-			Host:   h,
-			End:    p.End,
-			Events: events(p.PID),
+			Rank:    known(id.Rank),
+			PID:     p.PID,
+			Comm:    known(p.Comm),
+			Host:    h,
+			End:     p.End,
+			Events:  events(p.PID),
+			Startup: p.Startup,
 		})
 	}
 	// Samples of processes the loader does not know: keep them, with

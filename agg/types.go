@@ -54,6 +54,27 @@ type Proc struct {
 	Identity identity.Identity
 	// End says how the process ended, or that it still runs.
 	End End
+	// Startup is how long the process spent in MPI's start and end.
+	Startup Startup
+}
+
+// Startup is how long a rank spent in MPI's start and end; a zero duration means not observed.
+type Startup struct {
+	// InitStart is when MPI_Init or MPI_Init_thread was entered (zero when unknown).
+	InitStart time.Time
+	// Init is the time inside MPI_Init / MPI_Init_thread.
+	Init time.Duration
+	// Modex is the part of Init spent exchanging addresses between ranks.
+	Modex time.Duration
+	// ModexVia names what bracketed Modex, e.g. "PMIx fence" (Open MPI) or "UCX address exchange" (MPICH).
+	ModexVia string
+	// Finalize is the time inside MPI_Finalize.
+	Finalize time.Duration
+}
+
+// IsZero reports whether nothing about the start and end was observed.
+func (s Startup) IsZero() bool {
+	return s.InitStart.IsZero() && s.Init == 0 && s.Modex == 0 && s.ModexVia == "" && s.Finalize == 0
 }
 
 // EventInfo is what the catalog says about an event, for the summary.

@@ -1,10 +1,12 @@
 // Package report renders an agg.Summary for people (WriteTable) and for
-// programs (WriteJSON).
+// programs (WriteJSON), and reads the JSON back (ReadJSON), e.g. the
+// summaries the agent stores per job.
 //
 // The table shows one block per MPI job with a row per rank and event; how a
 // rank ended is always visible, so a rank killed by a signal stands out. What
 // an event means and what to do about it is listed once per job below its
 // table, keyed from the ADVICE column, so that a job with many ranks stays
 // readable. Counter updates the tracer lost are reported as warnings, never
-// left out.
+// left out. When MPI_Init and MPI_Finalize were timed, a startup section
+// per job shows them for each rank and names the rank slowest to start.
 package report

@@ -39,6 +39,16 @@ type (
 		Events []jsonEvent `json:"events"`
 		// Collectives is present when collectives were tracked.
 		Collectives []jsonComm `json:"collectives,omitempty"`
+		// Startup is present when any of MPI_Init and MPI_Finalize was
+		// observed.
+		Startup *jsonStartup `json:"startup,omitempty"`
+	}
+	jsonStartup struct {
+		InitStart  time.Time `json:"init_start,omitzero"`
+		InitNs     int64     `json:"init_ns"`
+		ModexNs    int64     `json:"modex_ns"`
+		ModexVia   string    `json:"modex_via,omitempty"`
+		FinalizeNs int64     `json:"finalize_ns"`
 	}
 	jsonComm struct {
 		// ID is the context id, or the local handle when Local.
@@ -90,9 +100,11 @@ type (
 // last, message, advice), dropped (what, count, raise) and totals (per
 // event over all ranks, as Summary.Totals). A rank's end is an object with
 // state ("running", "exited", "signaled", "vanished"), code (exited only),
-// signal and signal_name (signaled only), at and text (EndString). Times
-// are RFC 3339 with
-// nanoseconds; unknown times are left out. Lists are never null.
+// signal and signal_name (signaled only), at and text (EndString). A rank's
+// startup (init_start, init_ns, modex_ns, modex_via, finalize_ns) is there
+// when any of it was observed, and its collectives when they were tracked.
+// Times are RFC 3339 with nanoseconds; unknown times are left out. Lists
+// are never null. ReadJSON reads the document back.
 func WriteJSON(w io.Writer, s agg.Summary) error {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
@@ -127,6 +139,7 @@ func toJSON(s agg.Summary) jsonSummary {
 				End:         jsonEndOf(r.End),
 				Events:      jsonEvents(r.Events),
 				Collectives: jsonComms(r.Collectives),
+				Startup:     jsonStartupOf(r.Startup),
 			})
 		}
 		out.Jobs = append(out.Jobs, jj)
@@ -171,4 +184,12 @@ func jsonComms(cs []agg.CommCalls) []jsonComm {
 		out = append(out, jc)
 	}
 	return out
+}
+
+func jsonStartupOf(s agg.Startup) *jsonStartup {
+	if s.IsZero() {
+		return nil
+	}
+	return &jsonStartup{InitStart: s.InitStart, InitNs: int64(s.Init), ModexNs: int64(s.Modex),
+		ModexVia: s.ModexVia, FinalizeNs: int64(s.Finalize)}
 }

@@ -29,6 +29,12 @@ const noteWidth = 100
 // ADVICE column refers to. Rank, PID and ENDED are shown on a rank's first
 // row only. Totals per event and a WARNING line per dropped-counter entry
 // follow the jobs. Counts carry thousands separators, times are local.
+//
+// When ranks of a job have startup times (agg.Rank.Startup), a section
+// "Startup (MPI_Init, of which modex; MPI_Finalize):" follows the job's
+// notes with a row per rank (RANK, PID, ENDED, MPI_INIT, MODEX, FINALIZE;
+// "-" where unknown), what MODEX measured, and, for 4 ranks or more, the
+// rank slowest in MPI_Init against the median.
 func WriteTable(w io.Writer, s agg.Summary) error {
 	ew := &errWriter{w: w}
 	ew.printf("%s\n", title(s))
@@ -152,6 +158,7 @@ func writeJob(ew *errWriter, host string, j agg.Job) error {
 			ew.printf("%s\n", wrap("Advice: "+e.Advice, "    ", "    ", noteWidth))
 		}
 	}
+	writeStartup(ew, j)
 	writeCollectives(ew, j)
 	return nil
 }
@@ -178,6 +185,10 @@ func clockOf(t time.Time) string {
 	}
 	return t.Local().Format(clock)
 }
+
+// Thousands formats n with comma thousands separators, as the table shows
+// counts: 1,234,567.
+func Thousands(n uint64) string { return thousands(n) }
 
 // thousands formats n with comma thousands separators: 1,234,567.
 func thousands(n uint64) string {
