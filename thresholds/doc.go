@@ -63,22 +63,17 @@
 // C is a decimal whole number. T is a Go duration such as 10s, 1m30s or
 // 500ms, or a bare whole number meaning seconds; it must not be negative.
 //
-// # Config file format
+// # Config file
 //
-// [ParseConfig] reads a UTF-8 text file (a leading byte order mark is
-// ignored) with one "key = value" setting per line. Blank lines are ignored
-// and '#' starts a comment that runs to the end of the line. Spaces around
-// keys and values are ignored. The keys are:
+// Layers 2 and 3 come from the configuration file, which package
+// github.com/mpiprobe/mpiprobe/config parses and documents. Its threshold
+// keys are
 //
 //	C = 1000                          # count threshold for all events
 //	T = 10s                           # time delay for all events (10 = 10s)
 //	threshold.ob1.send_pending.new = 500/30s   # one event; same syntax as --threshold
 //
-// Key names are case-sensitive. An unknown key, a bad value, a malformed
-// line or a key given twice is an error; every error is one line naming the
-// file, the line number and the key, and saying how to fix it, for example:
-//
-//	config /etc/mpiprobe/config.conf:7: key "T": "ten" is not a duration (use e.g. 10s, 2m)
-//
-// [Overrides.Format] writes Overrides back in this format.
+// with values parsed by [ParseC], [ParseT] and [ParsePartial], and event
+// names checked by [CheckEvent]. [Overrides.Format] writes Overrides back
+// in this format.
 package thresholds
