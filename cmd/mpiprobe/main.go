@@ -18,6 +18,14 @@
 //
 //	sudo mpiprobe status --job JOBID
 //	sudo mpiprobe --collectives -p 4242
+//
+// The agent watches every MPI process of a node (run it under systemd, see
+// dist/mpiprobe.service) and keeps a summary per job:
+//
+//	sudo mpiprobe agent
+//	mpiprobe jobs
+//	mpiprobe report JOBID
+//	mpiprobe report --merge node1/ node2/
 package main
 
 import (
@@ -35,10 +43,10 @@ import (
 	"syscall"
 	"time"
 
+	configfile "github.com/mpiprobe/mpiprobe/config"
 	"github.com/mpiprobe/mpiprobe/monitor"
 	"github.com/mpiprobe/mpiprobe/probes"
 	"github.com/mpiprobe/mpiprobe/report"
-	"github.com/mpiprobe/mpiprobe/thresholds"
 )
 
 func main() {
@@ -49,8 +57,23 @@ func main() {
 		stop()
 		os.Exit(code)
 	}
+	if len(os.Args) > 1 && os.Args[1] == "agent" {
+		code := agentMain(ctx, os.Args[2:], os.Stderr)
+		stop()
+		os.Exit(code)
+	}
 	if len(os.Args) > 1 && os.Args[1] == "status" {
 		code := statusMain(ctx, os.Args[2:], os.Stdout, os.Stderr)
+		stop()
+		os.Exit(code)
+	}
+	if len(os.Args) > 1 && os.Args[1] == "jobs" {
+		code := jobsMain(ctx, os.Args[2:], os.Stdout, os.Stderr)
+		stop()
+		os.Exit(code)
+	}
+	if len(os.Args) > 1 && os.Args[1] == "report" {
+		code := reportMain(ctx, os.Args[2:], os.Stdout, os.Stderr)
 		stop()
 		os.Exit(code)
 	}
@@ -101,19 +124,15 @@ func parseArgs(args []string, stderr io.Writer) (config, error) {
 	var (
 		cfg        config
 		pids       pidList
-		specs      stringList
+		th         thresholdFlags
 		libs       stringList
-		cFlag      string
-		tFlag      string
 		configFile string
 	)
 	fs := flag.NewFlagSet("mpiprobe", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Var(&pids, "p", "trace the MPI process `PID` (repeat, or comma-separate, for several)")
 	fs.StringVar(&cfg.monitor.Job, "job", "", "trace every rank of job `JOBID` on this node")
-	fs.StringVar(&cFlag, "C", "", "count threshold `N` for every event (overrides the catalog)")
-	fs.StringVar(&tFlag, "T", "", "time delay `DURATION` between two reports of an event, e.g. 10s")
-	fs.Var(&specs, "threshold", "`EVENT=C/T` override for one event (repeatable), e.g. ob1.send_pending.new=500/5s")
+	th.register(fs)
 	fs.StringVar(&configFile, "config", "", "read C/T overrides from `FILE` (the command line wins)")
 	fs.Var(&libs, "lib", "also attach to MPI library `FILE` in command mode (repeatable)")
 	fs.DurationVar(&cfg.monitor.Interval, "interval", time.Second, "how often counters are read")
@@ -123,7 +142,7 @@ func parseArgs(args []string, stderr io.Writer) (config, error) {
 	fs.IntVar(&cfg.monitor.CommSlots, "comm-slots", monitor.DefaultCommSlots, "with --collectives: how many communicators, over all processes, can be tracked at once")
 	events := fs.String("events", string(probes.Default), "comma-separated event `LEVELS` to enable: default, retries, or all")
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: mpiprobe [flags] -p PID [-p PID ...]\n       mpiprobe [flags] --job JOBID\n       mpiprobe [flags] -- COMMAND [ARGS...]\n       mpiprobe trace -h    (record and show every MPI call)\n       mpiprobe status -h   (who waits where in a running or hung job)\n\nflags:\n")
+		fmt.Fprintf(stderr, "usage: mpiprobe [flags] -p PID [-p PID ...]\n       mpiprobe [flags] --job JOBID\n       mpiprobe [flags] -- COMMAND [ARGS...]\n       mpiprobe trace -h    (record and show every MPI call)\n       mpiprobe status -h   (who waits where in a running or hung job)\n       mpiprobe agent -h    (node-wide agent: every MPI job on this node)\n       mpiprobe jobs | report JOBID | report --merge DIR...   (the agent's job summaries)\n\nflags:\n")
 		fs.PrintDefaults()
 		fmt.Fprintf(stderr, "\nevents:\n")
 		for _, e := range probes.Full().Events {
@@ -141,48 +160,27 @@ func parseArgs(args []string, stderr io.Writer) (config, error) {
 	if err != nil {
 		return cfg, err
 	}
-	known := func(id string) bool { _, _, ok := cat.Lookup(id); return ok }
 	if configFile != "" {
-		f, err := os.Open(configFile)
-		if err != nil {
-			return cfg, fmt.Errorf("config: %w", err)
+		// The file also serves the agent, which may enable other levels:
+		// its events are checked against the full catalog, and its agent
+		// keys are accepted and ignored here.
+		full := probes.Full()
+		var levels []string
+		for _, l := range full.Levels() {
+			levels = append(levels, string(l))
 		}
-		o, err := thresholds.ParseConfig(f, configFile)
-		f.Close()
+		file, err := configfile.Load(configFile, configfile.Options{
+			KnownEvent: func(id string) bool { _, _, ok := full.Lookup(id); return ok },
+			Levels:     levels,
+		})
 		if err != nil {
 			return cfg, err
 		}
-		for id := range o.Events {
-			if !known(id) {
-				return cfg, fmt.Errorf("config %s: unknown event %q (mpiprobe -h lists them)", configFile, id)
-			}
-		}
-		cfg.monitor.Overrides = append(cfg.monitor.Overrides, o)
+		cfg.monitor.Overrides = append(cfg.monitor.Overrides, file.Thresholds)
 	}
-	var cli thresholds.Overrides
-	if cFlag != "" {
-		c, err := thresholds.ParseC(cFlag)
-		if err != nil {
-			return cfg, fmt.Errorf("-C: %w", err)
-		}
-		cli.C = &c
-	}
-	if tFlag != "" {
-		t, err := thresholds.ParseT(tFlag)
-		if err != nil {
-			return cfg, fmt.Errorf("-T: %w", err)
-		}
-		cli.T = &t
-	}
-	for _, spec := range specs {
-		if err := cli.AddEventSpec(spec); err != nil {
-			return cfg, fmt.Errorf("--threshold: %w", err)
-		}
-	}
-	for id := range cli.Events {
-		if !known(id) {
-			return cfg, fmt.Errorf("--threshold: unknown event %q (mpiprobe -h lists them)", id)
-		}
+	cli, err := th.overrides(cat)
+	if err != nil {
+		return cfg, err
 	}
 	cfg.monitor.Overrides = append(cfg.monitor.Overrides, cli)
 	cfg.monitor.Catalog = cat

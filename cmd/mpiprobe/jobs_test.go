@@ -1,0 +1,337 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mpiprobe/mpiprobe/agg"
+	"github.com/mpiprobe/mpiprobe/identity"
+	"github.com/mpiprobe/mpiprobe/jobstore"
+	"github.com/mpiprobe/mpiprobe/report"
+)
+
+var jobsT0 = time.Date(2025, 3, 1, 12, 0, 0, 0, time.Local)
+
+// jobsRank is a rank of a test summary: its number, pid and end.
+type jobsRank struct {
+	rank string
+	pid  int
+	end  agg.End
+}
+
+// jobsSummary is what a node's agent writes for job on host: the ranks,
+// each with one event counted pid times, and startup times.
+func jobsSummary(host, job string, ranks ...jobsRank) agg.Summary {
+	var procs []agg.Proc
+	var samples []agg.Sample
+	for _, r := range ranks {
+		procs = append(procs, agg.Proc{PID: r.pid, Comm: "app", End: r.end,
+			Identity: identity.Identity{Host: host, Job: job, Rank: r.rank},
+			Startup:  agg.Startup{Init: time.Duration(r.pid) * time.Millisecond, Finalize: time.Millisecond}})
+		samples = append(samples, agg.Sample{PID: uint32(r.pid), Event: "ob1.send_pending.new", Count: uint64(r.pid),
+			First: jobsT0.Add(time.Second), Last: jobsT0.Add(2 * time.Second)})
+	}
+	info := func(string) (agg.EventInfo, bool) { return agg.EventInfo{Message: "send queued as pending"}, true }
+	return agg.Build(host, jobsT0, jobsT0.Add(time.Minute), procs, samples, info, nil)
+}
+
+// jobsStore writes s as job's summary in stateDir, last modified at mod.
+func jobsStore(t *testing.T, stateDir, job string, s agg.Summary, mod time.Time) string {
+	t.Helper()
+	var buf bytes.Buffer
+	if err := report.WriteJSON(&buf, s); err != nil {
+		t.Fatal(err)
+	}
+	return jobsStoreRaw(t, stateDir, job, buf.Bytes(), mod)
+}
+
+func jobsStoreRaw(t *testing.T, stateDir, job string, data []byte, mod time.Time) string {
+	t.Helper()
+	st := jobstore.Store{Dir: jobstore.JobsDir(stateDir)}
+	if err := st.Save(job, data); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(st.Path(job), mod, mod); err != nil {
+		t.Fatal(err)
+	}
+	return st.Path(job)
+}
+
+// jobsRun runs main (jobsMain or reportMain) and returns its exit code,
+// stdout and stderr.
+func jobsRun(main func(context.Context, []string, io.Writer, io.Writer) int, args ...string) (int, string, string) {
+	var out, errb bytes.Buffer
+	code := main(context.Background(), args, &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+// jobsState is a state dir with job 100 finished (3 exited, one of them
+// with 1, 1 killed), job 200 running, and job 300's file corrupt, newest first:
+// 300, 200, 100.
+func jobsState(t *testing.T) (dir string, files map[string]string) {
+	dir = t.TempDir()
+	exited := func(code int) agg.End { return agg.End{Kind: agg.Exited, Code: code, At: jobsT0.Add(time.Minute)} }
+	files = map[string]string{
+		"100": jobsStore(t, dir, "100", jobsSummary("n1", "100",
+			jobsRank{"0", 10, exited(0)}, jobsRank{"1", 11, exited(0)}, jobsRank{"2", 12, exited(1)},
+			jobsRank{"3", 13, agg.End{Kind: agg.Signaled, Signal: 9, At: jobsT0.Add(30 * time.Second)}}),
+			jobsT0.Add(time.Hour)),
+		"200": jobsStore(t, dir, "200", jobsSummary("n1", "200",
+			jobsRank{"0", 1000, agg.End{}}, jobsRank{"1", 1001, exited(0)}),
+			jobsT0.Add(2*time.Hour)),
+		"300": jobsStoreRaw(t, dir, "300", []byte(`{"host": "n1", "jobs": [`), jobsT0.Add(3*time.Hour)),
+	}
+	return dir, files
+}
+
+func TestJobsList(t *testing.T) {
+	dir, files := jobsState(t)
+	code, out, errs := jobsRun(jobsMain, "--state-dir", dir)
+	if code != 0 || errs != "" {
+		t.Fatalf("exit %d, stderr %q", code, errs)
+	}
+	clock := func(d time.Duration) string { return jobsT0.Add(d).Format("2006-01-02 15:04:05") }
+	want := "JOB  STATE       RANKS  ENDED                                           EVENTS  START                LAST UPDATE\n" +
+		"300  unreadable  -      -                                               -       -                    " + clock(3*time.Hour) + "\n" +
+		"200  running     2      1 running, 1 exited                             2,001   " + clock(0) + "  " + clock(2*time.Hour) + "\n" +
+		"100  finished    4      2 exited, 1 exited with 1, 1 killed by SIGKILL  46      " + clock(0) + "  " + clock(time.Hour) + "\n" +
+		"\nUnreadable summaries:\n" +
+		"  300: " + files["300"] + ": report: read summary: unexpected end of JSON input\n"
+	if out != want {
+		t.Errorf("output =\n%s\nwant\n%s", out, want)
+	}
+
+	code, out, errs = jobsRun(jobsMain, "--json", "--state-dir", dir)
+	if code != 0 || errs != "" {
+		t.Fatalf("--json: exit %d, stderr %q", code, errs)
+	}
+	var rows []jobsRow
+	if err := json.Unmarshal([]byte(out), &rows); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if len(rows) != 3 {
+		t.Fatalf("%d rows, want 3:\n%s", len(rows), out)
+	}
+	r := rows[2]
+	if r.Job != "100" || r.File != files["100"] || r.State != "finished" || r.Ranks != 4 || r.Events != 46 ||
+		r.Ended != "2 exited, 1 exited with 1, 1 killed by SIGKILL" || !r.Start.Equal(jobsT0) || !r.LastUpdate.Equal(jobsT0.Add(time.Hour)) || r.Error != "" {
+		t.Errorf("row of job 100 = %+v", r)
+	}
+	if rows[0].State != "unreadable" || !strings.Contains(rows[0].Error, "unexpected end of JSON input") {
+		t.Errorf("row of job 300 = %+v", rows[0])
+	}
+	for _, key := range []string{`"job"`, `"file"`, `"state"`, `"ranks"`, `"ended"`, `"events"`, `"start"`, `"last_update"`, `"error"`} {
+		if !strings.Contains(out, key) {
+			t.Errorf("json lacks %s", key)
+		}
+	}
+}
+
+func TestJobsListEmpty(t *testing.T) {
+	for name, dir := range map[string]string{"missing": filepath.Join(t.TempDir(), "none"), "empty": t.TempDir()} {
+		if name == "empty" {
+			if err := os.Mkdir(jobstore.JobsDir(dir), 0o750); err != nil {
+				t.Fatal(err)
+			}
+		}
+		code, out, errs := jobsRun(jobsMain, "--state-dir", dir)
+		want := "No job summaries yet in " + filepath.Join(dir, "jobs") + " (is mpiprobe agent running? systemctl status mpiprobe)\n"
+		if code != 0 || out != want || errs != "" {
+			t.Errorf("%s: exit %d, stdout %q, stderr %q; want 0 and %q", name, code, out, errs, want)
+		}
+		code, out, errs = jobsRun(jobsMain, "--state-dir", dir, "--json")
+		if code != 0 || out != "[]\n" || !strings.Contains(errs, "no job summaries yet") {
+			t.Errorf("%s --json: exit %d, stdout %q, stderr %q; want 0, [] and a note", name, code, out, errs)
+		}
+	}
+}
+
+func TestJobsReport(t *testing.T) {
+	dir, files := jobsState(t)
+	stored, err := os.ReadFile(files["100"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum, err := report.ReadJSON(bytes.NewReader(stored))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var table bytes.Buffer
+	if err := report.WriteTable(&table, sum); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs := jobsRun(reportMain, "100", "--state-dir", dir) // flags after the job too
+	if code != 0 || errs != "" || out != table.String() {
+		t.Errorf("exit %d, stderr %q, output\n%s\nwant\n%s", code, errs, out, table.String())
+	}
+	for _, want := range []string{"Job 100 on n1 — 4 ranks", "killed by SIGKILL", "Startup (MPI_Init, of which modex; MPI_Finalize):"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("report lacks %q", want)
+		}
+	}
+	code, out, errs = jobsRun(reportMain, "--json", "--state-dir", dir, "--", "100")
+	if code != 0 || errs != "" || out != string(stored) {
+		t.Errorf("--json: exit %d, stderr %q, output not the stored file:\n%s", code, errs, out)
+	}
+}
+
+// jobsNodes writes job 7's summaries of two nodes, two ranks each, as a
+// state dir of n1 and a state dir of n2 that also holds job 8.
+func jobsNodes(t *testing.T) (n1, n2 string) {
+	n1, n2 = t.TempDir(), t.TempDir()
+	exited := agg.End{Kind: agg.Exited, At: jobsT0.Add(time.Minute)}
+	jobsStore(t, n1, "7", jobsSummary("n1", "7", jobsRank{"0", 100, exited}, jobsRank{"1", 101, exited}), jobsT0)
+	jobsStore(t, n2, "7", jobsSummary("n2", "7", jobsRank{"3", 200, exited}, jobsRank{"2", 201, exited}), jobsT0)
+	jobsStore(t, n2, "8", jobsSummary("n2", "8", jobsRank{"0", 300, exited}), jobsT0)
+	return n1, n2
+}
+
+// jobsRanksOf returns the data rows' RANK and PID cells of a job's table.
+func jobsRanksOf(out string) []string {
+	var got []string
+	for _, line := range strings.Split(out, "\n") {
+		if !strings.HasPrefix(line, "│") || strings.Contains(line, "RANK") {
+			continue
+		}
+		cells := strings.Split(strings.Trim(line, "│"), "│")
+		got = append(got, strings.TrimSpace(cells[0])+"/"+strings.TrimSpace(cells[1]))
+	}
+	return got
+}
+
+func TestJobsMerge(t *testing.T) {
+	n1, n2 := jobsNodes(t)
+	// A single file copied from n1, and n2's jobs dir.
+	copied := filepath.Join(t.TempDir(), "from-n1.json")
+	data, err := os.ReadFile(filepath.Join(n1, "jobs", "7.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(copied, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{
+		{"--merge", "--job", "7", n1, n2},
+		{"--merge", copied, filepath.Join(n2, "jobs"), "--job", "7"},
+		{"--merge", "--job", "7", n1, n2, copied}, // n1 twice: its ranks are kept once
+	} {
+		code, out, errs := jobsRun(reportMain, args...)
+		if code != 0 || errs != "" {
+			t.Errorf("report %q: exit %d, stderr %q", args, code, errs)
+			continue
+		}
+		if first := strings.SplitN(out, "\n", 2)[0]; first != "mpiprobe on n1,n2, 12:00:00.000 to 12:01:00.000 (1m0s)" {
+			t.Errorf("report %q: title %q", args, first)
+		}
+		if !strings.Contains(out, "\nJob 7 on n1,n2 — 4 ranks\n") {
+			t.Errorf("report %q: no header for 4 ranks:\n%s", args, out)
+		}
+		if got, want := strings.Join(jobsRanksOf(out), " "), "0/100 1/101 2/201 3/200"; got != want {
+			t.Errorf("report %q: ranks %s, want %s\n%s", args, got, want, out)
+		}
+		if !strings.Contains(out, "Totals over all ranks:\n  602  ob1.send_pending.new") {
+			t.Errorf("report %q: totals wrong:\n%s", args, out)
+		}
+	}
+
+	// One job per dir: no --job needed; JSON output.
+	code, out, errs := jobsRun(reportMain, "--merge", "--json", n1, copied)
+	if code != 0 || errs != "" {
+		t.Fatalf("exit %d, stderr %q", code, errs)
+	}
+	merged, err := report.ReadJSON(strings.NewReader(out))
+	if err != nil || merged.Host != "n1" || len(merged.Jobs) != 1 || len(merged.Jobs[0].Ranks) != 2 {
+		t.Errorf("--json: %+v, %v", merged, err)
+	}
+
+	// The same rank on two nodes: both kept, a note on stderr.
+	n3 := t.TempDir()
+	jobsStore(t, n3, "7", jobsSummary("n3", "7", jobsRank{"1", 500, agg.End{}}), jobsT0)
+	code, out, errs = jobsRun(reportMain, "--merge", "--job", "7", n1, n3)
+	if code != 0 || errs != "mpiprobe report: note: rank 1 appears on n1 (pid 101) and n3 (pid 500)\n" {
+		t.Errorf("exit %d, stderr %q", code, errs)
+	}
+	if got, want := strings.Join(jobsRanksOf(out), " "), "0/100 1/101 1/500"; got != want {
+		t.Errorf("ranks %s, want %s", got, want)
+	}
+}
+
+func TestJobsBadInput(t *testing.T) {
+	dir, files := jobsState(t)
+	n1, n2 := jobsNodes(t)
+	missing := filepath.Join(t.TempDir(), "nowhere")
+	other := t.TempDir()
+	jobsStore(t, other, "9", jobsSummary("n4", "9", jobsRank{"0", 1, agg.End{}}), jobsT0)
+	tests := []struct {
+		main func(context.Context, []string, io.Writer, io.Writer) int
+		args []string
+		code int
+		want string
+	}{
+		{reportMain, []string{"--state-dir", dir, "999"}, 1,
+			"mpiprobe report: no summary of job 999 in " + filepath.Join(dir, "jobs") + " (mpiprobe jobs --state-dir " + dir + " lists the jobs there)"},
+		{reportMain, []string{"--state-dir", dir, "a/b"}, 1, `mpiprobe report: no summary of job a/b in `},
+		{reportMain, []string{"--state-dir", dir, "300"}, 1,
+			"mpiprobe report: " + files["300"] + ": report: read summary: unexpected end of JSON input"},
+		{reportMain, []string{"--merge", n1, other}, 1,
+			"mpiprobe report: agg: merge: the summaries hold 2 jobs (7, 9), not one; give --job JOBID"},
+		{reportMain, []string{"--merge", n1, n2}, 1,
+			"mpiprobe report: " + filepath.Join(n2, "jobs") + " holds 2 job summaries (7, 8); give --job JOBID"},
+		{reportMain, []string{"--merge", n1, files["300"]}, 1,
+			"mpiprobe report: " + files["300"] + ": report: read summary: unexpected end of JSON input"},
+		{reportMain, []string{"--merge", "--job", "8", n1, n2}, 1,
+			"mpiprobe report: " + filepath.Join(n1, "jobs") + ": no summary of job 8 (8.json)"},
+		{reportMain, []string{"--merge", n1, missing}, 1, "mpiprobe report: stat " + missing + ": no such file or directory"},
+		{reportMain, []string{"--merge", t.TempDir()}, 1, "mpiprobe report: "},
+		{reportMain, []string{"--state-dir", dir}, 2, "mpiprobe report: no job: give JOBID (mpiprobe jobs lists them)"},
+		{reportMain, []string{"--state-dir", dir, "100", "200"}, 2, "mpiprobe report: give one JOBID, not 2 (to merge nodes' summaries: --merge)"},
+		{reportMain, []string{"--job", "100", "200"}, 2, "mpiprobe report: two jobs given: 200 and --job 100"},
+		{reportMain, []string{"--merge"}, 2, "mpiprobe report: --merge needs the nodes' state dirs, jobs dirs or .json files"},
+		{reportMain, []string{"--merge", "--state-dir", dir, n1}, 2, "mpiprobe report: --state-dir does not go with --merge"},
+		{jobsMain, []string{"--state-dir", dir, "100"}, 2, `mpiprobe jobs: unexpected argument "100" (mpiprobe report JOBID shows one job)`},
+		{jobsMain, []string{"--state-dir", files["100"]}, 1, "mpiprobe jobs: jobstore: list: "},
+	}
+	for _, tc := range tests {
+		code, out, errs := jobsRun(tc.main, tc.args...)
+		if code != tc.code || !strings.HasPrefix(errs, tc.want) || strings.Count(errs, "\n") != 1 || out != "" {
+			t.Errorf("%q: exit %d, stdout %q, stderr %q; want exit %d and one line starting %q", tc.args, code, out, errs, tc.code, tc.want)
+		}
+	}
+	// Flag errors: the flag package's message and usage, exit 2; -h exits 0.
+	for _, main := range []func(context.Context, []string, io.Writer, io.Writer) int{jobsMain, reportMain} {
+		if code, _, errs := jobsRun(main, "--bogus"); code != 2 || !strings.Contains(errs, "flag provided but not defined: -bogus") {
+			t.Errorf("--bogus: exit %d, stderr %q", code, errs)
+		}
+		if code, _, errs := jobsRun(main, "-h"); code != 0 || !strings.Contains(errs, "usage: mpiprobe ") {
+			t.Errorf("-h: exit %d, stderr %q", code, errs)
+		}
+	}
+}
+
+func TestJobsEnded(t *testing.T) {
+	r := func(e agg.End) agg.Rank { return agg.Rank{End: e} }
+	got := jobsEnded([]agg.Rank{
+		r(agg.End{Kind: agg.Signaled, Signal: 11}), r(agg.End{Kind: agg.Exited, Code: 2}), r(agg.End{Kind: agg.Vanished}),
+		r(agg.End{Kind: agg.Exited}), r(agg.End{}), r(agg.End{Kind: agg.Signaled, Signal: 9}), r(agg.End{Kind: agg.Exited, Code: 1}),
+		r(agg.End{Kind: agg.Exited}), r(agg.End{Kind: agg.EndKind(42)}),
+	})
+	want := "1 running, 2 exited, 1 exited with 1, 1 exited with 2, 1 killed by SIGKILL, 1 killed by SIGSEGV, 2 status unknown"
+	if got != want {
+		t.Errorf("jobsEnded = %q\nwant %q", got, want)
+	}
+	if got := jobsEnded(nil); got != "-" {
+		t.Errorf("jobsEnded(nil) = %q", got)
+	}
+	for in, want := range map[string]string{"100": "100", "12@0": "12@0", "a b": `"a b"`, "\x1b[2J": `"\x1b[2J"`, "": `""`, "\xff": `"\xff"`} {
+		if got := jobsShow(in); got != want {
+			t.Errorf("jobsShow(%q) = %s, want %s", in, got, want)
+		}
+	}
+}

@@ -1,0 +1,52 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+
+	"github.com/mpiprobe/mpiprobe/probes"
+	"github.com/mpiprobe/mpiprobe/thresholds"
+)
+
+// thresholdFlags are the command line's C/T overrides: -C, -T and
+// --threshold, shared by the per-job command and the agent.
+type thresholdFlags struct {
+	c, t  string
+	specs stringList
+}
+
+func (f *thresholdFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&f.c, "C", "", "count threshold `N` for every event (overrides the catalog)")
+	fs.StringVar(&f.t, "T", "", "time delay `DURATION` between two reports of an event, e.g. 10s")
+	fs.Var(&f.specs, "threshold", "`EVENT=C/T` override for one event (repeatable), e.g. ob1.send_pending.new=500/5s")
+}
+
+// overrides parses the flags; events must be in cat.
+func (f *thresholdFlags) overrides(cat probes.Catalog) (thresholds.Overrides, error) {
+	var cli thresholds.Overrides
+	if f.c != "" {
+		c, err := thresholds.ParseC(f.c)
+		if err != nil {
+			return cli, fmt.Errorf("-C: %w", err)
+		}
+		cli.C = &c
+	}
+	if f.t != "" {
+		t, err := thresholds.ParseT(f.t)
+		if err != nil {
+			return cli, fmt.Errorf("-T: %w", err)
+		}
+		cli.T = &t
+	}
+	for _, spec := range f.specs {
+		if err := cli.AddEventSpec(spec); err != nil {
+			return cli, fmt.Errorf("--threshold: %w", err)
+		}
+	}
+	for id := range cli.Events {
+		if _, _, ok := cat.Lookup(id); !ok {
+			return cli, fmt.Errorf("--threshold: unknown event %q (mpiprobe -h lists them)", id)
+		}
+	}
+	return cli, nil
+}
