@@ -1,0 +1,501 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/mpiprobe/mpiprobe/internal/mpitest"
+	"github.com/mpiprobe/mpiprobe/procfs"
+)
+
+// agentRun is one `mpiprobe agent` process started by a test.
+type agentRun struct {
+	cmd     *exec.Cmd
+	logPath string
+	metrics string // host:port, "" when off
+	done    chan error
+}
+
+// agentDirs are the state and pin directories of a test's agents.
+type agentDirs struct {
+	state, pin, config string
+}
+
+func newAgentDirs(t *testing.T) agentDirs {
+	t.Helper()
+	d := agentDirs{state: t.TempDir(), pin: fmt.Sprintf("/sys/fs/bpf/mpiprobe/test-%d-%s", os.Getpid(), strings.ReplaceAll(t.Name(), "/", "-"))}
+	d.config = filepath.Join(t.TempDir(), "config.conf")
+	// The per-test config: a small C so that every queueing run warns, and
+	// a short metrics TTL the test does not reach.
+	if err := os.WriteFile(d.config, []byte("C = 500\nT = 1s\nmetrics_ttl = 10m\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(d.pin) })
+	return d
+}
+
+// startAgent starts the agent and waits until it has attached and scanned.
+// With a journal socket, the agent is made to believe it runs under
+// systemd and sends its entries there.
+func startAgent(t *testing.T, bin string, d agentDirs, journalSocket string) *agentRun {
+	t.Helper()
+	logf, err := os.CreateTemp(t.TempDir(), "agent-*.log")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := &agentRun{logPath: logf.Name(), done: make(chan error, 1)}
+	a.cmd = exec.Command(bin, "agent", "--config", d.config, "--state-dir", d.state, "--pin-dir", d.pin, "--metrics-addr", "127.0.0.1:0")
+	a.cmd.Stdout, a.cmd.Stderr = logf, logf
+	a.cmd.Env = os.Environ()
+	if journalSocket != "" {
+		a.cmd.Env = append(a.cmd.Env, journalEnv(t, a.logPath, journalSocket)...)
+	}
+	if err := a.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	logf.Close()
+	go func() { a.done <- a.cmd.Wait() }()
+	t.Cleanup(func() { _ = a.cmd.Process.Kill() })
+	addr := regexp.MustCompile(`msg=metrics addr=(\S+)`)
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		log := a.log(t)
+		if m := addr.FindStringSubmatch(log); m != nil {
+			a.metrics = m[1]
+		}
+		if strings.Contains(log, `msg="agent started"`) {
+			return a
+		}
+		select {
+		case err := <-a.done:
+			t.Fatalf("agent exited before it started: %v\n%s", err, log)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	t.Fatalf("agent did not start within 60 s:\n%s", a.log(t))
+	return nil
+}
+
+func (a *agentRun) log(t *testing.T) string {
+	b, err := os.ReadFile(a.logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// stop sends sig and waits for the agent to exit.
+func (a *agentRun) stop(t *testing.T, sig syscall.Signal) {
+	t.Helper()
+	_ = a.cmd.Process.Signal(sig)
+	select {
+	case err := <-a.done:
+		if sig == syscall.SIGTERM && err != nil {
+			t.Fatalf("agent did not exit cleanly on SIGTERM: %v\n%s", err, a.log(t))
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("agent did not exit within 30 s of %v:\n%s", sig, a.log(t))
+	}
+}
+
+// scrape fetches the metrics page and checks it with promtool.
+func (a *agentRun) scrape(t *testing.T) string {
+	t.Helper()
+	resp, err := http.Get("http://" + a.metrics + "/metrics")
+	if err != nil {
+		t.Fatalf("scrape: %v", err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("scrape: %v, status %d\n%s", err, resp.StatusCode, b)
+	}
+	mpitest.CheckWithPromtool(t, b)
+	return string(b)
+}
+
+// metricValue returns the value of the first sample of name whose labels
+// include every want label, and whether there was one.
+func metricValue(page, name string, want map[string]string) (float64, bool) {
+	sc := bufio.NewScanner(strings.NewReader(page))
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.HasPrefix(line, name+"{") && !strings.HasPrefix(line, name+" ") {
+			continue
+		}
+		ok := true
+		for k, v := range want {
+			if !strings.Contains(line, k+"="+strconv.Quote(v)) {
+				ok = false
+			}
+		}
+		if !ok {
+			continue
+		}
+		v, err := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64)
+		return v, err == nil
+	}
+	return 0, false
+}
+
+// agentSummary is the part of a stored job summary the tests read.
+type agentSummary struct {
+	Jobs []struct {
+		Job   string `json:"job"`
+		Ranks []struct {
+			Rank string `json:"rank"`
+			PID  int    `json:"pid"`
+			End  struct {
+				State      string `json:"state"`
+				SignalName string `json:"signal_name"`
+			} `json:"end"`
+			Events []struct {
+				Event string `json:"event"`
+				Count uint64 `json:"count"`
+			} `json:"events"`
+			Startup struct {
+				InitNs     int64  `json:"init_ns"`
+				ModexNs    int64  `json:"modex_ns"`
+				ModexVia   string `json:"modex_via"`
+				FinalizeNs int64  `json:"finalize_ns"`
+			} `json:"startup"`
+		} `json:"ranks"`
+	} `json:"jobs"`
+}
+
+func (s agentSummary) total(event string) uint64 {
+	var n uint64
+	for _, j := range s.Jobs {
+		for _, r := range j.Ranks {
+			for _, e := range r.Events {
+				if e.Event == event {
+					n += e.Count
+				}
+			}
+		}
+	}
+	return n
+}
+
+// finishedSummaries waits until, for each job given by its ranks' pids,
+// the state directory holds a summary with no running rank, and returns
+// them in the same order. Other jobs on the node are ignored.
+func finishedSummaries(t *testing.T, d agentDirs, a *agentRun, jobs ...[]int) []agentSummary {
+	t.Helper()
+	deadline := time.Now().Add(90 * time.Second)
+	for {
+		out := make([]agentSummary, len(jobs))
+		found := 0
+		files, _ := filepath.Glob(filepath.Join(d.state, "jobs", "*.json"))
+		for _, f := range files {
+			b, err := os.ReadFile(f)
+			if err != nil {
+				continue
+			}
+			var s agentSummary
+			if err := json.Unmarshal(b, &s); err != nil {
+				t.Fatalf("summary %s is not valid JSON (writes must be atomic): %v", f, err)
+			}
+			if len(s.Jobs) != 1 {
+				t.Fatalf("summary %s holds %d jobs, want 1", f, len(s.Jobs))
+			}
+			running := false
+			pids := map[int]bool{}
+			for _, r := range s.Jobs[0].Ranks {
+				running = running || r.End.State == "running"
+				pids[r.PID] = true
+			}
+			for i, want := range jobs {
+				if !running && pids[want[0]] {
+					out[i] = s
+					found++
+				}
+			}
+		}
+		if found == len(jobs) {
+			return out
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d job summaries finished after 90 s; agent log:\n%s", found, len(jobs), a.log(t))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// journalEntry is one datagram of the journal's native protocol.
+type journalEntry map[string]string
+
+// listenJournal binds a native-protocol journal socket and collects entries.
+func listenJournal(t *testing.T) (string, func() []journalEntry) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "journal.socket")
+	conn, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: path, Net: "unixgram"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = conn.SetReadBuffer(8 << 20)
+	t.Cleanup(func() { conn.Close() })
+	entries := make(chan journalEntry, 100000)
+	go func() {
+		buf := make([]byte, 1<<20)
+		for {
+			n, err := conn.Read(buf)
+			if err != nil {
+				return
+			}
+			entries <- parseJournal(buf[:n])
+		}
+	}()
+	return path, func() []journalEntry {
+		var out []journalEntry
+		for {
+			select {
+			case e := <-entries:
+				out = append(out, e)
+			default:
+				return out
+			}
+		}
+	}
+}
+
+// parseJournal decodes one datagram: NAME=value lines, or NAME, a 64-bit
+// little-endian length and the value for values with newlines.
+func parseJournal(b []byte) journalEntry {
+	e := journalEntry{}
+	for len(b) > 0 {
+		nl := bytes.IndexByte(b, '\n')
+		if nl < 0 {
+			break
+		}
+		line := b[:nl]
+		if eq := bytes.IndexByte(line, '='); eq >= 0 {
+			e[string(line[:eq])] = string(line[eq+1:])
+			b = b[nl+1:]
+			continue
+		}
+		rest := b[nl+1:]
+		if len(rest) < 8 {
+			break
+		}
+		n := binary.LittleEndian.Uint64(rest)
+		if uint64(len(rest)-8) < n+1 {
+			break
+		}
+		e[string(line)] = string(rest[8 : 8+n])
+		b = rest[8+n+1:]
+	}
+	return e
+}
+
+// journalEnv makes the agent believe its stderr is the journal's stream,
+// as systemd's JOURNAL_STREAM says, and points it at the test's socket.
+func journalEnv(t *testing.T, logPath, socket string) []string {
+	t.Helper()
+	var st syscall.Stat_t
+	if err := syscall.Stat(logPath, &st); err != nil {
+		t.Fatal(err)
+	}
+	return []string{fmt.Sprintf("JOURNAL_STREAM=%d:%d", st.Dev, st.Ino), "MPIPROBE_JOURNAL_SOCKET=" + socket}
+}
+
+// TestAgentJobs runs the agent as a process with three jobs: an Open MPI
+// flood that runs before the agent starts and whose sender is killed with
+// SIGKILL, an MPICH job and an Open MPI flood that start after it. Each
+// must get a summary with its ranks, how they ended, startup times, and for
+// the last flood the exact count of queued sends. Warnings reach the
+// journal socket with their fields; metrics pass promtool.
+func TestAgentJobs(t *testing.T) {
+	ompi, mpich := mpitest.OpenMPI(), mpitest.MPICH()
+	mpitest.RequireE2E(t, ompi, mpich)
+	bin := mpitest.BuildMpiprobe(t)
+	// A copy of the program per Open MPI job, so that each job's ranks are
+	// told apart by their executable.
+	floodA, floodC := mpitest.Build(t, ompi, "flood"), mpitest.Build(t, ompi, "flood")
+	floodM := mpitest.Build(t, mpich, "flood")
+	d := newAgentDirs(t)
+	socket, entries := listenJournal(t)
+
+	// A: before the agent; long enough to be killed while it runs.
+	jobA := mpitest.StartJob(t, ompi.Command(2, floodMCA(true), floodA, "-n", strconv.Itoa(floodMessages), "-d", "600", "-r", "40"), floodA, 2, "libmpi.so.40")
+	ag := startAgent(t, bin, d, socket)
+	for _, pid := range jobA.Ranks {
+		if !strings.Contains(ag.log(t), fmt.Sprintf(`msg="MPI process" pid=%d `, pid)) {
+			t.Fatalf("the agent did not find rank pid %d of job A, which ran before it:\n%s", pid, ag.log(t))
+		}
+	}
+
+	// B (MPICH) and C (Open MPI) start after the agent, B concurrently with A.
+	jobB := mpitest.StartJob(t, mpich.Command(2, nil, floodM, "-n", "2000", "-d", "300", "-r", "2"), floodM, 2, "libmpich")
+	const roundsC = 3
+	jobC := mpitest.StartJob(t, ompi.Command(2, floodMCA(true), floodC, "-n", strconv.Itoa(floodMessages), "-d", "600", "-r", strconv.Itoa(roundsC)), floodC, 2, "libmpi.so.40")
+	jobB.Wait(t)
+	jobC.Wait(t)
+
+	// Metrics while A runs: its counter grows, and the page passes promtool.
+	var page string
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		page = ag.scrape(t)
+		if v, ok := metricValue(page, "mpiprobe_jobs_active", nil); ok && v >= 1 {
+			if v, ok := metricValue(page, "mpiprobe_events_total", map[string]string{"job": jobOf(t, jobA.Ranks[0]), "rank": "0", "event": "ob1.send_pending.new"}); ok && v > 0 {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("metrics never showed job A active with counts:\n%s", page)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	// Kill A's sender, which has sends queued.
+	if err := syscall.Kill(jobA.Ranks[0], syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	sums := finishedSummaries(t, d, ag, jobA.Ranks, jobB.Ranks, jobC.Ranks)
+	a, b, c := sums[0], sums[1], sums[2]
+	for name, s := range map[string]agentSummary{"A": a, "B": b, "C": c} {
+		if len(s.Jobs) != 1 || len(s.Jobs[0].Ranks) != 2 {
+			t.Fatalf("job %s: summary %+v, want one job with 2 ranks; all: %v", name, s, sums)
+		}
+	}
+	killed := false
+	for _, r := range a.Jobs[0].Ranks {
+		if r.PID == jobA.Ranks[0] {
+			killed = r.End.State == "signaled" && r.End.SignalName == "SIGKILL"
+		}
+	}
+	if !killed || a.total("ob1.send_pending.new") == 0 {
+		t.Errorf("job A: want rank killed by SIGKILL with its queued sends counted, got %+v", a.Jobs[0].Ranks)
+	}
+	if got, want := c.total("ob1.send_pending.new"), uint64(roundsC*(floodMessages-freeListMax)); !withinTolerance(got, want) {
+		t.Errorf("job C: %d new queueings, want %d (%d rounds x (%d - %d)) within 2%%", got, want, roundsC, floodMessages, freeListMax)
+	}
+	for name, s := range map[string]agentSummary{"B": b, "C": c} {
+		via := "PMIx fence"
+		if name == "B" {
+			via = "UCX address exchange"
+		}
+		for _, r := range s.Jobs[0].Ranks {
+			st := r.Startup
+			if r.End.State != "exited" || st.InitNs <= 0 || st.ModexNs <= 0 || st.ModexNs >= st.InitNs || st.ModexVia != via || st.FinalizeNs <= 0 {
+				t.Errorf("job %s rank %s: end %+v startup %+v; want exited, 0 < modex (%s) < MPI_Init, finalize > 0", name, r.Rank, r.End, st, via)
+			}
+		}
+	}
+
+	// The journal got every warning with its fields, and the summaries.
+	// Job C's new-queueing warnings add up to its total: the C/T rule lost
+	// nothing.
+	time.Sleep(500 * time.Millisecond)
+	var sumC uint64
+	summaries := 0
+	jobC0 := c.Jobs[0].Job
+	for _, e := range entries() {
+		if e["PRIORITY"] == "4" && e["JOB"] == jobC0 && e["EVENT"] == "ob1.send_pending.new" {
+			n, err := strconv.ParseUint(e["COUNT"], 10, 64)
+			if err != nil || e["HOST"] == "" || e["RANK"] != "0" || e["PID"] == "" || !strings.Contains(e["MESSAGE"], "job="+jobC0) {
+				t.Errorf("warning entry lacks fields: %v", e)
+			}
+			sumC += n
+		}
+		if e["SUMMARY_FILE"] != "" {
+			summaries++
+			if !strings.Contains(e["MESSAGE"], "Job "+e["JOB"]) {
+				t.Errorf("summary entry's message is not the job's table: %q", e["MESSAGE"])
+			}
+		}
+	}
+	if sumC != c.total("ob1.send_pending.new") {
+		t.Errorf("journal warnings of job C add up to %d, summary says %d", sumC, c.total("ob1.send_pending.new"))
+	}
+	if summaries < 3 {
+		t.Errorf("%d job summaries in the journal, want at least 3", summaries)
+	}
+	page = ag.scrape(t)
+	if v, _ := metricValue(page, "mpiprobe_jobs_finished_total", nil); v < 3 {
+		t.Errorf("mpiprobe_jobs_finished_total = %v, want at least 3", v)
+	}
+	ag.stop(t, syscall.SIGTERM)
+}
+
+// jobOf returns the Open MPI job id of a running rank (PMIX_NAMESPACE).
+func jobOf(t *testing.T, pid int) string {
+	t.Helper()
+	env, err := procfs.FS{}.Environ(pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return env["PMIX_NAMESPACE"]
+}
+
+// TestAgentRestart stops the agent in the middle of a job, once cleanly
+// and once with SIGKILL, and starts it again: the job's summary still has
+// every queued send. A second agent on the same state refuses to start.
+func TestAgentRestart(t *testing.T) {
+	ompi := mpitest.OpenMPI()
+	mpitest.RequireE2E(t, ompi)
+	bin := mpitest.BuildMpiprobe(t)
+	flood := mpitest.Build(t, ompi, "flood")
+	d := newAgentDirs(t)
+
+	ag := startAgent(t, bin, d, "")
+	const rounds = 10
+	job := mpitest.StartJob(t, ompi.Command(2, floodMCA(true), flood, "-n", strconv.Itoa(floodMessages), "-d", "600", "-r", strconv.Itoa(rounds)), flood, 2, "libmpi.so.40")
+	waitCounts := func(a *agentRun) {
+		t.Helper()
+		deadline := time.Now().Add(20 * time.Second)
+		for time.Now().Before(deadline) {
+			if v, ok := metricValue(a.scrape(t), "mpiprobe_events_total", map[string]string{"event": "ob1.send_pending.new"}); ok && v > 0 {
+				return
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+		t.Fatalf("no counts in the metrics after 20 s:\n%s", a.log(t))
+	}
+	waitCounts(ag)
+	ag.stop(t, syscall.SIGTERM)
+	if !strings.Contains(ag.log(t), "probes stay attached") {
+		t.Fatalf("the agent stopped mid-job without keeping its probes:\n%s", ag.log(t))
+	}
+	time.Sleep(1500 * time.Millisecond) // the job queues sends while no agent runs
+
+	ag2 := startAgent(t, bin, d, "")
+	if !strings.Contains(ag2.log(t), "restarted=true") {
+		t.Fatalf("the second agent did not take over the pinned state:\n%s", ag2.log(t))
+	}
+	// A second agent on the same state directory refuses, in one line.
+	out, err := exec.Command(bin, "agent", "--config", d.config, "--state-dir", d.state, "--pin-dir", d.pin, "--metrics-addr", "off").CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "another mpiprobe agent (pid "+strconv.Itoa(ag2.cmd.Process.Pid)+") already runs") || strings.Count(strings.TrimSpace(string(out)), "\n") != 0 {
+		t.Errorf("second agent: err %v, output %q; want one line naming the running agent", err, out)
+	}
+	waitCounts(ag2)
+	ag2.stop(t, syscall.SIGKILL) // a crash: nothing saved at exit
+	time.Sleep(1000 * time.Millisecond)
+
+	ag3 := startAgent(t, bin, d, "")
+	job.Wait(t)
+	for _, s := range finishedSummaries(t, d, ag3, job.Ranks) {
+		if got, want := s.total("ob1.send_pending.new"), uint64(rounds*(floodMessages-freeListMax)); !withinTolerance(got, want) {
+			t.Errorf("after two restarts: %d new queueings, want %d within 2%%; logs:\n%s\n%s\n%s", got, want, ag.log(t), ag2.log(t), ag3.log(t))
+		}
+		if n := len(s.Jobs[0].Ranks); n != 2 {
+			t.Errorf("summary has %d ranks, want 2", n)
+		}
+	}
+	ag3.stop(t, syscall.SIGTERM)
+}
