@@ -499,3 +499,55 @@ func TestAgentRestart(t *testing.T) {
 	}
 	ag3.stop(t, syscall.SIGTERM)
 }
+
+// TestAgentLauncherDies kills mpirun with SIGKILL while its ranks queue
+// sends, and copies libmpi to a new file the agent has never seen before
+// the job starts: the ranks are still found through the new file, and the
+// job still gets its summary with what was counted.
+func TestAgentLauncherDies(t *testing.T) {
+	ompi := mpitest.OpenMPI()
+	mpitest.RequireE2E(t, ompi)
+	bin := mpitest.BuildMpiprobe(t)
+	flood := mpitest.Build(t, ompi, "flood")
+	d := newAgentDirs(t)
+	ag := startAgent(t, bin, d, "")
+	before, _ := metricValue(ag.scrape(t), "mpiprobe_libraries_attached", nil)
+
+	// A libmpi no agent has seen: a copy under a new path, found in the
+	// ranks' memory maps after they exec.
+	lib, err := filepath.EvalSymlinks("/usr/lib/x86_64-linux-gnu/libmpi.so.40")
+	if err != nil {
+		t.Fatal(err)
+	}
+	libDir := t.TempDir()
+	data, err := os.ReadFile(lib)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(libDir, "libmpi.so.40"), data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	opts := append(floodMCA(true), "-x", "LD_LIBRARY_PATH="+libDir)
+	job := mpitest.StartJob(t, ompi.Command(2, opts, flood, "-n", strconv.Itoa(floodMessages), "-d", "600", "-r", "30"), flood, 2, libDir)
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		page := ag.scrape(t)
+		libs, _ := metricValue(page, "mpiprobe_libraries_attached", nil)
+		n, _ := metricValue(page, "mpiprobe_events_total", map[string]string{"job": jobOf(t, job.Ranks[0]), "event": "ob1.send_pending.new"})
+		if libs > before && n > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after 20 s: %v libraries attached (%v before), %v counts of the job:\n%s", libs, before, n, ag.log(t))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if err := job.KillLauncher(); err != nil {
+		t.Fatal(err)
+	}
+	s := finishedSummaries(t, d, ag, job.Ranks)[0]
+	if n := len(s.Jobs[0].Ranks); n != 2 || s.total("ob1.send_pending.new") == 0 {
+		t.Errorf("summary after the launcher died: %d ranks, %d queued sends; want 2 ranks and the counts", n, s.total("ob1.send_pending.new"))
+	}
+	ag.stop(t, syscall.SIGTERM)
+}

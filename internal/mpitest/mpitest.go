@@ -226,6 +226,10 @@ func StartJob(t testing.TB, argv []string, prog string, n int, lib string) *Job 
 	return j
 }
 
+// KillLauncher kills the job's launcher (mpirun, mpiexec) with SIGKILL,
+// leaving its ranks to notice.
+func (j *Job) KillLauncher() error { return j.cmd.Process.Kill() }
+
 // Wait waits for the job to end and fails the test if it did not exit 0.
 func (j *Job) Wait(t testing.TB) {
 	t.Helper()
