@@ -104,6 +104,8 @@ type agent struct {
 	lastScan time.Time
 	lastRun  time.Time
 	lastSave time.Time
+	// lastAlive is when processes were last checked for being alive.
+	lastAlive time.Time
 }
 
 // Run watches every MPI process on the node until ctx ends. On return the
@@ -424,7 +426,7 @@ func (a *agent) poll() {
 	a.readCounts()
 	a.readDrops()
 	a.readExits()
-	a.readStartups()
+	a.readStartups(false)
 	for pid, due := range a.pending {
 		if len(due) > 0 && !now.Before(due[0]) {
 			a.pending[pid] = due[1:]
@@ -438,10 +440,13 @@ func (a *agent) poll() {
 		a.scanAll()
 	}
 	// Processes gone without an exit record (e.g. exited before the agent
-	// traced them).
-	for pid, p := range a.t.procs {
-		if p.End.Kind == agg.Running && !alive(pid, p.StartTicks, a.cfg.Proc) {
-			a.ended(pid, agg.End{Kind: agg.Vanished, At: now})
+	// traced them): rare, so looked for every 10 s only.
+	if now.Sub(a.lastAlive) >= 10*time.Second {
+		a.lastAlive = now
+		for pid, p := range a.t.procs {
+			if p.End.Kind == agg.Running && !alive(pid, p.StartTicks, a.cfg.Proc) {
+				a.ended(pid, agg.End{Kind: agg.Vanished, At: now})
+			}
 		}
 	}
 	if now.Sub(a.lastRun) >= a.cfg.RunningEvery {
@@ -533,9 +538,12 @@ func (a *agent) readExits() {
 	}
 }
 
-func (a *agent) readStartups() {
+// readStartups reads the startup marks of the processes still in
+// MPI_Init, or with all, of every process (when a job ends, for its
+// MPI_Finalize times).
+func (a *agent) readStartups(all bool) {
 	for pid, p := range a.t.procs {
-		if p.End.Kind != agg.Running && p.Startup.Finalize > 0 {
+		if !all && p.Startup.Init > 0 {
 			continue
 		}
 		var s bpf.MpiprobeStartup
@@ -607,7 +615,7 @@ func (a *agent) saveJob(j *jobState, sum agg.Summary) {
 // finishJob writes the summary of a job whose last rank ended, sums up
 // what was never reported, and frees the job's kernel state.
 func (a *agent) finishJob(j *jobState) {
-	a.readStartups()
+	a.readStartups(true)
 	for _, pid := range j.PIDs {
 		for _, e := range a.cat.Events {
 			if r, ok := a.limiter.FinalizeKey(counterKey{PID: uint32(pid), Event: e.ID}); ok {

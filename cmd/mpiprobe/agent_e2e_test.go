@@ -1,18 +1,14 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -22,136 +18,6 @@ import (
 	"github.com/mpiprobe/mpiprobe/internal/mpitest"
 	"github.com/mpiprobe/mpiprobe/procfs"
 )
-
-// agentRun is one `mpiprobe agent` process started by a test.
-type agentRun struct {
-	cmd     *exec.Cmd
-	logPath string
-	metrics string // host:port, "" when off
-	done    chan error
-}
-
-// agentDirs are the state and pin directories of a test's agents.
-type agentDirs struct {
-	state, pin, config string
-}
-
-func newAgentDirs(t *testing.T) agentDirs {
-	t.Helper()
-	d := agentDirs{state: t.TempDir(), pin: fmt.Sprintf("/sys/fs/bpf/mpiprobe/test-%d-%s", os.Getpid(), strings.ReplaceAll(t.Name(), "/", "-"))}
-	d.config = filepath.Join(t.TempDir(), "config.conf")
-	// The per-test config: a small C so that every queueing run warns, and
-	// a short metrics TTL the test does not reach.
-	if err := os.WriteFile(d.config, []byte("C = 500\nT = 1s\nmetrics_ttl = 10m\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = os.RemoveAll(d.pin) })
-	return d
-}
-
-// startAgent starts the agent and waits until it has attached and scanned.
-// With a journal socket, the agent is made to believe it runs under
-// systemd and sends its entries there.
-func startAgent(t *testing.T, bin string, d agentDirs, journalSocket string) *agentRun {
-	t.Helper()
-	logf, err := os.CreateTemp(t.TempDir(), "agent-*.log")
-	if err != nil {
-		t.Fatal(err)
-	}
-	a := &agentRun{logPath: logf.Name(), done: make(chan error, 1)}
-	a.cmd = exec.Command(bin, "agent", "--config", d.config, "--state-dir", d.state, "--pin-dir", d.pin, "--metrics-addr", "127.0.0.1:0")
-	a.cmd.Stdout, a.cmd.Stderr = logf, logf
-	a.cmd.Env = os.Environ()
-	if journalSocket != "" {
-		a.cmd.Env = append(a.cmd.Env, journalEnv(t, a.logPath, journalSocket)...)
-	}
-	if err := a.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	logf.Close()
-	go func() { a.done <- a.cmd.Wait() }()
-	t.Cleanup(func() { _ = a.cmd.Process.Kill() })
-	addr := regexp.MustCompile(`msg=metrics addr=(\S+)`)
-	deadline := time.Now().Add(60 * time.Second)
-	for time.Now().Before(deadline) {
-		log := a.log(t)
-		if m := addr.FindStringSubmatch(log); m != nil {
-			a.metrics = m[1]
-		}
-		if strings.Contains(log, `msg="agent started"`) {
-			return a
-		}
-		select {
-		case err := <-a.done:
-			t.Fatalf("agent exited before it started: %v\n%s", err, log)
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
-	t.Fatalf("agent did not start within 60 s:\n%s", a.log(t))
-	return nil
-}
-
-func (a *agentRun) log(t *testing.T) string {
-	b, err := os.ReadFile(a.logPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
-}
-
-// stop sends sig and waits for the agent to exit.
-func (a *agentRun) stop(t *testing.T, sig syscall.Signal) {
-	t.Helper()
-	_ = a.cmd.Process.Signal(sig)
-	select {
-	case err := <-a.done:
-		if sig == syscall.SIGTERM && err != nil {
-			t.Fatalf("agent did not exit cleanly on SIGTERM: %v\n%s", err, a.log(t))
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatalf("agent did not exit within 30 s of %v:\n%s", sig, a.log(t))
-	}
-}
-
-// scrape fetches the metrics page and checks it with promtool.
-func (a *agentRun) scrape(t *testing.T) string {
-	t.Helper()
-	resp, err := http.Get("http://" + a.metrics + "/metrics")
-	if err != nil {
-		t.Fatalf("scrape: %v", err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil || resp.StatusCode != 200 {
-		t.Fatalf("scrape: %v, status %d\n%s", err, resp.StatusCode, b)
-	}
-	mpitest.CheckWithPromtool(t, b)
-	return string(b)
-}
-
-// metricValue returns the value of the first sample of name whose labels
-// include every want label, and whether there was one.
-func metricValue(page, name string, want map[string]string) (float64, bool) {
-	sc := bufio.NewScanner(strings.NewReader(page))
-	for sc.Scan() {
-		line := sc.Text()
-		if !strings.HasPrefix(line, name+"{") && !strings.HasPrefix(line, name+" ") {
-			continue
-		}
-		ok := true
-		for k, v := range want {
-			if !strings.Contains(line, k+"="+strconv.Quote(v)) {
-				ok = false
-			}
-		}
-		if !ok {
-			continue
-		}
-		v, err := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64)
-		return v, err == nil
-	}
-	return 0, false
-}
 
 // agentSummary is the part of a stored job summary the tests read.
 type agentSummary struct {
@@ -195,13 +61,13 @@ func (s agentSummary) total(event string) uint64 {
 // finishedSummaries waits until, for each job given by its ranks' pids,
 // the state directory holds a summary with no running rank, and returns
 // them in the same order. Other jobs on the node are ignored.
-func finishedSummaries(t *testing.T, d agentDirs, a *agentRun, jobs ...[]int) []agentSummary {
+func finishedSummaries(t *testing.T, d mpitest.AgentDirs, a *mpitest.Agent, jobs ...[]int) []agentSummary {
 	t.Helper()
 	deadline := time.Now().Add(90 * time.Second)
 	for {
 		out := make([]agentSummary, len(jobs))
 		found := 0
-		files, _ := filepath.Glob(filepath.Join(d.state, "jobs", "*.json"))
+		files, _ := filepath.Glob(filepath.Join(d.State, "jobs", "*.json"))
 		for _, f := range files {
 			b, err := os.ReadFile(f)
 			if err != nil {
@@ -231,7 +97,7 @@ func finishedSummaries(t *testing.T, d agentDirs, a *agentRun, jobs ...[]int) []
 			return out
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%d of %d job summaries finished after 90 s; agent log:\n%s", found, len(jobs), a.log(t))
+			t.Fatalf("%d of %d job summaries finished after 90 s; agent log:\n%s", found, len(jobs), a.Log(t))
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
@@ -303,17 +169,6 @@ func parseJournal(b []byte) journalEntry {
 	return e
 }
 
-// journalEnv makes the agent believe its stderr is the journal's stream,
-// as systemd's JOURNAL_STREAM says, and points it at the test's socket.
-func journalEnv(t *testing.T, logPath, socket string) []string {
-	t.Helper()
-	var st syscall.Stat_t
-	if err := syscall.Stat(logPath, &st); err != nil {
-		t.Fatal(err)
-	}
-	return []string{fmt.Sprintf("JOURNAL_STREAM=%d:%d", st.Dev, st.Ino), "MPIPROBE_JOURNAL_SOCKET=" + socket}
-}
-
 // TestAgentJobs runs the agent as a process with three jobs: an Open MPI
 // flood that runs before the agent starts and whose sender is killed with
 // SIGKILL, an MPICH job and an Open MPI flood that start after it. Each
@@ -328,15 +183,15 @@ func TestAgentJobs(t *testing.T) {
 	// told apart by their executable.
 	floodA, floodC := mpitest.Build(t, ompi, "flood"), mpitest.Build(t, ompi, "flood")
 	floodM := mpitest.Build(t, mpich, "flood")
-	d := newAgentDirs(t)
+	d := mpitest.NewAgentDirs(t)
 	socket, entries := listenJournal(t)
 
 	// A: before the agent; long enough to be killed while it runs.
 	jobA := mpitest.StartJob(t, ompi.Command(2, floodMCA(true), floodA, "-n", strconv.Itoa(floodMessages), "-d", "600", "-r", "40"), floodA, 2, "libmpi.so.40")
-	ag := startAgent(t, bin, d, socket)
+	ag := mpitest.StartAgent(t, bin, d, socket)
 	for _, pid := range jobA.Ranks {
-		if !strings.Contains(ag.log(t), fmt.Sprintf(`msg="MPI process" pid=%d `, pid)) {
-			t.Fatalf("the agent did not find rank pid %d of job A, which ran before it:\n%s", pid, ag.log(t))
+		if !strings.Contains(ag.Log(t), fmt.Sprintf(`msg="MPI process" pid=%d `, pid)) {
+			t.Fatalf("the agent did not find rank pid %d of job A, which ran before it:\n%s", pid, ag.Log(t))
 		}
 	}
 
@@ -351,9 +206,9 @@ func TestAgentJobs(t *testing.T) {
 	var page string
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		page = ag.scrape(t)
-		if v, ok := metricValue(page, "mpiprobe_jobs_active", nil); ok && v >= 1 {
-			if v, ok := metricValue(page, "mpiprobe_events_total", map[string]string{"job": jobOf(t, jobA.Ranks[0]), "rank": "0", "event": "ob1.send_pending.new"}); ok && v > 0 {
+		page = ag.Scrape(t)
+		if v, ok := mpitest.MetricValue(page, "mpiprobe_jobs_active", nil); ok && v >= 1 {
+			if v, ok := mpitest.MetricValue(page, "mpiprobe_events_total", map[string]string{"job": jobOf(t, jobA.Ranks[0]), "rank": "0", "event": "ob1.send_pending.new"}); ok && v > 0 {
 				break
 			}
 		}
@@ -426,11 +281,11 @@ func TestAgentJobs(t *testing.T) {
 	if summaries < 3 {
 		t.Errorf("%d job summaries in the journal, want at least 3", summaries)
 	}
-	page = ag.scrape(t)
-	if v, _ := metricValue(page, "mpiprobe_jobs_finished_total", nil); v < 3 {
+	page = ag.Scrape(t)
+	if v, _ := mpitest.MetricValue(page, "mpiprobe_jobs_finished_total", nil); v < 3 {
 		t.Errorf("mpiprobe_jobs_finished_total = %v, want at least 3", v)
 	}
-	ag.stop(t, syscall.SIGTERM)
+	ag.Stop(t, syscall.SIGTERM)
 }
 
 // jobOf returns the Open MPI job id of a running rank (PMIX_NAMESPACE).
@@ -451,53 +306,53 @@ func TestAgentRestart(t *testing.T) {
 	mpitest.RequireE2E(t, ompi)
 	bin := mpitest.BuildMpiprobe(t)
 	flood := mpitest.Build(t, ompi, "flood")
-	d := newAgentDirs(t)
+	d := mpitest.NewAgentDirs(t)
 
-	ag := startAgent(t, bin, d, "")
+	ag := mpitest.StartAgent(t, bin, d, "")
 	const rounds = 10
 	job := mpitest.StartJob(t, ompi.Command(2, floodMCA(true), flood, "-n", strconv.Itoa(floodMessages), "-d", "600", "-r", strconv.Itoa(rounds)), flood, 2, "libmpi.so.40")
-	waitCounts := func(a *agentRun) {
+	waitCounts := func(a *mpitest.Agent) {
 		t.Helper()
 		deadline := time.Now().Add(20 * time.Second)
 		for time.Now().Before(deadline) {
-			if v, ok := metricValue(a.scrape(t), "mpiprobe_events_total", map[string]string{"event": "ob1.send_pending.new"}); ok && v > 0 {
+			if v, ok := mpitest.MetricValue(a.Scrape(t), "mpiprobe_events_total", map[string]string{"event": "ob1.send_pending.new"}); ok && v > 0 {
 				return
 			}
 			time.Sleep(200 * time.Millisecond)
 		}
-		t.Fatalf("no counts in the metrics after 20 s:\n%s", a.log(t))
+		t.Fatalf("no counts in the metrics after 20 s:\n%s", a.Log(t))
 	}
 	waitCounts(ag)
-	ag.stop(t, syscall.SIGTERM)
-	if !strings.Contains(ag.log(t), "probes stay attached") {
-		t.Fatalf("the agent stopped mid-job without keeping its probes:\n%s", ag.log(t))
+	ag.Stop(t, syscall.SIGTERM)
+	if !strings.Contains(ag.Log(t), "probes stay attached") {
+		t.Fatalf("the agent stopped mid-job without keeping its probes:\n%s", ag.Log(t))
 	}
 	time.Sleep(1500 * time.Millisecond) // the job queues sends while no agent runs
 
-	ag2 := startAgent(t, bin, d, "")
-	if !strings.Contains(ag2.log(t), "restarted=true") {
-		t.Fatalf("the second agent did not take over the pinned state:\n%s", ag2.log(t))
+	ag2 := mpitest.StartAgent(t, bin, d, "")
+	if !strings.Contains(ag2.Log(t), "restarted=true") {
+		t.Fatalf("the second agent did not take over the pinned state:\n%s", ag2.Log(t))
 	}
 	// A second agent on the same state directory refuses, in one line.
-	out, err := exec.Command(bin, "agent", "--config", d.config, "--state-dir", d.state, "--pin-dir", d.pin, "--metrics-addr", "off").CombinedOutput()
-	if err == nil || !strings.Contains(string(out), "another mpiprobe agent (pid "+strconv.Itoa(ag2.cmd.Process.Pid)+") already runs") || strings.Count(strings.TrimSpace(string(out)), "\n") != 0 {
+	out, err := exec.Command(bin, "agent", "--config", d.Config, "--state-dir", d.State, "--pin-dir", d.Pin, "--metrics-addr", "off").CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "another mpiprobe agent (pid "+strconv.Itoa(ag2.Cmd.Process.Pid)+") already runs") || strings.Count(strings.TrimSpace(string(out)), "\n") != 0 {
 		t.Errorf("second agent: err %v, output %q; want one line naming the running agent", err, out)
 	}
 	waitCounts(ag2)
-	ag2.stop(t, syscall.SIGKILL) // a crash: nothing saved at exit
+	ag2.Stop(t, syscall.SIGKILL) // a crash: nothing saved at exit
 	time.Sleep(1000 * time.Millisecond)
 
-	ag3 := startAgent(t, bin, d, "")
+	ag3 := mpitest.StartAgent(t, bin, d, "")
 	job.Wait(t)
 	for _, s := range finishedSummaries(t, d, ag3, job.Ranks) {
 		if got, want := s.total("ob1.send_pending.new"), uint64(rounds*(floodMessages-freeListMax)); !withinTolerance(got, want) {
-			t.Errorf("after two restarts: %d new queueings, want %d within 2%%; logs:\n%s\n%s\n%s", got, want, ag.log(t), ag2.log(t), ag3.log(t))
+			t.Errorf("after two restarts: %d new queueings, want %d within 2%%; logs:\n%s\n%s\n%s", got, want, ag.Log(t), ag2.Log(t), ag3.Log(t))
 		}
 		if n := len(s.Jobs[0].Ranks); n != 2 {
 			t.Errorf("summary has %d ranks, want 2", n)
 		}
 	}
-	ag3.stop(t, syscall.SIGTERM)
+	ag3.Stop(t, syscall.SIGTERM)
 }
 
 // TestAgentLauncherDies kills mpirun with SIGKILL while its ranks queue
@@ -509,9 +364,9 @@ func TestAgentLauncherDies(t *testing.T) {
 	mpitest.RequireE2E(t, ompi)
 	bin := mpitest.BuildMpiprobe(t)
 	flood := mpitest.Build(t, ompi, "flood")
-	d := newAgentDirs(t)
-	ag := startAgent(t, bin, d, "")
-	before, _ := metricValue(ag.scrape(t), "mpiprobe_libraries_attached", nil)
+	d := mpitest.NewAgentDirs(t)
+	ag := mpitest.StartAgent(t, bin, d, "")
+	before, _ := mpitest.MetricValue(ag.Scrape(t), "mpiprobe_libraries_attached", nil)
 
 	// A libmpi no agent has seen: a copy under a new path, found in the
 	// ranks' memory maps after they exec.
@@ -531,14 +386,14 @@ func TestAgentLauncherDies(t *testing.T) {
 	job := mpitest.StartJob(t, ompi.Command(2, opts, flood, "-n", strconv.Itoa(floodMessages), "-d", "600", "-r", "30"), flood, 2, libDir)
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		page := ag.scrape(t)
-		libs, _ := metricValue(page, "mpiprobe_libraries_attached", nil)
-		n, _ := metricValue(page, "mpiprobe_events_total", map[string]string{"job": jobOf(t, job.Ranks[0]), "event": "ob1.send_pending.new"})
+		page := ag.Scrape(t)
+		libs, _ := mpitest.MetricValue(page, "mpiprobe_libraries_attached", nil)
+		n, _ := mpitest.MetricValue(page, "mpiprobe_events_total", map[string]string{"job": jobOf(t, job.Ranks[0]), "event": "ob1.send_pending.new"})
 		if libs > before && n > 0 {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("after 20 s: %v libraries attached (%v before), %v counts of the job:\n%s", libs, before, n, ag.log(t))
+			t.Fatalf("after 20 s: %v libraries attached (%v before), %v counts of the job:\n%s", libs, before, n, ag.Log(t))
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
@@ -549,5 +404,5 @@ func TestAgentLauncherDies(t *testing.T) {
 	if n := len(s.Jobs[0].Ranks); n != 2 || s.total("ob1.send_pending.new") == 0 {
 		t.Errorf("summary after the launcher died: %d ranks, %d queued sends; want 2 ranks and the counts", n, s.total("ob1.send_pending.new"))
 	}
-	ag.stop(t, syscall.SIGTERM)
+	ag.Stop(t, syscall.SIGTERM)
 }

@@ -1,0 +1,165 @@
+package mpitest
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// Agent is one `mpiprobe agent` process started by a test.
+type Agent struct {
+	// Cmd is the agent process.
+	Cmd *exec.Cmd
+	// LogPath is the file holding its stdout and stderr.
+	LogPath string
+	// Metrics is the host:port of its metrics server.
+	Metrics string
+	done    chan error
+}
+
+// AgentDirs are the state and pin directories of a test's agents.
+type AgentDirs struct {
+	// State is the state directory, Pin the pin directory (under
+	// /sys/fs/bpf, removed at the end of the test), Config the config file.
+	State, Pin, Config string
+}
+
+// NewAgentDirs makes the directories and the config file of a test's agents.
+func NewAgentDirs(t testing.TB) AgentDirs {
+	t.Helper()
+	d := AgentDirs{State: t.TempDir(), Pin: fmt.Sprintf("/sys/fs/bpf/mpiprobe/test-%d-%s", os.Getpid(), strings.ReplaceAll(t.Name(), "/", "-"))}
+	d.Config = filepath.Join(t.TempDir(), "config.conf")
+	// The per-test config: a small C so that every queueing run warns, and
+	// a short metrics TTL the test does not reach.
+	if err := os.WriteFile(d.Config, []byte("C = 500\nT = 1s\nmetrics_ttl = 10m\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(d.Pin) })
+	return d
+}
+
+// StartAgent starts the agent and waits until it has attached and scanned.
+// With a journal socket, the agent is made to believe it runs under
+// systemd and sends its entries there.
+func StartAgent(t testing.TB, bin string, d AgentDirs, journalSocket string) *Agent {
+	t.Helper()
+	logf, err := os.CreateTemp(t.TempDir(), "agent-*.log")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := &Agent{LogPath: logf.Name(), done: make(chan error, 1)}
+	a.Cmd = exec.Command(bin, "agent", "--config", d.Config, "--state-dir", d.State, "--pin-dir", d.Pin, "--metrics-addr", "127.0.0.1:0")
+	a.Cmd.Stdout, a.Cmd.Stderr = logf, logf
+	a.Cmd.Env = os.Environ()
+	if journalSocket != "" {
+		a.Cmd.Env = append(a.Cmd.Env, journalEnv(t, a.LogPath, journalSocket)...)
+	}
+	if err := a.Cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	logf.Close()
+	go func() { a.done <- a.Cmd.Wait() }()
+	t.Cleanup(func() { _ = a.Cmd.Process.Kill() })
+	addr := regexp.MustCompile(`msg=metrics addr=(\S+)`)
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		log := a.Log(t)
+		if m := addr.FindStringSubmatch(log); m != nil {
+			a.Metrics = m[1]
+		}
+		if strings.Contains(log, `msg="agent started"`) {
+			return a
+		}
+		select {
+		case err := <-a.done:
+			t.Fatalf("agent exited before it started: %v\n%s", err, log)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	t.Fatalf("agent did not start within 60 s:\n%s", a.Log(t))
+	return nil
+}
+
+// Log returns what the agent printed so far.
+func (a *Agent) Log(t testing.TB) string {
+	b, err := os.ReadFile(a.LogPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// Stop sends sig and waits for the agent to exit.
+func (a *Agent) Stop(t testing.TB, sig syscall.Signal) {
+	t.Helper()
+	_ = a.Cmd.Process.Signal(sig)
+	select {
+	case err := <-a.done:
+		if sig == syscall.SIGTERM && err != nil {
+			t.Fatalf("agent did not exit cleanly on SIGTERM: %v\n%s", err, a.Log(t))
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("agent did not exit within 30 s of %v:\n%s", sig, a.Log(t))
+	}
+}
+
+// Scrape fetches the metrics page and checks it with promtool.
+func (a *Agent) Scrape(t testing.TB) string {
+	t.Helper()
+	resp, err := http.Get("http://" + a.Metrics + "/metrics")
+	if err != nil {
+		t.Fatalf("scrape: %v", err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("scrape: %v, status %d\n%s", err, resp.StatusCode, b)
+	}
+	CheckWithPromtool(t, b)
+	return string(b)
+}
+
+// MetricValue returns the value of the first sample of name whose labels
+// include every want label, and whether there was one.
+func MetricValue(page, name string, want map[string]string) (float64, bool) {
+	sc := bufio.NewScanner(strings.NewReader(page))
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.HasPrefix(line, name+"{") && !strings.HasPrefix(line, name+" ") {
+			continue
+		}
+		ok := true
+		for k, v := range want {
+			if !strings.Contains(line, k+"="+strconv.Quote(v)) {
+				ok = false
+			}
+		}
+		if !ok {
+			continue
+		}
+		v, err := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64)
+		return v, err == nil
+	}
+	return 0, false
+}
+
+// journalEnv makes the agent believe its stderr is the journal's stream,
+// as systemd's JOURNAL_STREAM says, and points it at the test's socket.
+func journalEnv(t testing.TB, logPath, socket string) []string {
+	t.Helper()
+	var st syscall.Stat_t
+	if err := syscall.Stat(logPath, &st); err != nil {
+		t.Fatal(err)
+	}
+	return []string{fmt.Sprintf("JOURNAL_STREAM=%d:%d", st.Dev, st.Ino), "MPIPROBE_JOURNAL_SOCKET=" + socket}
+}
