@@ -3,7 +3,16 @@ GO       ?= go
 BIN      := bin/mpiprobe
 DEB_PKGS := openmpi-bin libopenmpi-dev mpich libmpich-dev gfortran binutils clang llvm libbpf-dev linux-libc-dev gcc make
 
-.PHONY: all build test generate check-generate deps demo bench fuzz vet clean
+# Where install puts things. DESTDIR stages into another root (packaging,
+# tests): then nothing is done to the running system.
+PREFIX  ?= /usr/local
+DESTDIR ?=
+BINDIR   = $(PREFIX)/bin
+DOCDIR  ?= $(PREFIX)/share/doc/mpiprobe
+UNITDIR ?= /etc/systemd/system
+CONFDIR ?= /etc/mpiprobe
+
+.PHONY: all build test generate check-generate deps demo bench fuzz vet clean install uninstall
 
 all: build
 
@@ -58,6 +67,51 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzEhFrame -fuzztime 30s ./unwind/
 	$(GO) test -run '^$$' -fuzz FuzzStack -fuzztime 30s ./unwind/
 	$(GO) test -run '^$$' -fuzz FuzzDiagnose -fuzztime 30s ./hang/
+
+# The binary, the agent's systemd unit (dist/mpiprobe.service with the paths
+# filled in) and README.md; the sample configuration only where none is yet,
+# so that an admin's config.conf is never overwritten.
+install: build
+	install -d -m 0755 "$(DESTDIR)$(BINDIR)" "$(DESTDIR)$(UNITDIR)" "$(DESTDIR)$(DOCDIR)"
+	install -m 0755 $(BIN) "$(DESTDIR)$(BINDIR)/mpiprobe"
+	sed -e 's|@BINDIR@|$(BINDIR)|g' -e 's|@DOCDIR@|$(DOCDIR)|g' dist/mpiprobe.service > bin/mpiprobe.service
+	install -m 0644 bin/mpiprobe.service "$(DESTDIR)$(UNITDIR)/mpiprobe.service"
+	install -m 0644 README.md "$(DESTDIR)$(DOCDIR)/README.md"
+	@if [ ! -f config/testdata/config.conf ]; then \
+		echo "no config/testdata/config.conf: the agent runs with its defaults until $(CONFDIR)/config.conf exists"; \
+	elif [ -e "$(DESTDIR)$(CONFDIR)/config.conf" ]; then \
+		echo "kept the existing $(DESTDIR)$(CONFDIR)/config.conf"; \
+	else \
+		echo "install -m 0640 config/testdata/config.conf $(DESTDIR)$(CONFDIR)/config.conf"; \
+		install -d -m 0755 "$(DESTDIR)$(CONFDIR)" && \
+		install -m 0640 config/testdata/config.conf "$(DESTDIR)$(CONFDIR)/config.conf"; \
+	fi
+	@if [ -z "$(DESTDIR)" ] && [ -d /run/systemd/system ]; then \
+		systemctl daemon-reload && echo "enable with: systemctl enable --now mpiprobe"; \
+	elif [ -z "$(DESTDIR)" ]; then \
+		echo "systemd is not running here: start the agent by hand with $(BINDIR)/mpiprobe agent (as root)"; \
+	else \
+		echo "staged in $(DESTDIR); on the target machine: systemctl daemon-reload && systemctl enable --now mpiprobe"; \
+	fi
+
+# Stops the agent, removes its BPF pins (which keep its probes attached
+# after it exits), the binary, the unit and README.md. The configuration
+# and the state (job summaries) are kept. The pins are removed only on the
+# live system (a staged DESTDIR tree has none), and `|| true` because a
+# failure there (nothing pinned, a binary without --cleanup) must not stop
+# the rest of the uninstall.
+uninstall:
+	@if [ -z "$(DESTDIR)" ] && [ -d /run/systemd/system ]; then \
+		systemctl disable --now mpiprobe.service || true; \
+	fi
+	@if [ -z "$(DESTDIR)" ] && [ -x "$(BINDIR)/mpiprobe" ]; then \
+		"$(BINDIR)/mpiprobe" agent --cleanup || true; \
+	fi
+	rm -f "$(DESTDIR)$(BINDIR)/mpiprobe" "$(DESTDIR)$(UNITDIR)/mpiprobe.service" "$(DESTDIR)$(DOCDIR)/README.md"
+	rmdir "$(DESTDIR)$(DOCDIR)" 2>/dev/null || true
+	@if [ -z "$(DESTDIR)" ] && [ -d /run/systemd/system ]; then systemctl daemon-reload || true; fi
+	@echo "kept $(DESTDIR)$(CONFDIR)/config.conf and $(DESTDIR)/var/lib/mpiprobe (job summaries);"
+	@echo "remove them with: rm -rf $(DESTDIR)$(CONFDIR) $(DESTDIR)/var/lib/mpiprobe"
 
 clean:
 	rm -rf bin
