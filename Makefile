@@ -1,7 +1,7 @@
 # mpiprobe: see README.md.
 GO       ?= go
 BIN      := bin/mpiprobe
-DEB_PKGS := openmpi-bin libopenmpi-dev mpich libmpich-dev gfortran binutils clang llvm libbpf-dev linux-libc-dev gcc make
+DEB_PKGS := openmpi-bin libopenmpi-dev mpich libmpich-dev gfortran binutils clang llvm libbpf-dev linux-libc-dev gcc make prometheus systemd util-linux
 
 # Where install puts things. DESTDIR stages into another root (packaging,
 # tests): then nothing is done to the running system.
@@ -58,7 +58,10 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzParseMaps -fuzztime 30s ./procfs/
 	$(GO) test -run '^$$' -fuzz FuzzParseStat -fuzztime 30s ./procfs/
 	$(GO) test -run '^$$' -fuzz FuzzParseEnviron -fuzztime 30s ./procfs/
-	$(GO) test -run '^$$' -fuzz FuzzParseConfig -fuzztime 30s ./thresholds/
+	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime 30s ./config/
+	$(GO) test -run '^$$' -fuzz FuzzEncode -fuzztime 30s ./journal/
+	$(GO) test -run '^$$' -fuzz FuzzEncodeLabels -fuzztime 30s ./metrics/
+	$(GO) test -run '^$$' -fuzz FuzzFileName -fuzztime 30s ./jobstore/
 	$(GO) test -run '^$$' -fuzz FuzzParseEventSpec -fuzztime 30s ./thresholds/
 	$(GO) test -run '^$$' -fuzz FuzzDiscover -fuzztime 30s ./probes/
 	$(GO) test -run '^$$' -fuzz FuzzSites -fuzztime 30s ./elfcall/

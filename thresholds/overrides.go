@@ -81,7 +81,7 @@ func (o *Overrides) AddEventSpec(spec string) error {
 	return nil
 }
 
-// Format renders o in the config file format read by [ParseConfig]: global
+// Format renders o in the config file format (package config reads it): global
 // C and T first, then one threshold line per event in name order. Events
 // whose Partial sets nothing are left out.
 func (o Overrides) Format() string {
