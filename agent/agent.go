@@ -499,15 +499,7 @@ func (a *agent) readCounts() {
 
 func (a *agent) readDrops() {
 	reasons := monitor.DropReasons()
-	for i := range a.drops {
-		var per []uint64
-		if err := a.k.objs.Drops.Lookup(uint32(i), &per); err != nil {
-			continue
-		}
-		var sum uint64
-		for _, n := range per {
-			sum += n
-		}
+	for i, sum := range monitor.DropCounts(a.k.objs.Drops) {
 		if sum > a.drops[i] {
 			a.cfg.Log.Warn("BPF map full: updates dropped", "what", reasons[i], "dropped", sum)
 		}

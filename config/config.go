@@ -254,16 +254,5 @@ func displayName(name string) string {
 	return name
 }
 
-// quote quotes s for an error message, shortening it to about 60 bytes so a
-// huge line does not make a huge message.
-func quote(s string) string {
-	const limit = 60
-	if len(s) <= limit {
-		return strconv.Quote(s)
-	}
-	cut := limit
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return strconv.Quote(s[:cut]) + "..."
-}
+// quote quotes s for an error message, shortened as thresholds does.
+func quote(s string) string { return thresholds.Quote(s) }

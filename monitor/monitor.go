@@ -499,20 +499,28 @@ func (s *session) poll() {
 }
 
 func (s *session) readDrops() {
-	for i := range s.drops {
-		var per []uint64
-		if err := s.objs.Drops.Lookup(uint32(i), &per); err != nil {
-			continue
-		}
-		var sum uint64
-		for _, n := range per {
-			sum += n
-		}
+	for i, sum := range DropCounts(s.objs.Drops) {
 		if sum > s.drops[i] {
 			s.cfg.Log.Warn("BPF map full: updates dropped", "what", dropNames[i], "dropped", sum)
 		}
 		s.drops[i] = sum
 	}
+}
+
+// DropCounts returns, for each reason of DropReasons, how many updates the
+// BPF side could not record so far, summed over the CPUs of the drops map.
+func DropCounts(m *ebpf.Map) []uint64 {
+	out := make([]uint64, len(dropNames))
+	for i := range out {
+		var per []uint64
+		if err := m.Lookup(uint32(i), &per); err != nil {
+			continue
+		}
+		for _, n := range per {
+			out[i] += n
+		}
+	}
+	return out
 }
 
 // DropReasons says what each index of the drops map counts, and what to do.

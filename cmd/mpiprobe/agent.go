@@ -64,15 +64,7 @@ func agentMain(ctx context.Context, args []string, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "mpiprobe agent: unexpected argument %q (the agent finds MPI processes itself)\n", flags.Arg(0))
 		return 2
 	}
-	full := probes.Full()
-	var levels []string
-	for _, l := range full.Levels() {
-		levels = append(levels, string(l))
-	}
-	file, err := configfile.Load(cfgPath, configfile.Options{
-		KnownEvent: func(id string) bool { _, _, ok := full.Lookup(id); return ok },
-		Levels:     levels,
-	})
+	file, err := loadConfigFile(cfgPath)
 	explicit := false
 	flags.Visit(func(f *flag.Flag) { explicit = explicit || f.Name == "config" })
 	if errors.Is(err, fs.ErrNotExist) && !explicit {

@@ -43,7 +43,6 @@ import (
 	"syscall"
 	"time"
 
-	configfile "github.com/mpiprobe/mpiprobe/config"
 	"github.com/mpiprobe/mpiprobe/monitor"
 	"github.com/mpiprobe/mpiprobe/probes"
 	"github.com/mpiprobe/mpiprobe/report"
@@ -164,15 +163,7 @@ func parseArgs(args []string, stderr io.Writer) (config, error) {
 		// The file also serves the agent, which may enable other levels:
 		// its events are checked against the full catalog, and its agent
 		// keys are accepted and ignored here.
-		full := probes.Full()
-		var levels []string
-		for _, l := range full.Levels() {
-			levels = append(levels, string(l))
-		}
-		file, err := configfile.Load(configFile, configfile.Options{
-			KnownEvent: func(id string) bool { _, _, ok := full.Lookup(id); return ok },
-			Levels:     levels,
-		})
+		file, err := loadConfigFile(configFile)
 		if err != nil {
 			return cfg, err
 		}

@@ -4,9 +4,25 @@ import (
 	"flag"
 	"fmt"
 
+	configfile "github.com/mpiprobe/mpiprobe/config"
 	"github.com/mpiprobe/mpiprobe/probes"
 	"github.com/mpiprobe/mpiprobe/thresholds"
 )
+
+// loadConfigFile reads a configuration file. Its events are checked
+// against the full catalog: one file serves the agent and the per-job
+// command, which may enable different levels.
+func loadConfigFile(path string) (configfile.Config, error) {
+	full := probes.Full()
+	var levels []string
+	for _, l := range full.Levels() {
+		levels = append(levels, string(l))
+	}
+	return configfile.Load(path, configfile.Options{
+		KnownEvent: func(id string) bool { _, _, ok := full.Lookup(id); return ok },
+		Levels:     levels,
+	})
+}
 
 // thresholdFlags are the command line's C/T overrides: -C, -T and
 // --threshold, shared by the per-job command and the agent.
