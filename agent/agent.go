@@ -268,7 +268,9 @@ func (a *agent) start() error {
 	if err != nil {
 		a.cfg.Log.Warn("no MPI library installed where ldconfig looks; libraries are found in the processes that map them", "err", err)
 	}
-	a.attach(targets)
+	if err := a.attach(targets); err != nil {
+		return err
+	}
 	a.scanAll()
 	a.cfg.Log.Info("agent started", "host", a.cfg.Host, "libraries", len(a.files), "probes", a.k.pinnedLinks(),
 		"processes", len(a.t.procs), "restarted", a.k.reused)
@@ -304,11 +306,15 @@ func (a *agent) libraryFiles() []string {
 }
 
 // attach attaches the catalog and the startup probes to new library files.
-// A failure is logged: the other files and processes go on.
-func (a *agent) attach(targets []probes.Target) {
+// A failure is logged and the other files and processes go on, but for a
+// refusal of the kernel to let the agent attach at all, which is returned.
+func (a *agent) attach(targets []probes.Target) error {
 	for _, t := range targets {
 		one := []probes.Target{t}
 		if err := a.att.Add(one); err != nil {
+			if errors.Is(err, unix.EPERM) || errors.Is(err, unix.EACCES) {
+				return monitor.ExplainLoad("attach probes to "+t.Display, err)
+			}
 			a.cfg.Log.Warn("library not attached", "file", t.Display, "err", err)
 			continue
 		}
@@ -321,6 +327,7 @@ func (a *agent) attach(targets []probes.Target) {
 			a.cfg.Log.Debug("library attached", "file", t.Display, "library", t.Library)
 		}
 	}
+	return nil
 }
 
 // scanAll reads every process's memory map for MPI libraries.
@@ -370,7 +377,9 @@ func (a *agent) scan(pid int) {
 	for _, err := range errs {
 		a.cfg.Log.Warn("library not attachable", "pid", pid, "err", err)
 	}
-	a.attach(targets)
+	if err := a.attach(targets); err != nil {
+		a.cfg.Log.Error("cannot attach", "pid", pid, "err", err)
+	}
 	if err := a.k.objs.Traced.Update(uint32(pid), uint32(0), ebpf.UpdateNoExist); err != nil && !errors.Is(err, ebpf.ErrKeyExist) {
 		a.cfg.Log.Warn("cannot trace process", "pid", pid, "err", err)
 		return

@@ -46,7 +46,7 @@ func privileged() bool {
 func ExplainLoad(what string, err error) error {
 	switch {
 	case errors.Is(err, unix.EPERM), errors.Is(err, unix.EACCES):
-		return fmt.Errorf("%s: permission denied: run mpiprobe as root (sudo) or grant it CAP_BPF and CAP_PERFMON: %w", what, err)
+		return fmt.Errorf("%s: permission denied: run mpiprobe as root (sudo) or grant it CAP_BPF, CAP_PERFMON and, for uprobes on Linux 6.16 and later, CAP_SYS_ADMIN: %w", what, err)
 	case errors.Is(err, unix.ENOENT), errors.Is(err, unix.EOPNOTSUPP), errors.Is(err, unix.EINVAL):
 		return fmt.Errorf("%s: the kernel refused it (needs uprobes, BTF and BPF tracing programs, Linux 5.15 or later): %w", what, err)
 	}

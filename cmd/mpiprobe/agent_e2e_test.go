@@ -406,3 +406,61 @@ func TestAgentLauncherDies(t *testing.T) {
 	}
 	ag.Stop(t, syscall.SIGTERM)
 }
+
+// TestAgentCapabilities runs the agent with exactly the capabilities the
+// systemd unit grants (its CapabilityBoundingSet, applied with setpriv):
+// it must count a job's queued sends. Without CAP_SYS_ADMIN, which uprobe
+// perf events need on this kernel, it must refuse to start with one line
+// that names the capability.
+func TestAgentCapabilities(t *testing.T) {
+	ompi := mpitest.OpenMPI()
+	mpitest.RequireE2E(t, ompi)
+	if _, err := exec.LookPath("setpriv"); err != nil {
+		mpitest.Require(t, "setpriv (Debian package util-linux)")
+	}
+	unit, err := os.ReadFile(filepath.Join(mpitest.RepoRoot(t), "dist", "mpiprobe.service"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var caps []string
+	for _, line := range strings.Split(string(unit), "\n") {
+		if v, ok := strings.CutPrefix(line, "CapabilityBoundingSet="); ok {
+			for _, c := range strings.Fields(v) {
+				caps = append(caps, strings.ToLower(strings.TrimPrefix(c, "CAP_")))
+			}
+		}
+	}
+	if len(caps) == 0 {
+		t.Fatal("no CapabilityBoundingSet in dist/mpiprobe.service")
+	}
+	setpriv := func(caps []string) []string {
+		return []string{"setpriv", "--bounding-set", "-all,+" + strings.Join(caps, ",+"), "--"}
+	}
+	bin := mpitest.BuildMpiprobe(t)
+	flood := mpitest.Build(t, ompi, "flood")
+	d := mpitest.NewAgentDirs(t)
+
+	ag := mpitest.StartAgent(t, bin, d, "", setpriv(caps)...)
+	const rounds = 2
+	job := mpitest.StartJob(t, ompi.Command(2, floodMCA(true), flood, "-n", strconv.Itoa(floodMessages), "-d", "300", "-r", strconv.Itoa(rounds)), flood, 2, "libmpi.so.40")
+	job.Wait(t)
+	s := finishedSummaries(t, d, ag, job.Ranks)[0]
+	if got, want := s.total("ob1.send_pending.new"), uint64(rounds*(floodMessages-freeListMax)); !withinTolerance(got, want) {
+		t.Errorf("with the unit's capabilities (%s): %d new queueings, want %d", strings.Join(caps, ","), got, want)
+	}
+	ag.Stop(t, syscall.SIGTERM)
+
+	var fewer []string
+	for _, c := range caps {
+		if c != "sys_admin" {
+			fewer = append(fewer, c)
+		}
+	}
+	args := append(setpriv(fewer), bin, "agent", "--config", d.Config, "--state-dir", d.State, "--pin-dir", d.Pin, "--metrics-addr", "off")
+	out, err := exec.Command(args[0], args[1:]...).CombinedOutput()
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	last := lines[len(lines)-1]
+	if err == nil || !strings.HasPrefix(last, "mpiprobe agent: ") || !strings.Contains(last, "CAP_SYS_ADMIN") {
+		t.Errorf("without CAP_SYS_ADMIN: err %v, output:\n%s\nwant a last line naming CAP_SYS_ADMIN", err, out)
+	}
+}

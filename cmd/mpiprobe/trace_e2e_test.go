@@ -154,7 +154,10 @@ func TestTraceHighDetail(t *testing.T) {
 		cpu, _ := strconv.ParseFloat(m[1], 64)
 		inside, _ := strconv.ParseFloat(m[2], 64)
 		total, _ := strconv.ParseFloat(m[3], 64)
-		if cpu < ms*1000 {
+		// The program times its spin with the vDSO's CLOCK_MONOTONIC, the
+		// trace with the kernel's; on this VM the two were seen 1.1% apart
+		// (19,772 µs traced for a 20 ms spin) while NTP slewed the clock.
+		if cpu < ms*1000*0.97 {
 			t.Errorf("rank %s: compute burst %.0f µs, the program spins %d ms", r, cpu, ms)
 		}
 		if d := total - iters*(cpu+inside); d > 1 || d < -1 {

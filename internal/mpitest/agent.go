@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -50,15 +51,17 @@ func NewAgentDirs(t testing.TB) AgentDirs {
 
 // StartAgent starts the agent and waits until it has attached and scanned.
 // With a journal socket, the agent is made to believe it runs under
-// systemd and sends its entries there.
-func StartAgent(t testing.TB, bin string, d AgentDirs, journalSocket string) *Agent {
+// systemd and sends its entries there. wrap, when given, is a command that
+// runs the agent (e.g. setpriv with a capability set).
+func StartAgent(t testing.TB, bin string, d AgentDirs, journalSocket string, wrap ...string) *Agent {
 	t.Helper()
 	logf, err := os.CreateTemp(t.TempDir(), "agent-*.log")
 	if err != nil {
 		t.Fatal(err)
 	}
 	a := &Agent{LogPath: logf.Name(), done: make(chan error, 1)}
-	a.Cmd = exec.Command(bin, "agent", "--config", d.Config, "--state-dir", d.State, "--pin-dir", d.Pin, "--metrics-addr", "127.0.0.1:0")
+	argv := slices.Concat(wrap, []string{bin, "agent", "--config", d.Config, "--state-dir", d.State, "--pin-dir", d.Pin, "--metrics-addr", "127.0.0.1:0"})
+	a.Cmd = exec.Command(argv[0], argv[1:]...)
 	a.Cmd.Stdout, a.Cmd.Stderr = logf, logf
 	a.Cmd.Env = os.Environ()
 	if journalSocket != "" {
