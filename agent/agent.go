@@ -20,6 +20,7 @@ import (
 
 	"github.com/mpiprobe/mpiprobe/agg"
 	"github.com/mpiprobe/mpiprobe/bpf"
+	"github.com/mpiprobe/mpiprobe/config"
 	"github.com/mpiprobe/mpiprobe/identity"
 	"github.com/mpiprobe/mpiprobe/jobstore"
 	"github.com/mpiprobe/mpiprobe/journal"
@@ -32,7 +33,7 @@ import (
 )
 
 // Config is how the agent runs. Zero fields take the defaults of package
-// config (the configuration file's keys).
+// config (config.Default, the configuration file's keys).
 type Config struct {
 	// Host names this node (default: the hostname).
 	Host string
@@ -98,9 +99,8 @@ type agent struct {
 	limiter  *thresholds.Limiter[counterKey]
 	drops    []uint64
 	finished uint64
-	files    map[[2]uint64]string // library files attached, for metrics
-	pending  map[int][]time.Time  // scans due for processes that exec'd
-	nonMPI   map[int]uint64       // pid -> start ticks, scanned without MPI
+	files    map[[2]uint64]bool  // library files attached (device, inode), for metrics
+	pending  map[int][]time.Time // scans due for processes that exec'd
 	lastScan time.Time
 	lastRun  time.Time
 	lastSave time.Time
@@ -184,26 +184,27 @@ func newAgent(cfg Config) (*agent, error) {
 	if cfg.Host == "" {
 		cfg.Host, _ = os.Hostname()
 	}
+	def := config.Default()
 	if cfg.Interval <= 0 {
-		cfg.Interval = time.Second
+		cfg.Interval = def.Interval
 	}
 	if cfg.StateDir == "" {
-		cfg.StateDir = "/var/lib/mpiprobe"
+		cfg.StateDir = def.StateDir
 	}
 	if cfg.PinDir == "" {
-		cfg.PinDir = "/sys/fs/bpf/mpiprobe/agent"
+		cfg.PinDir = def.PinDir
 	}
 	if cfg.MetricsTTL == 0 {
-		cfg.MetricsTTL = 10 * time.Minute
+		cfg.MetricsTTL = def.MetricsTTL
 	}
 	if cfg.MaxSeries <= 0 {
 		cfg.MaxSeries = 20000
 	}
 	if cfg.RetentionJobs <= 0 {
-		cfg.RetentionJobs = 1000
+		cfg.RetentionJobs = def.RetentionJobs
 	}
 	if cfg.RetentionAge <= 0 {
-		cfg.RetentionAge = 30 * 24 * time.Hour
+		cfg.RetentionAge = def.RetentionAge
 	}
 	if cfg.Rescan <= 0 {
 		cfg.Rescan = 30 * time.Second
@@ -229,17 +230,13 @@ func newAgent(cfg Config) (*agent, error) {
 		samples: map[counterKey]agg.Sample{},
 		limiter: thresholds.NewLimiter[counterKey](cfg.Clock),
 		drops:   make([]uint64, len(monitor.DropReasons())),
-		files:   map[[2]uint64]string{},
+		files:   map[[2]uint64]bool{},
 		pending: map[int][]time.Time{},
-		nonMPI:  map[int]uint64{},
 	}
 	for _, e := range a.cat.Events {
 		a.rules[e.ID] = thresholds.Resolve(e.ID, thresholds.Rule{C: e.C, T: e.T}, cfg.Overrides...)
 	}
-	var ts unix.Timespec
-	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts); err == nil {
-		a.monoOff = time.Duration(time.Now().UnixNano() - ts.Nano())
-	}
+	a.monoOff = monitor.MonotonicOffset()
 	return a, nil
 }
 
@@ -255,7 +252,7 @@ func (a *agent) start() error {
 	a.satt.OnFile = a.k.pinner("s")
 	for _, f := range a.k.attached["c"] {
 		a.att.Skip(f[0], f[1])
-		a.files[f] = "(attached by an earlier agent)"
+		a.files[f] = true
 	}
 	for _, f := range a.k.attached["s"] {
 		a.satt.Skip(f[0], f[1])
@@ -322,8 +319,8 @@ func (a *agent) attach(targets []probes.Target) error {
 			a.cfg.Log.Warn("startup probes not attached", "file", t.Display, "err", err)
 		}
 		key := [2]uint64{t.Dev, t.Inode}
-		if _, ok := a.files[key]; !ok {
-			a.files[key] = t.Display
+		if !a.files[key] {
+			a.files[key] = true
 			a.cfg.Log.Debug("library attached", "file", t.Display, "library", t.Library)
 		}
 	}
@@ -344,16 +341,6 @@ func (a *agent) scanAll() {
 		}
 	}
 	a.lastScan = a.cfg.Clock.Now()
-	// Forget non-MPI processes that are gone.
-	live := map[int]bool{}
-	for _, pid := range pids {
-		live[pid] = true
-	}
-	for pid := range a.nonMPI {
-		if !live[pid] {
-			delete(a.nonMPI, pid)
-		}
-	}
 }
 
 // scan looks at one process: if it maps an MPI library, the library is
@@ -368,9 +355,6 @@ func (a *agent) scan(pid int) {
 	}
 	libs := probes.Discover(maps)
 	if !probes.IsMPI(libs) {
-		if st, err := a.cfg.Proc.Stat(pid); err == nil {
-			a.nonMPI[pid] = st.StartTime
-		}
 		return
 	}
 	targets, errs := monitor.ProcessTargets(a.cfg.Proc, pid, libs, a.cat)
@@ -393,7 +377,6 @@ func (a *agent) addProc(pid int) {
 	if err != nil {
 		return
 	}
-	delete(a.nonMPI, pid)
 	p := agg.Proc{PID: pid, Comm: st.Comm, Identity: identity.Resolve(pid, a.cfg.Proc, a.cfg.Host)}
 	ps, isNew := a.t.add(p, st.StartTime, a.cfg.Clock.Now())
 	if isNew {
@@ -451,12 +434,7 @@ func (a *agent) poll() {
 	// Processes gone without an exit record (e.g. exited before the agent
 	// traced them): rare, so looked for every 10 s only.
 	if now.Sub(a.lastAlive) >= 10*time.Second {
-		a.lastAlive = now
-		for pid, p := range a.t.procs {
-			if p.End.Kind == agg.Running && !alive(pid, p.StartTicks, a.cfg.Proc) {
-				a.ended(pid, agg.End{Kind: agg.Vanished, At: now})
-			}
-		}
+		a.endVanished(now)
 	}
 	if now.Sub(a.lastRun) >= a.cfg.RunningEvery {
 		a.lastRun = now
@@ -471,6 +449,17 @@ func (a *agent) poll() {
 	}
 	if now.Sub(a.lastSave) >= 10*time.Second {
 		a.saveState()
+	}
+}
+
+// endVanished ends the running processes that are gone although no exit
+// was recorded for them.
+func (a *agent) endVanished(now time.Time) {
+	a.lastAlive = now
+	for pid, p := range a.t.procs {
+		if p.End.Kind == agg.Running && !alive(pid, p.StartTicks, a.cfg.Proc) {
+			a.ended(pid, agg.End{Kind: agg.Vanished, At: now})
+		}
 	}
 }
 

@@ -6,7 +6,6 @@ import (
 	"os"
 	"time"
 
-	"github.com/mpiprobe/mpiprobe/agg"
 	"github.com/mpiprobe/mpiprobe/bpf"
 	"github.com/mpiprobe/mpiprobe/jobstore"
 	"github.com/mpiprobe/mpiprobe/thresholds"
@@ -88,11 +87,6 @@ func (a *agent) restore() {
 	}
 	// Processes whose end the kernel could not record for us.
 	a.readExits()
-	now := a.cfg.Clock.Now()
-	for pid, p := range a.t.procs {
-		if p.End.Kind == agg.Running && !alive(pid, p.StartTicks, a.cfg.Proc) {
-			a.ended(pid, agg.End{Kind: agg.Vanished, At: now})
-		}
-	}
+	a.endVanished(a.cfg.Clock.Now())
 	a.cfg.Log.Info("previous agent state restored", "jobs", len(st.Jobs), "processes", len(st.Procs), "saved", st.Saved)
 }

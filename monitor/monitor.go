@@ -154,10 +154,7 @@ func newSession(cfg Config) (*session, error) {
 	for _, e := range s.cat.Events {
 		s.rules = append(s.rules, thresholds.Resolve(e.ID, thresholds.Rule{C: e.C, T: e.T}, cfg.Overrides...))
 	}
-	var ts unix.Timespec
-	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts); err == nil {
-		s.monoOff = time.Duration(time.Now().UnixNano() - ts.Nano())
-	}
+	s.monoOff = MonotonicOffset()
 	return s, nil
 }
 
@@ -521,6 +518,16 @@ func DropCounts(m *ebpf.Map) []uint64 {
 		}
 	}
 	return out
+}
+
+// MonotonicOffset returns the wall clock minus CLOCK_MONOTONIC, the clock
+// of bpf_ktime_get_ns: add it to a BPF timestamp to get wall-clock time.
+func MonotonicOffset() time.Duration {
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts); err != nil {
+		return 0
+	}
+	return time.Duration(time.Now().UnixNano() - ts.Nano())
 }
 
 // DropReasons says what each index of the drops map counts, and what to do.

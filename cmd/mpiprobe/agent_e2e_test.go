@@ -203,20 +203,9 @@ func TestAgentJobs(t *testing.T) {
 	jobC.Wait(t)
 
 	// Metrics while A runs: its counter grows, and the page passes promtool.
-	var page string
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		page = ag.Scrape(t)
-		if v, ok := mpitest.MetricValue(page, "mpiprobe_jobs_active", nil); ok && v >= 1 {
-			if v, ok := mpitest.MetricValue(page, "mpiprobe_events_total", map[string]string{"job": jobOf(t, jobA.Ranks[0]), "rank": "0", "event": "ob1.send_pending.new"}); ok && v > 0 {
-				break
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("metrics never showed job A active with counts:\n%s", page)
-		}
-		time.Sleep(500 * time.Millisecond)
-	}
+	ag.WaitMetrics(t, "job A active with counts", func(page string) bool {
+		return hasCounts(page, jobOf(t, jobA.Ranks[0]))
+	})
 	// Kill A's sender, which has sends queued.
 	if err := syscall.Kill(jobA.Ranks[0], syscall.SIGKILL); err != nil {
 		t.Fatal(err)
@@ -281,11 +270,17 @@ func TestAgentJobs(t *testing.T) {
 	if summaries < 3 {
 		t.Errorf("%d job summaries in the journal, want at least 3", summaries)
 	}
-	page = ag.Scrape(t)
+	page := ag.Scrape(t)
 	if v, _ := mpitest.MetricValue(page, "mpiprobe_jobs_finished_total", nil); v < 3 {
 		t.Errorf("mpiprobe_jobs_finished_total = %v, want at least 3", v)
 	}
 	ag.Stop(t, syscall.SIGTERM)
+}
+
+// hasCounts reports whether the metrics page has queued sends of the job.
+func hasCounts(page, job string) bool {
+	v, ok := mpitest.MetricValue(page, "mpiprobe_events_total", map[string]string{"job": job, "event": "ob1.send_pending.new"})
+	return ok && v > 0
 }
 
 // jobOf returns the Open MPI job id of a running rank (PMIX_NAMESPACE).
@@ -311,16 +306,10 @@ func TestAgentRestart(t *testing.T) {
 	ag := mpitest.StartAgent(t, bin, d, "")
 	const rounds = 10
 	job := mpitest.StartJob(t, ompi.Command(2, floodMCA(true), flood, "-n", strconv.Itoa(floodMessages), "-d", "600", "-r", strconv.Itoa(rounds)), flood, 2, "libmpi.so.40")
+	jobID := jobOf(t, job.Ranks[0])
 	waitCounts := func(a *mpitest.Agent) {
 		t.Helper()
-		deadline := time.Now().Add(20 * time.Second)
-		for time.Now().Before(deadline) {
-			if v, ok := mpitest.MetricValue(a.Scrape(t), "mpiprobe_events_total", map[string]string{"event": "ob1.send_pending.new"}); ok && v > 0 {
-				return
-			}
-			time.Sleep(200 * time.Millisecond)
-		}
-		t.Fatalf("no counts in the metrics after 20 s:\n%s", a.Log(t))
+		a.WaitMetrics(t, "the job's counts", func(page string) bool { return hasCounts(page, jobID) })
 	}
 	waitCounts(ag)
 	ag.Stop(t, syscall.SIGTERM)
@@ -384,19 +373,10 @@ func TestAgentLauncherDies(t *testing.T) {
 	}
 	opts := append(floodMCA(true), "-x", "LD_LIBRARY_PATH="+libDir)
 	job := mpitest.StartJob(t, ompi.Command(2, opts, flood, "-n", strconv.Itoa(floodMessages), "-d", "600", "-r", "30"), flood, 2, libDir)
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		page := ag.Scrape(t)
+	ag.WaitMetrics(t, "the new library attached and the job's counts", func(page string) bool {
 		libs, _ := mpitest.MetricValue(page, "mpiprobe_libraries_attached", nil)
-		n, _ := mpitest.MetricValue(page, "mpiprobe_events_total", map[string]string{"job": jobOf(t, job.Ranks[0]), "event": "ob1.send_pending.new"})
-		if libs > before && n > 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after 20 s: %v libraries attached (%v before), %v counts of the job:\n%s", libs, before, n, ag.Log(t))
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		return libs > before && hasCounts(page, jobOf(t, job.Ranks[0]))
+	})
 	if err := job.KillLauncher(); err != nil {
 		t.Fatal(err)
 	}

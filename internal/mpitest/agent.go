@@ -132,6 +132,24 @@ func (a *Agent) Scrape(t testing.TB) string {
 	return string(b)
 }
 
+// WaitMetrics scrapes the agent's metrics (each page checked by promtool)
+// until ok accepts a page, which it returns; after 20 s the test fails,
+// saying what it waited for.
+func (a *Agent) WaitMetrics(t testing.TB, what string, ok func(page string) bool) string {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		page := a.Scrape(t)
+		if ok(page) {
+			return page
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("metrics never showed %s within 20 s:\n%s\nagent log:\n%s", what, page, a.Log(t))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
 // MetricValue returns the value of the first sample of name whose labels
 // include every want label, and whether there was one.
 func MetricValue(page, name string, want map[string]string) (float64, bool) {
