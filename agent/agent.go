@@ -261,7 +261,7 @@ func (a *agent) start() error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.restore()
-	targets, err := monitor.SystemTargets(a.cat, a.libraryFiles())
+	targets, err := monitor.SystemTargets(a.libraries(), a.libraryFiles())
 	if err != nil {
 		a.cfg.Log.Warn("no MPI library installed where ldconfig looks; libraries are found in the processes that map them", "err", err)
 	}
@@ -272,6 +272,12 @@ func (a *agent) start() error {
 	a.cfg.Log.Info("agent started", "host", a.cfg.Host, "libraries", len(a.files), "probes", a.k.pinnedLinks(),
 		"processes", len(a.t.procs), "restarted", a.k.reused)
 	return nil
+}
+
+// libraries are the library kinds the agent probes: the catalog's and the
+// startup probes'.
+func (a *agent) libraries() []probes.Library {
+	return append(a.cat.Libraries(), probes.StartupLibraries()...)
 }
 
 // libraryFiles expands the configured library paths into the MPI library
@@ -357,7 +363,7 @@ func (a *agent) scan(pid int) {
 	if !probes.IsMPI(libs) {
 		return
 	}
-	targets, errs := monitor.ProcessTargets(a.cfg.Proc, pid, libs, a.cat)
+	targets, errs := monitor.ProcessTargets(a.cfg.Proc, pid, libs, a.libraries())
 	for _, err := range errs {
 		a.cfg.Log.Warn("library not attachable", "pid", pid, "err", err)
 	}

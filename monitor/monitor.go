@@ -179,7 +179,7 @@ func (s *session) run(ctx context.Context) error {
 			problems = append(problems, err)
 			continue
 		}
-		t, errs := ProcessTargets(cfg.Proc, pid, libs, s.cat)
+		t, errs := ProcessTargets(cfg.Proc, pid, libs, s.cat.Libraries())
 		for _, e := range errs {
 			cfg.Log.Warn("library not attachable", "pid", pid, "err", e)
 		}
@@ -193,7 +193,7 @@ func (s *session) run(ctx context.Context) error {
 		cfg.Log.Warn("target skipped", "err", e)
 	}
 	if len(cfg.Command) > 0 {
-		t, err := SystemTargets(s.cat, cfg.Libraries)
+		t, err := SystemTargets(s.cat.Libraries(), cfg.Libraries)
 		if err != nil {
 			return err
 		}

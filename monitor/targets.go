@@ -74,9 +74,9 @@ func fileTarget(lib probes.Library, hostPath, display string) (probes.Target, er
 
 // ProcessTargets returns the attach targets of one process: the MPI
 // libraries it maps, opened through /proc/PID/map_files, and for Open MPI the
-// catalog's MCA components it has not loaded yet, found next to libmpi
+// MCA components of want it has not loaded yet, found next to libmpi
 // through /proc/PID/root.
-func ProcessTargets(pfs procfs.FS, pid int, libs []probes.Mapped, cat probes.Catalog) ([]probes.Target, []error) {
+func ProcessTargets(pfs procfs.FS, pid int, libs []probes.Mapped, want []probes.Library) ([]probes.Target, []error) {
 	var out []probes.Target
 	var errs []error
 	have := map[probes.Library]bool{}
@@ -97,17 +97,16 @@ func ProcessTargets(pfs procfs.FS, pid int, libs []probes.Mapped, cat probes.Cat
 		if m.Library != probes.OMPILibMPI {
 			continue
 		}
-		out = append(out, componentTargets(cat, m.Mapping.Path, have, func(p string) string { return pfs.RootPath(pid, p) })...)
+		out = append(out, componentTargets(want, m.Mapping.Path, have, func(p string) string { return pfs.RootPath(pid, p) })...)
 	}
 	return out, errs
 }
 
-// componentTargets finds the Open MPI components that the catalog or the
-// startup probes use and that are not in have, in the component
-// directories next to libmpi.
-func componentTargets(cat probes.Catalog, libmpi string, have map[probes.Library]bool, open func(string) string) []probes.Target {
+// componentTargets finds the Open MPI components of want that are not in
+// have, in the component directories next to libmpi.
+func componentTargets(want []probes.Library, libmpi string, have map[probes.Library]bool, open func(string) string) []probes.Target {
 	var out []probes.Target
-	for _, lib := range append(cat.Libraries(), probes.StartupLibraries()...) {
+	for _, lib := range want {
 		file, ok := probes.ComponentFile(lib)
 		if !ok || have[lib] {
 			continue
@@ -127,8 +126,8 @@ func componentTargets(cat probes.Catalog, libmpi string, have map[probes.Library
 
 // SystemTargets returns attach targets for a command mpiprobe starts itself:
 // the MPI libraries the dynamic linker knows (ldconfig -p), the extra files
-// given, and for Open MPI the catalog's components next to libmpi.
-func SystemTargets(cat probes.Catalog, extra []string) ([]probes.Target, error) {
+// given, and for Open MPI the components of want next to libmpi.
+func SystemTargets(want []probes.Library, extra []string) ([]probes.Target, error) {
 	var paths []string
 	if out, err := exec.Command("ldconfig", "-p").Output(); err == nil {
 		paths = probes.ParseLdconfig(out)
@@ -152,7 +151,7 @@ func SystemTargets(cat probes.Catalog, extra []string) ([]probes.Target, error) 
 		out = append(out, t)
 		have[lib] = true
 		if lib == probes.OMPILibMPI {
-			out = append(out, componentTargets(cat, real, have, func(p string) string { return p })...)
+			out = append(out, componentTargets(want, real, have, func(p string) string { return p })...)
 		}
 	}
 	if len(out) == 0 {

@@ -161,7 +161,7 @@ func Collect(ctx context.Context, cfg Config) (Result, error) {
 			problems = append(problems, err)
 			continue
 		}
-		t, _ := monitor.ProcessTargets(cfg.Proc, pid, libs, probes.Catalog{})
+		t, _ := monitor.ProcessTargets(cfg.Proc, pid, libs, nil)
 		targets = append(targets, t...)
 		live = append(live, pid)
 	}
