@@ -585,15 +585,11 @@ func (a *agent) summaryOf(j *jobState) agg.Summary {
 			samples = append(samples, s)
 		}
 	}
-	info := func(id string) (agg.EventInfo, bool) {
-		e, _, ok := a.cat.Lookup(id)
-		return agg.EventInfo{Message: e.Message, Advice: e.Advice}, ok
-	}
 	end := j.Finished
 	if end.IsZero() {
 		end = a.cfg.Clock.Now()
 	}
-	return agg.Build(a.cfg.Host, j.Started, end, a.t.procsOf(j), samples, info, nil)
+	return agg.Build(a.cfg.Host, j.Started, end, a.t.procsOf(j), samples, a.cat.Describe, nil)
 }
 
 // saveJob writes a job's summary to the state directory.

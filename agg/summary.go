@@ -74,8 +74,14 @@ type Rank struct {
 type EventTotal struct {
 	// Event is the catalog event id.
 	Event string
+	// Detail names the instance of the event (Sample.Detail); it may be empty.
+	Detail string
+	// Layer is the event's MPI software layer (EventInfo.Layer); it may be empty.
+	Layer string
 	// Count is how often the event happened.
 	Count uint64
+	// Peak is the largest value the event carried (Sample.Peak), 0 if none.
+	Peak uint64
 	// First and Last are the earliest and the latest hit; either is zero
 	// when unknown.
 	First, Last time.Time
@@ -90,31 +96,34 @@ type EventTotal struct {
 //
 // Samples are cumulative: for one (pid, event) the highest Count and the
 // earliest First and latest Last are kept, so several reads of the same
-// counter may be passed. info describes an event id; when it is nil or does
-// not know the event, Message is the id and Advice is empty (an empty
-// catalog Message also falls back to the id). drops with a
+// counter may be passed; Peak keeps the highest value. Samples of one event
+// with different Details are kept apart. info describes an event id, given
+// the detail and peak of one total (advice may suggest a value from them);
+// when it is nil or does not know the event, Message is the id and Advice
+// and Layer are empty (an empty catalog Message also falls back to the id). drops with a
 // zero Count are left out; the others are kept in the given order.
 //
 // Identity fields that are empty are taken as identity.Unknown. When two
 // procs share a PID the first one is used.
-func Build(host string, start, end time.Time, procs []Proc, samples []Sample, info func(event string) (EventInfo, bool), drops []Drop) Summary {
+func Build(host string, start, end time.Time, procs []Proc, samples []Sample, info func(event, detail string, peak uint64) (EventInfo, bool), drops []Drop) Summary {
 	s := Summary{Host: host, Start: start, End: end}
 
 	type key struct {
-		pid   int
-		event string
+		pid           int
+		event, detail string
 	}
 	merged := make(map[key]*EventTotal)
 	byPID := make(map[int][]*EventTotal)
 	for _, sm := range samples {
-		k := key{pid: int(sm.PID), event: sm.Event}
+		k := key{pid: int(sm.PID), event: sm.Event, detail: sm.Detail}
 		t, ok := merged[k]
 		if !ok {
-			t = &EventTotal{Event: sm.Event}
+			t = &EventTotal{Event: sm.Event, Detail: sm.Detail}
 			merged[k] = t
 			byPID[k.pid] = append(byPID[k.pid], t)
 		}
 		t.Count = max(t.Count, sm.Count)
+		t.Peak = max(t.Peak, sm.Peak)
 		t.First = earliest(t.First, sm.First)
 		t.Last = latest(t.Last, sm.Last)
 	}
@@ -123,11 +132,12 @@ func Build(host string, start, end time.Time, procs []Proc, samples []Sample, in
 		out := *t
 		out.Message = t.Event
 		if info != nil {
-			if ei, ok := info(t.Event); ok {
+			if ei, ok := info(t.Event, t.Detail, t.Peak); ok {
 				if ei.Message != "" {
 					out.Message = ei.Message
 				}
 				out.Advice = ei.Advice
+				out.Layer = ei.Layer
 			}
 		}
 		return out
@@ -212,23 +222,26 @@ func Build(host string, start, end time.Time, procs []Proc, samples []Sample, in
 	return s
 }
 
-// Totals sums each event over all ranks of all jobs: Count is the sum,
-// First the earliest and Last the latest hit. They are ordered like a Rank's
-// events, by Count descending, then by event id.
+// Totals sums each (event, detail) over all ranks of all jobs: Count is the
+// sum, Peak the highest, First the earliest and Last the latest hit. They are
+// ordered like a Rank's events, by Count descending, then by event id and detail.
 func (s Summary) Totals() []EventTotal {
-	idx := make(map[string]int)
+	type key struct{ event, detail string }
+	idx := make(map[key]int)
 	var out []EventTotal
 	for _, j := range s.Jobs {
 		for _, r := range j.Ranks {
 			for _, e := range r.Events {
-				i, ok := idx[e.Event]
+				k := key{e.Event, e.Detail}
+				i, ok := idx[k]
 				if !ok {
-					idx[e.Event] = len(out)
+					idx[k] = len(out)
 					out = append(out, e)
 					continue
 				}
 				t := &out[i]
 				t.Count += e.Count
+				t.Peak = max(t.Peak, e.Peak)
 				t.First = earliest(t.First, e.First)
 				t.Last = latest(t.Last, e.Last)
 			}
@@ -238,13 +251,16 @@ func (s Summary) Totals() []EventTotal {
 	return out
 }
 
-// sortEvents orders events by Count descending, then by id.
+// sortEvents orders events by Count descending, then by id and detail.
 func sortEvents(es []EventTotal) {
 	slices.SortFunc(es, func(a, b EventTotal) int {
 		if c := cmp.Compare(b.Count, a.Count); c != 0 {
 			return c
 		}
-		return cmp.Compare(a.Event, b.Event)
+		if c := cmp.Compare(a.Event, b.Event); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.Detail, b.Detail)
 	})
 }
 

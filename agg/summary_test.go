@@ -18,7 +18,7 @@ func proc(pid int, job, rank string) Proc {
 	return Proc{PID: pid, Comm: "app", Identity: identity.Identity{Host: "n1", Job: job, Rank: rank, Size: "4"}}
 }
 
-func catalog(event string) (EventInfo, bool) {
+func catalog(event, _ string, _ uint64) (EventInfo, bool) {
 	switch event {
 	case "ob1.pending":
 		return EventInfo{Message: "send queued as pending", Advice: "raise the free list"}, true

@@ -12,8 +12,15 @@ type Sample struct {
 	PID uint32
 	// Event is the catalog event id, e.g. "ob1.send_pending.new".
 	Event string
+	// Detail names the instance the event is about when the event has
+	// several, e.g. a free list's class or "MPI_ERR_RANK in MPI_Send"; it
+	// is empty for events that have one instance per process.
+	Detail string
 	// Count is the running total since tracing began.
 	Count uint64
+	// Peak is the largest value the event carried, e.g. the size a free
+	// list grew to; 0 when the event carries none.
+	Peak uint64
 	// First and Last are the wall-clock times of the first and the latest hit.
 	First, Last time.Time
 }
@@ -79,6 +86,8 @@ func (s Startup) IsZero() bool {
 
 // EventInfo is what the catalog says about an event, for the summary.
 type EventInfo struct {
+	// Layer is the MPI software layer of the event: pml, btl, pal, ucx or errors.
+	Layer string
 	// Message says what the event means.
 	Message string
 	// Advice says what to do about it; it may be empty.

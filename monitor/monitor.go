@@ -618,11 +618,7 @@ func (s *session) summary() agg.Summary {
 			drops = append(drops, agg.Drop{What: dropNames[i], Count: n})
 		}
 	}
-	info := func(id string) (agg.EventInfo, bool) {
-		e, _, ok := s.cat.Lookup(id)
-		return agg.EventInfo{Message: e.Message, Advice: e.Advice}, ok
-	}
-	sum := agg.Build(s.cfg.Host, s.start, s.cfg.Clock.Now(), procs, samples, info, drops)
+	sum := agg.Build(s.cfg.Host, s.start, s.cfg.Clock.Now(), procs, samples, s.cat.Describe, drops)
 	if s.coll != nil {
 		sum.AddCollectives(s.coll.result())
 	}

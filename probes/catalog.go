@@ -4,7 +4,10 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
+	"strings"
 	"time"
+
+	"github.com/mpiprobe/mpiprobe/agg"
 )
 
 // Library names a kind of MPI library file: a shared object whose symbols
@@ -86,6 +89,10 @@ type Event struct {
 	Message string
 	// Advice says which parameter to tune.
 	Advice string
+	// Suggest, when set, turns the detail and peak of one total into a
+	// suggested setting that completes Advice, e.g. "try
+	// --mca btl_vader_free_list_max 1024"; it returns "" when it has none.
+	Suggest func(detail string, peak uint64) string
 	// C and T are the default count threshold and time delay of the C/T rule.
 	C uint64
 	T time.Duration
@@ -232,4 +239,22 @@ func (c Catalog) Libraries() []Library {
 		}
 	}
 	return out
+}
+
+// Describe says what the catalog knows about an event for the summary: its
+// message, layer and advice, the advice completed by the event's Suggest
+// from the detail and peak of one total. It reports false for an id the
+// catalog does not hold.
+func (c Catalog) Describe(id, detail string, peak uint64) (agg.EventInfo, bool) {
+	e, _, ok := c.Lookup(id)
+	if !ok {
+		return agg.EventInfo{}, false
+	}
+	advice := e.Advice
+	if e.Suggest != nil {
+		if s := e.Suggest(detail, peak); s != "" {
+			advice = strings.TrimSuffix(advice, ".") + "; " + s
+		}
+	}
+	return agg.EventInfo{Message: e.Message, Advice: advice, Layer: e.Layer}, true
 }

@@ -87,7 +87,10 @@ type (
 	}
 	jsonEvent struct {
 		Event   string    `json:"event"`
+		Detail  string    `json:"detail,omitempty"`
+		Layer   string    `json:"layer,omitempty"`
 		Count   uint64    `json:"count"`
+		Peak    uint64    `json:"peak,omitempty"`
 		First   time.Time `json:"first,omitzero"`
 		Last    time.Time `json:"last,omitzero"`
 		Message string    `json:"message"`
@@ -96,8 +99,8 @@ type (
 )
 
 // WriteJSON writes s as one indented JSON document: host, start, end, jobs
-// (job, ranks: rank, pid, comm, host, end, events: event, count, first,
-// last, message, advice), dropped (what, count, raise) and totals (per
+// (job, ranks: rank, pid, comm, host, end, events: event, detail, layer, count, peak,
+// first, last, message, advice), dropped (what, count, raise) and totals (per
 // event over all ranks, as Summary.Totals). A rank's end is an object with
 // state ("running", "exited", "signaled", "vanished"), code (exited only),
 // signal and signal_name (signaled only), at and text (EndString). A rank's

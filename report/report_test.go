@@ -23,7 +23,7 @@ func at(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) 
 const pendingAdvice = "the BTL ran out of send fragments; raise btl_<name>_free_list_max " +
 	"(e.g. --mca btl_tcp_free_list_max 1024) or reduce the number of outstanding nonblocking sends per peer"
 
-func catalog(e string) (agg.EventInfo, bool) {
+func catalog(e, _ string, _ uint64) (agg.EventInfo, bool) {
 	switch e {
 	case "ob1.send_pending.new":
 		return agg.EventInfo{Message: "send request queued as pending: no BTL fragment free", Advice: pendingAdvice}, true

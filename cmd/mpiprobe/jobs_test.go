@@ -38,7 +38,7 @@ func jobsSummary(host, job string, ranks ...jobsRank) agg.Summary {
 		samples = append(samples, agg.Sample{PID: uint32(r.pid), Event: "ob1.send_pending.new", Count: uint64(r.pid),
 			First: jobsT0.Add(time.Second), Last: jobsT0.Add(2 * time.Second)})
 	}
-	info := func(string) (agg.EventInfo, bool) { return agg.EventInfo{Message: "send queued as pending"}, true }
+	info := func(string, string, uint64) (agg.EventInfo, bool) { return agg.EventInfo{Message: "send queued as pending"}, true }
 	return agg.Build(host, jobsT0, jobsT0.Add(time.Minute), procs, samples, info, nil)
 }
 
