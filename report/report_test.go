@@ -97,26 +97,31 @@ func TestWrap(t *testing.T) {
 	}
 }
 
-// block is one job as rendered: its header line, its table's data rows
-// split into trimmed cells, and the lines after the table up to the next
-// blank line.
+// block is one job as rendered: its header line, the data rows of its
+// events and processes tables split into trimmed cells, and the other lines
+// after its header up to the next blank line.
 type block struct {
 	header string
-	rows   [][]string
+	events [][]string
+	procs  [][]string
 	notes  []string
 }
 
 // parseTable splits WriteTable's output into job blocks and the lines that
-// follow the last job.
+// follow the last job. The first table after a job's header is its events
+// table, the second its processes table.
 func parseTable(t *testing.T, out string) (blocks []block, tail []string) {
 	t.Helper()
 	var cur *block
-	inTable, seenRule := false, 0
+	tables, inTable, seenRule := 0, false, 0
 	for _, line := range strings.Split(out, "\n") {
 		switch {
 		case strings.HasPrefix(line, "Job "):
 			blocks = append(blocks, block{header: line})
-			cur, inTable, seenRule = &blocks[len(blocks)-1], true, 0
+			cur, tables, inTable = &blocks[len(blocks)-1], 0, false
+		case cur != nil && strings.HasPrefix(line, "┌"):
+			tables++
+			inTable, seenRule = true, 0
 		case cur != nil && inTable && strings.HasPrefix(line, "├"):
 			seenRule++
 		case cur != nil && inTable && strings.HasPrefix(line, "└"):
@@ -126,8 +131,15 @@ func parseTable(t *testing.T, out string) (blocks []block, tail []string) {
 			for i := range cells {
 				cells[i] = strings.TrimSpace(cells[i])
 			}
-			cur.rows = append(cur.rows, cells)
-		case cur != nil && !inTable && line != "" && !strings.HasPrefix(line, "┌") && !strings.HasPrefix(line, "│"):
+			switch tables {
+			case 1:
+				cur.events = append(cur.events, cells)
+			case 2:
+				cur.procs = append(cur.procs, cells)
+			default:
+				t.Errorf("%s: more than two tables", cur.header)
+			}
+		case cur != nil && !inTable && line != "":
 			cur.notes = append(cur.notes, line)
 		case cur != nil && !inTable && line == "":
 			cur = nil
@@ -163,25 +175,36 @@ func TestWriteTable(t *testing.T) {
 		t.Fatalf("job headers = %q, want %q", headers, wantHeaders)
 	}
 
-	wantRows := [][][]string{
+	wantEvents := [][][]string{
 		{
-			{"0", "4101", "exit 0", "ob1.send_pending.new", "1,234,567", "12:00:01.500", "12:00:58.000", "[1]"},
-			{"", "", "", "ob1.rndv.fallback", "12", "12:00:02.000", "12:00:03.000", "[2]"},
-			{"1", "4102", "killed by SIGKILL", "ob1.send_pending.new", "88", "12:00:01.600", "12:00:09.000", "[1]"},
-			{"2", "4103", "exit 1", "-", "0", "-", "-", ""},
+			{"-", "0", "ob1.send_pending.new", "1,234,567", "12:00:01.500", "12:00:58.000", "[1]"},
+			{"", "1", "ob1.send_pending.new", "88", "12:00:01.600", "12:00:09.000", "[1]"},
+			{"", "0", "ob1.rndv.fallback", "12", "12:00:02.000", "12:00:03.000", "[2]"},
+			{"-", "2", "-", "0", "-", "-", ""},
 		},
 		{
-			{"0", "5201", "running", "-", "0", "-", "-", ""},
-			{"1", "5202", "running", "btl.tcp.eagain", "4,021", "12:00:00.100", "12:00:40.000", "[1]"},
+			{"-", "1", "btl.tcp.eagain", "4,021", "12:00:00.100", "12:00:40.000", "[1]"},
+			{"-", "0", "-", "0", "-", "-", ""},
 		},
 		{
-			{"?", "6666", "exit status unknown", "ob1.send_pending.new", "3", "12:00:00.100", "12:00:00.200", "[1]"},
+			{"-", "pid 6666", "ob1.send_pending.new", "3", "12:00:00.100", "12:00:00.200", "[1]"},
 		},
 	}
+	wantProcs := [][][]string{
+		{{"0", "4101", "exit 0"}, {"1", "4102", "killed by SIGKILL"}, {"2", "4103", "exit 1"}},
+		{{"0-1", "5201-5202", "running"}},
+		{{"pid 6666", "6666", "exit status unknown"}},
+	}
 	for i, b := range blocks {
-		if !reflect.DeepEqual(b.rows, wantRows[i]) {
-			t.Errorf("%s: rows =\n%q\nwant\n%q", b.header, b.rows, wantRows[i])
+		if !reflect.DeepEqual(b.events, wantEvents[i]) {
+			t.Errorf("%s: events =\n%q\nwant\n%q", b.header, b.events, wantEvents[i])
 		}
+		if !reflect.DeepEqual(b.procs, wantProcs[i]) {
+			t.Errorf("%s: processes =\n%q\nwant\n%q", b.header, b.procs, wantProcs[i])
+		}
+	}
+	if strings.Contains(out, "COUNT is per rank") {
+		t.Errorf("every row is for one rank, yet the per-rank line is written")
 	}
 
 	notes := strings.Join(blocks[0].notes, "\n")
@@ -225,7 +248,8 @@ func TestWriteTableEmpty(t *testing.T) {
 }
 
 // TestWriteTableLargeJob checks that a 64-rank job stays readable: advice is
-// written once per job, not once per row, and no line grows with the advice.
+// written once per job, not once per row, no line grows with the advice, and
+// each event takes one row.
 func TestWriteTableLargeJob(t *testing.T) {
 	var procs []agg.Proc
 	var samples []agg.Sample
@@ -234,7 +258,7 @@ func TestWriteTableLargeJob(t *testing.T) {
 		procs = append(procs, agg.Proc{PID: pid, Comm: "app", Identity: identity.Identity{Host: "n1", Job: "9", Rank: fmt.Sprint(r)}})
 		samples = append(samples,
 			agg.Sample{PID: uint32(pid), Event: "ob1.send_pending.new", Count: uint64(r * 1000), First: at(r), Last: at(r + 1000)},
-			agg.Sample{PID: uint32(pid), Event: "ob1.rndv.fallback", Count: 5, First: at(r), Last: at(r + 1000)})
+			agg.Sample{PID: uint32(pid), Event: "ob1.rndv.fallback", Count: 5, First: at(r), Last: at(2000 - r)})
 	}
 	var buf bytes.Buffer
 	if err := WriteTable(&buf, agg.Build("n1", t0, at(60000), procs, samples, catalog, nil)); err != nil {
@@ -250,12 +274,22 @@ func TestWriteTableLargeJob(t *testing.T) {
 		}
 	}
 	blocks, _ := parseTable(t, out)
-	if len(blocks) != 1 || len(blocks[0].rows) != 128 {
-		t.Fatalf("got %d blocks, want 1 with 128 rows", len(blocks))
+	if len(blocks) != 1 {
+		t.Fatalf("got %d blocks, want 1", len(blocks))
 	}
-	// Ranks in numeric order: rank 10 follows rank 9, not rank 1.
-	if got := blocks[0].rows[20][0]; got != "10" {
-		t.Errorf("row 20 rank = %q, want 10", got)
+	// 64 different counts become one summary row; 64 equal ones one row.
+	want := [][]string{
+		{"-", "0-63", "ob1.send_pending.new", "0–63,000 per rank, sum 2,016,000", "12:00:00.000", "12:00:01.063", "[1]"},
+		{"", "0-63", "ob1.rndv.fallback", "5", "12:00:00.000", "12:00:02.000", "[2]"},
+	}
+	if !reflect.DeepEqual(blocks[0].events, want) {
+		t.Errorf("events =\n%q\nwant\n%q", blocks[0].events, want)
+	}
+	if !strings.Contains(out, "\n"+perRankLine+"\n") {
+		t.Errorf("rows stand for 64 ranks, yet the per-rank line is missing")
+	}
+	if want := [][]string{{"0-63", "1000-1063", "running"}}; !reflect.DeepEqual(blocks[0].procs, want) {
+		t.Errorf("processes = %q, want %q", blocks[0].procs, want)
 	}
 }
 

@@ -2,11 +2,15 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -38,7 +42,9 @@ func jobsSummary(host, job string, ranks ...jobsRank) agg.Summary {
 		samples = append(samples, agg.Sample{PID: uint32(r.pid), Event: "ob1.send_pending.new", Count: uint64(r.pid),
 			First: jobsT0.Add(time.Second), Last: jobsT0.Add(2 * time.Second)})
 	}
-	info := func(string, string, uint64) (agg.EventInfo, bool) { return agg.EventInfo{Message: "send queued as pending"}, true }
+	info := func(string, string, uint64) (agg.EventInfo, bool) {
+		return agg.EventInfo{Message: "send queued as pending"}, true
+	}
 	return agg.Build(host, jobsT0, jobsT0.Add(time.Minute), procs, samples, info, nil)
 }
 
@@ -193,17 +199,84 @@ func jobsNodes(t *testing.T) (n1, n2 string) {
 	return n1, n2
 }
 
-// jobsRanksOf returns the data rows' RANK and PID cells of a job's table.
+// jobsRanksOf returns "rank/pid" for each process in the processes table
+// (RANKS, PIDS, ENDED) of a job's report, ordered by rank and pid: a row's
+// rank set and pid list are expanded and paired, the pids being listed in
+// rank order. A row whose cells do not pair up is returned as "RANKS/PIDS".
 func jobsRanksOf(out string) []string {
-	var got []string
+	// expand lists "0-2,5" as 0 1 2 5, and "pid 7" as ? (a rank that is
+	// not a number); ok is false for what is not such a list.
+	expand := func(cell string, pids bool) (items []string, ok bool) {
+		for _, part := range strings.Split(cell, ",") {
+			if p, found := strings.CutPrefix(part, "pid "); found && !pids {
+				if _, err := strconv.Atoi(p); err != nil {
+					return nil, false
+				}
+				items = append(items, identity.Unknown)
+				continue
+			}
+			lo, hi, isRun := strings.Cut(part, "-")
+			if !isRun {
+				hi = lo
+			}
+			l, err1 := strconv.Atoi(lo)
+			h, err2 := strconv.Atoi(hi)
+			if err1 != nil || err2 != nil || h < l {
+				return nil, false
+			}
+			for n := l; n <= h; n++ {
+				items = append(items, strconv.Itoa(n))
+			}
+		}
+		return items, true
+	}
+	type pair struct{ rank, pid string }
+	var got []pair
+	inProcs := false
 	for _, line := range strings.Split(out, "\n") {
-		if !strings.HasPrefix(line, "│") || strings.Contains(line, "RANK") {
+		if !strings.HasPrefix(line, "│") {
 			continue
 		}
 		cells := strings.Split(strings.Trim(line, "│"), "│")
-		got = append(got, strings.TrimSpace(cells[0])+"/"+strings.TrimSpace(cells[1]))
+		for i := range cells {
+			cells[i] = strings.TrimSpace(cells[i])
+		}
+		if len(cells) == 3 && cells[0] == "RANKS" && cells[1] == "PIDS" && cells[2] == "ENDED" {
+			inProcs = true
+			continue
+		}
+		if !inProcs || len(cells) != 3 {
+			inProcs = false
+			continue
+		}
+		rs, rok := expand(cells[0], false)
+		ps, pok := expand(cells[1], true)
+		if !rok || !pok || len(rs) != len(ps) {
+			got = append(got, pair{cells[0], cells[1]})
+			continue
+		}
+		for i := range rs {
+			got = append(got, pair{rs[i], ps[i]})
+		}
 	}
-	return got
+	// number orders ranks and pids numerically, anything else last.
+	number := func(s string) int {
+		if n, err := strconv.Atoi(s); err == nil {
+			return n
+		}
+		return math.MaxInt
+	}
+	slices.SortStableFunc(got, func(a, b pair) int {
+		if c := cmp.Compare(number(a.rank), number(b.rank)); c != 0 {
+			return c
+		}
+		return cmp.Compare(number(a.pid), number(b.pid))
+	})
+	out2 := make([]string, len(got))
+	for i, p := range got {
+		out2[i] = p.rank + "/" + p.pid
+	}
+	return out2
 }
 
 func TestJobsMerge(t *testing.T) {
