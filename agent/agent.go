@@ -2,6 +2,7 @@ package agent
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -77,8 +78,9 @@ type Config struct {
 // counterKey names one counter: an event in one process. The event is the
 // catalog id, so that a saved limiter state survives catalog changes.
 type counterKey struct {
-	PID   uint32 `json:"pid"`
-	Event string `json:"event"`
+	PID    uint32 `json:"pid"`
+	Event  string `json:"event"`
+	Detail uint64 `json:"detail,omitempty"`
 }
 
 // agent is the state of one Run. mu guards everything the metrics handler
@@ -244,7 +246,7 @@ func newAgent(cfg Config) (*agent, error) {
 // state and finds the MPI processes that already run.
 func (a *agent) start() error {
 	var err error
-	if a.att, err = probes.NewAttacher(probes.Programs{Count: a.k.objs.CountEvent}, a.cat); err != nil {
+	if a.att, err = probes.NewAttacher(a.k.objs.programs(), a.cat); err != nil {
 		return err
 	}
 	a.att.OnFile = a.k.pinner("c")
@@ -487,8 +489,10 @@ func (a *agent) readCounts() {
 			continue
 		}
 		ev := a.cat.Events[k.Event]
-		key := counterKey{PID: k.Tgid, Event: ev.ID}
-		a.samples[key] = agg.Sample{PID: k.Tgid, Event: ev.ID, Count: v.Count, First: a.wall(v.FirstNs), Last: a.wall(v.LastNs)}
+		key := counterKey{PID: k.Tgid, Event: ev.ID, Detail: k.Detail}
+		a.samples[key] = agg.Sample{PID: k.Tgid, Event: ev.ID, Count: v.Count, Peak: v.Peak,
+			Detail: a.cat.DetailOf(int(k.Event), k.Detail, monitor.CString(v.Name[:])),
+			First:  a.wall(v.FirstNs), Last: a.wall(v.LastNs)}
 		if _, ok := a.t.procs[int(k.Tgid)]; !ok {
 			a.addProc(int(k.Tgid))
 		}
@@ -559,7 +563,11 @@ func (a *agent) warn(r thresholds.Report[counterKey]) {
 	}
 	ev, _, _ := a.cat.Lookup(r.Key.Event)
 	msg := fmt.Sprintf("%s: %s : %s", id.Label(int(r.Key.PID)), r.Prefix(), ev.Message)
-	err := a.cfg.Journal.Send(journal.Entry{
+	detail := a.samples[r.Key].Detail
+	if detail != "" {
+		msg += " [" + detail + "]"
+	}
+	entry := journal.Entry{
 		Priority: journal.Warning,
 		Message:  msg,
 		Fields: []journal.Field{
@@ -567,10 +575,28 @@ func (a *agent) warn(r thresholds.Report[counterKey]) {
 			{Name: "PID", Value: strconv.Itoa(int(r.Key.PID))}, {Name: "EVENT", Value: r.Key.Event},
 			{Name: "COUNT", Value: strconv.FormatUint(r.Count, 10)},
 		},
-	})
+	}
+	if detail != "" {
+		entry.Fields = append(entry.Fields, journal.Field{Name: "DETAIL", Value: detail})
+	}
+	err := a.cfg.Journal.Send(entry)
 	if err != nil {
 		a.cfg.Log.Warn("journal", "err", err)
 	}
+}
+
+// keysOf returns the counters of the given processes.
+func (a *agent) keysOf(pids []int) []counterKey {
+	var out []counterKey
+	for k := range a.samples {
+		if slices.Contains(pids, int(k.PID)) {
+			out = append(out, k)
+		}
+	}
+	slices.SortFunc(out, func(x, y counterKey) int {
+		return cmp.Or(cmp.Compare(x.PID, y.PID), cmp.Compare(x.Event, y.Event), cmp.Compare(x.Detail, y.Detail))
+	})
+	return out
 }
 
 // summaryOf builds the summary of one job from what was read so far.
@@ -608,11 +634,10 @@ func (a *agent) saveJob(j *jobState, sum agg.Summary) {
 // what was never reported, and frees the job's kernel state.
 func (a *agent) finishJob(j *jobState) {
 	a.readStartups(true)
-	for _, pid := range j.PIDs {
-		for _, e := range a.cat.Events {
-			if r, ok := a.limiter.FinalizeKey(counterKey{PID: uint32(pid), Event: e.ID}); ok {
-				a.warn(r)
-			}
+	keys := a.keysOf(j.PIDs)
+	for _, k := range keys {
+		if r, ok := a.limiter.FinalizeKey(k); ok {
+			a.warn(r)
 		}
 	}
 	sum := a.summaryOf(j)
@@ -653,9 +678,9 @@ func (a *agent) finishJob(j *jobState) {
 	for _, pid := range j.PIDs {
 		_ = a.k.objs.Startups.Delete(uint32(pid))
 		_ = a.k.objs.Exits.Delete(uint32(pid))
-		for _, e := range a.cat.Events {
-			delete(a.samples, counterKey{PID: uint32(pid), Event: e.ID})
-		}
+	}
+	for _, k := range keys {
+		delete(a.samples, k)
 	}
 	j.final = &sum
 	a.finished++

@@ -23,12 +23,15 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 //   bits  0-15  event id (index into the catalog)
 //   bits 16-19  comparison: 0 always, 1 ==, 2 !=, 3 <, 4 > (signed 32-bit)
 //   bits 20-23  operand source: 0 return value, 1..5 argument 1..5
+//   bits 24-27  count_event: peak source, 0 none or n: the u32 that argument n points to;
+//               the detail programs: their parameter (stash slot, library layout)
 //   bits 32-63  operand (signed 32-bit)
 #define CMP_ALWAYS 0
 #define CMP_EQ 1
 #define CMP_NE 2
 #define CMP_LT 3
 #define CMP_GT 4
+#define CMP_EQ8 5 // low byte == operand: a C bool return, whose upper bits are undefined
 
 // Indexes of the drops array: what could not be recorded because a map was full.
 enum drop_reason {
@@ -50,15 +53,25 @@ enum proc_event_type {
 #define TRACED_FOLLOW 1 // add its children to the traced set
 #define TRACED_SEEN 2   // trace mode: its first MPI call was notified
 
+// An event's counter in one process. detail tells instances of one event
+// apart (a free list's class, an error class and API); 0 for most events.
 struct count_key {
 	__u32 tgid;
 	__u32 event;
+	__u64 detail;
 };
 
+#define NAME_LEN 40
+
+// name is what detail stands for, read from the process when the entry is
+// created (a class name, an API name); empty for most events. peak is the
+// largest value the event carried (a list's size, an SRQ's max_wr).
 struct count_val {
 	__u64 count;
 	__u64 first_ns;
 	__u64 last_ns;
+	__u64 peak;
+	char name[NAME_LEN];
 };
 
 struct proc_event {
@@ -228,6 +241,20 @@ static __always_inline __s32 operand_value(struct pt_regs *ctx, __u32 src)
 	return v[src < 6 ? src : 0];
 }
 
+// arg_value returns argument n (1 to 5) in full, 0 for any other n.
+static __always_inline __u64 arg_value(struct pt_regs *ctx, __u32 n)
+{
+	__u64 v[6];
+	v[0] = 0;
+	v[1] = PT_REGS_PARM1(ctx);
+	v[2] = PT_REGS_PARM2(ctx);
+	v[3] = PT_REGS_PARM3(ctx);
+	v[4] = PT_REGS_PARM4(ctx);
+	v[5] = PT_REGS_PARM5(ctx);
+	asm volatile("" : : "r"(v) : "memory");
+	return v[n < 6 ? n : 0];
+}
+
 static __always_inline int condition_holds(struct pt_regs *ctx, __u64 cookie)
 {
 	__u32 cmp = (cookie >> 16) & 0xf;
@@ -244,42 +271,59 @@ static __always_inline int condition_holds(struct pt_regs *ctx, __u64 cookie)
 		return v < want;
 	case CMP_GT:
 		return v > want;
+	case CMP_EQ8:
+		return (__u8)v == (__u8)want;
 	}
 	return 0;
+}
+
+// count_hit adds one hit to (tgid, event, detail), raising its peak to at
+// least peak. name, a user address or 0, is read into a new entry.
+static __always_inline void count_hit(__u32 tgid, __u32 event, __u64 detail, __u64 peak, __u64 name)
+{
+	struct count_key key = { .tgid = tgid, .event = event, .detail = detail };
+	__u64 now = bpf_ktime_get_ns();
+	struct count_val *v = bpf_map_lookup_elem(&counts, &key);
+	if (!v) {
+		struct count_val init = { .first_ns = now };
+		if (name)
+			bpf_probe_read_user_str(init.name, sizeof(init.name), (void *)name);
+		// BPF_NOEXIST fails when another CPU created the entry first, or
+		// when the map is full.
+		bpf_map_update_elem(&counts, &key, &init, BPF_NOEXIST);
+		v = bpf_map_lookup_elem(&counts, &key);
+		if (!v) {
+			drop(DROP_COUNTS_FULL);
+			return;
+		}
+	}
+	__sync_fetch_and_add(&v->count, 1);
+	v->last_ns = now;
+	if (peak > v->peak)
+		v->peak = peak; // racy across CPUs: a peak may be lost to a concurrent larger one
 }
 
 // count_event serves every counting entry of the catalog, as uprobe or uretprobe.
 SEC("uprobe")
 int count_event(struct pt_regs *ctx)
 {
-	__u64 pid_tgid = bpf_get_current_pid_tgid();
-	__u32 tgid = pid_tgid >> 32;
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
 	if (!bpf_map_lookup_elem(&traced, &tgid))
 		return 0;
 
 	__u64 cookie = bpf_get_attach_cookie(ctx);
 	if (!condition_holds(ctx, cookie))
 		return 0;
-
-	struct count_key key = { .tgid = tgid, .event = cookie & 0xffff };
-	__u64 now = bpf_ktime_get_ns();
-	struct count_val *v = bpf_map_lookup_elem(&counts, &key);
-	if (v) {
-		__sync_fetch_and_add(&v->count, 1);
-		v->last_ns = now;
-		return 0;
+	__u64 peak = 0;
+	__u32 psrc = (cookie >> 24) & 0xf;
+	if (psrc) {
+		__u32 p = 0;
+		__u64 addr = arg_value(ctx, psrc);
+		if (addr)
+			bpf_probe_read_user(&p, sizeof(p), (void *)addr);
+		peak = p;
 	}
-	struct count_val init = { .count = 1, .first_ns = now, .last_ns = now };
-	if (bpf_map_update_elem(&counts, &key, &init, BPF_NOEXIST) == 0)
-		return 0;
-	// Another CPU created the entry first, or the map is full.
-	v = bpf_map_lookup_elem(&counts, &key);
-	if (v) {
-		__sync_fetch_and_add(&v->count, 1);
-		v->last_ns = now;
-	} else {
-		drop(DROP_COUNTS_FULL);
-	}
+	count_hit(tgid, cookie & 0xffff, 0, peak, 0);
 	return 0;
 }
 
@@ -1150,5 +1194,204 @@ int dump_regs(struct bpf_iter__task *ctx)
 SEC("uprobe")
 int empty(struct pt_regs *ctx)
 {
+	return 0;
+}
+
+// ---- Events that name their instance, or need their entry's arguments at return ----
+//
+// These programs count through count_hit like count_event; the cookie's
+// bits 0-15 are the event, bits 24-27 their parameter.
+
+#define STASH_SLOTS 4
+
+// Per-thread values kept from a function's entry for its return (slot from
+// the cookie), and the gates of gate_open / gate_count.
+struct arg_stash {
+	__u64 v[STASH_SLOTS];
+	__u64 gates;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct arg_stash);
+} arg_stashes SEC(".maps");
+
+static __always_inline struct arg_stash *stash_get(__u64 create)
+{
+	return bpf_task_storage_get(&arg_stashes, bpf_get_current_task_btf(), 0,
+				    create ? BPF_LOCAL_STORAGE_GET_F_CREATE : 0);
+}
+
+static __always_inline int traced_now(__u32 *tgid)
+{
+	*tgid = bpf_get_current_pid_tgid() >> 32;
+	return bpf_map_lookup_elem(&traced, tgid) != 0;
+}
+
+// stash_arg keeps argument n (cookie bits 20-23) of the entry in slot
+// (cookie bits 24-25), for a return program of the same function.
+SEC("uprobe")
+int stash_arg(struct pt_regs *ctx)
+{
+	__u32 tgid;
+	if (!traced_now(&tgid))
+		return 0;
+	__u64 cookie = bpf_get_attach_cookie(ctx);
+	struct arg_stash *st = stash_get(1);
+	if (st)
+		st->v[(cookie >> 24) & (STASH_SLOTS - 1)] = arg_value(ctx, (cookie >> 20) & 0xf);
+	return 0;
+}
+
+// Open MPI 4.1.4's opal_free_list_t, as far as these programs read it.
+#define FL_MAX_TO_ALLOC 80  // size_t fl_max_to_alloc: 0 = unlimited
+#define FL_NUM_ALLOCATED 88 // size_t fl_num_allocated
+#define FL_FRAG_CLASS 144   // opal_class_t *fl_frag_class; its first field is the class name
+#define OPAL_ERR_TEMP_OUT_OF_RESOURCE (-3)
+
+// free_list_grow: entry of opal_free_list_grow_st(flist, num_elements, ...)
+// on a list that was allocated before (the first allocation is not growth).
+// The detail is the list's item class; the peak the size it grows to.
+SEC("uprobe")
+int free_list_grow(struct pt_regs *ctx)
+{
+	__u32 tgid;
+	if (!traced_now(&tgid))
+		return 0;
+	__u64 fl = PT_REGS_PARM1(ctx);
+	__u64 n = PT_REGS_PARM2(ctx);
+	__u64 have = read_u64(fl + FL_NUM_ALLOCATED);
+	if (!have)
+		return 0;
+	__u64 lim = read_u64(fl + FL_MAX_TO_ALLOC);
+	if (lim && have >= lim)
+		return 0; // at its maximum: it cannot grow (free_list_at_max counts that)
+	__u64 size = have + n;
+	if (lim && size > lim)
+		size = lim;
+	__u64 cls = read_u64(fl + FL_FRAG_CLASS);
+	count_hit(tgid, bpf_get_attach_cookie(ctx) & 0xffff, cls, size, cls ? read_u64(cls) : 0);
+	return 0;
+}
+
+// free_list_at_max: return of opal_free_list_grow_st with
+// OPAL_ERR_TEMP_OUT_OF_RESOURCE, the list at its maximum; the list comes
+// from stash_arg's slot (cookie bits 24-25). Peak: the maximum.
+SEC("uretprobe")
+int free_list_at_max(struct pt_regs *ctx)
+{
+	__u32 tgid;
+	if (!traced_now(&tgid))
+		return 0;
+	if ((__s32)PT_REGS_RC(ctx) != OPAL_ERR_TEMP_OUT_OF_RESOURCE)
+		return 0;
+	__u64 cookie = bpf_get_attach_cookie(ctx);
+	struct arg_stash *st = stash_get(0);
+	if (!st)
+		return 0;
+	__u64 fl = st->v[(cookie >> 24) & (STASH_SLOTS - 1)];
+	if (!fl)
+		return 0;
+	__u64 cls = read_u64(fl + FL_FRAG_CLASS);
+	count_hit(tgid, cookie & 0xffff, cls, read_u64(fl + FL_MAX_TO_ALLOC), cls ? read_u64(cls) : 0);
+	return 0;
+}
+
+#define ERR_OMPI 1  // ompi_errhandler_invoke(eh, obj, type, err_code, message)
+#define ERR_MPICH 2 // MPIR_Err_return_comm(comm, fcname, errcode): class in the low 7 bits
+
+// mpi_error: an MPI error on its way back to the application. The detail
+// is the error class in bits 0-6, bit 7 set for MPICH, and the address of
+// the API name above them (one per function); the name is the API name.
+SEC("uprobe")
+int mpi_error(struct pt_regs *ctx)
+{
+	__u32 tgid;
+	if (!traced_now(&tgid))
+		return 0;
+	__u64 cookie = bpf_get_attach_cookie(ctx);
+	// Load every register at its own constant offset before choosing:
+	// the verifier refuses a context offset chosen by a branch.
+	__u64 a2 = PT_REGS_PARM2(ctx), a3 = PT_REGS_PARM3(ctx), a4 = PT_REGS_PARM4(ctx), a5 = PT_REGS_PARM5(ctx);
+	asm volatile("" : "+r"(a2), "+r"(a3), "+r"(a4), "+r"(a5));
+	__u64 code, name;
+	if (((cookie >> 24) & 0xf) == ERR_MPICH) {
+		name = a2;
+		code = (a3 & 0x7f) | 0x80;
+	} else {
+		code = a4 & 0x7f;
+		name = a5;
+	}
+	count_hit(tgid, cookie & 0xffff, (name << 8) | code, 0, name);
+	return 0;
+}
+
+// async_event_ret: return of ibv_get_async_event(ctx, event) == 0 with
+// event->event_type (u32 at +8) equal to the cookie's operand; the event
+// pointer comes from stash_arg's slot.
+SEC("uretprobe")
+int async_event_ret(struct pt_regs *ctx)
+{
+	__u32 tgid;
+	if (!traced_now(&tgid))
+		return 0;
+	if ((__s32)PT_REGS_RC(ctx) != 0)
+		return 0;
+	__u64 cookie = bpf_get_attach_cookie(ctx);
+	struct arg_stash *st = stash_get(0);
+	if (!st)
+		return 0;
+	__u64 ev = st->v[(cookie >> 24) & (STASH_SLOTS - 1)];
+	if (!ev || read_u32(ev + 8) != (__u32)(cookie >> 32))
+		return 0;
+	count_hit(tgid, cookie & 0xffff, 0, 0, 0);
+	return 0;
+}
+
+// gate_open opens the calling thread's gate (cookie bits 24-29) at a
+// function's entry; gate_count, at a place inside it, counts once per
+// opening and closes the gate. Together they count calls that reached that
+// place, however often they reach it.
+SEC("uprobe")
+int gate_open(struct pt_regs *ctx)
+{
+	__u32 tgid;
+	if (!traced_now(&tgid))
+		return 0;
+	struct arg_stash *st = stash_get(1);
+	if (st)
+		st->gates |= 1ULL << ((bpf_get_attach_cookie(ctx) >> 24) & 0x3f);
+	return 0;
+}
+
+SEC("uprobe")
+int gate_count(struct pt_regs *ctx)
+{
+	__u32 tgid;
+	if (!traced_now(&tgid))
+		return 0;
+	__u64 cookie = bpf_get_attach_cookie(ctx);
+	struct arg_stash *st = stash_get(0);
+	__u64 bit = 1ULL << ((cookie >> 24) & 0x3f);
+	if (!st || !(st->gates & bit))
+		return 0;
+	st->gates &= ~bit;
+	count_hit(tgid, cookie & 0xffff, 0, 0, 0);
+	return 0;
+}
+
+// gate_close closes the calling thread's gate (cookie bits 24-29) without
+// counting: the call took the path that is not the event.
+SEC("uprobe")
+int gate_close(struct pt_regs *ctx)
+{
+	__u32 tgid;
+	if (!traced_now(&tgid))
+		return 0;
+	struct arg_stash *st = stash_get(0);
+	if (st)
+		st->gates &= ~(1ULL << ((bpf_get_attach_cookie(ctx) >> 24) & 0x3f));
 	return 0;
 }

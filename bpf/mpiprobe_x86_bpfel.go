@@ -13,6 +13,12 @@ import (
 	"github.com/cilium/ebpf"
 )
 
+type MpiprobeArgStash struct {
+	_     structs.HostLayout
+	V     [4]uint64
+	Gates uint64
+}
+
 type MpiprobeCollComm struct {
 	_      structs.HostLayout
 	Tgid   uint32
@@ -80,9 +86,10 @@ type MpiprobeCollThread struct {
 }
 
 type MpiprobeCountKey struct {
-	_     structs.HostLayout
-	Tgid  uint32
-	Event uint32
+	_      structs.HostLayout
+	Tgid   uint32
+	Event  uint32
+	Detail uint64
 }
 
 type MpiprobeCountVal struct {
@@ -90,6 +97,8 @@ type MpiprobeCountVal struct {
 	Count   uint64
 	FirstNs uint64
 	LastNs  uint64
+	Peak    uint64
+	Name    [40]int8
 }
 
 type MpiprobeExitRec struct {
@@ -213,6 +222,7 @@ type MpiprobeSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type MpiprobeProgramSpecs struct {
+	AsyncEventRet          *ebpf.ProgramSpec `ebpf:"async_event_ret"`
 	CollCommFree           *ebpf.ProgramSpec `ebpf:"coll_comm_free"`
 	CollEnter              *ebpf.ProgramSpec `ebpf:"coll_enter"`
 	CollEnterMulti         *ebpf.ProgramSpec `ebpf:"coll_enter_multi"`
@@ -225,10 +235,17 @@ type MpiprobeProgramSpecs struct {
 	CountEvent             *ebpf.ProgramSpec `ebpf:"count_event"`
 	DumpRegs               *ebpf.ProgramSpec `ebpf:"dump_regs"`
 	Empty                  *ebpf.ProgramSpec `ebpf:"empty"`
+	FreeListAtMax          *ebpf.ProgramSpec `ebpf:"free_list_at_max"`
+	FreeListGrow           *ebpf.ProgramSpec `ebpf:"free_list_grow"`
+	GateClose              *ebpf.ProgramSpec `ebpf:"gate_close"`
+	GateCount              *ebpf.ProgramSpec `ebpf:"gate_count"`
+	GateOpen               *ebpf.ProgramSpec `ebpf:"gate_open"`
+	MpiError               *ebpf.ProgramSpec `ebpf:"mpi_error"`
 	OnExec                 *ebpf.ProgramSpec `ebpf:"on_exec"`
 	OnExit                 *ebpf.ProgramSpec `ebpf:"on_exit"`
 	OnFork                 *ebpf.ProgramSpec `ebpf:"on_fork"`
 	StartupMark            *ebpf.ProgramSpec `ebpf:"startup_mark"`
+	StashArg               *ebpf.ProgramSpec `ebpf:"stash_arg"`
 	StatusEnter            *ebpf.ProgramSpec `ebpf:"status_enter"`
 	TraceEnter             *ebpf.ProgramSpec `ebpf:"trace_enter"`
 	TraceEnterMulti        *ebpf.ProgramSpec `ebpf:"trace_enter_multi"`
@@ -242,6 +259,7 @@ type MpiprobeProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type MpiprobeMapSpecs struct {
+	ArgStashes   *ebpf.MapSpec `ebpf:"arg_stashes"`
 	CollComms    *ebpf.MapSpec `ebpf:"coll_comms"`
 	CollFree     *ebpf.MapSpec `ebpf:"coll_free"`
 	CollGen      *ebpf.MapSpec `ebpf:"coll_gen"`
@@ -303,6 +321,7 @@ func (o *MpiprobeObjects) Close() error {
 //
 // It can be passed to LoadMpiprobeObjects or ebpf.CollectionSpec.LoadAndAssign.
 type MpiprobeMaps struct {
+	ArgStashes   *ebpf.Map `ebpf:"arg_stashes"`
 	CollComms    *ebpf.Map `ebpf:"coll_comms"`
 	CollFree     *ebpf.Map `ebpf:"coll_free"`
 	CollGen      *ebpf.Map `ebpf:"coll_gen"`
@@ -326,6 +345,7 @@ type MpiprobeMaps struct {
 
 func (m *MpiprobeMaps) Close() error {
 	return _MpiprobeClose(
+		m.ArgStashes,
 		m.CollComms,
 		m.CollFree,
 		m.CollGen,
@@ -372,6 +392,7 @@ type MpiprobeVariables struct {
 //
 // It can be passed to LoadMpiprobeObjects or ebpf.CollectionSpec.LoadAndAssign.
 type MpiprobePrograms struct {
+	AsyncEventRet          *ebpf.Program `ebpf:"async_event_ret"`
 	CollCommFree           *ebpf.Program `ebpf:"coll_comm_free"`
 	CollEnter              *ebpf.Program `ebpf:"coll_enter"`
 	CollEnterMulti         *ebpf.Program `ebpf:"coll_enter_multi"`
@@ -384,10 +405,17 @@ type MpiprobePrograms struct {
 	CountEvent             *ebpf.Program `ebpf:"count_event"`
 	DumpRegs               *ebpf.Program `ebpf:"dump_regs"`
 	Empty                  *ebpf.Program `ebpf:"empty"`
+	FreeListAtMax          *ebpf.Program `ebpf:"free_list_at_max"`
+	FreeListGrow           *ebpf.Program `ebpf:"free_list_grow"`
+	GateClose              *ebpf.Program `ebpf:"gate_close"`
+	GateCount              *ebpf.Program `ebpf:"gate_count"`
+	GateOpen               *ebpf.Program `ebpf:"gate_open"`
+	MpiError               *ebpf.Program `ebpf:"mpi_error"`
 	OnExec                 *ebpf.Program `ebpf:"on_exec"`
 	OnExit                 *ebpf.Program `ebpf:"on_exit"`
 	OnFork                 *ebpf.Program `ebpf:"on_fork"`
 	StartupMark            *ebpf.Program `ebpf:"startup_mark"`
+	StashArg               *ebpf.Program `ebpf:"stash_arg"`
 	StatusEnter            *ebpf.Program `ebpf:"status_enter"`
 	TraceEnter             *ebpf.Program `ebpf:"trace_enter"`
 	TraceEnterMulti        *ebpf.Program `ebpf:"trace_enter_multi"`
@@ -399,6 +427,7 @@ type MpiprobePrograms struct {
 
 func (p *MpiprobePrograms) Close() error {
 	return _MpiprobeClose(
+		p.AsyncEventRet,
 		p.CollCommFree,
 		p.CollEnter,
 		p.CollEnterMulti,
@@ -411,10 +440,17 @@ func (p *MpiprobePrograms) Close() error {
 		p.CountEvent,
 		p.DumpRegs,
 		p.Empty,
+		p.FreeListAtMax,
+		p.FreeListGrow,
+		p.GateClose,
+		p.GateCount,
+		p.GateOpen,
+		p.MpiError,
 		p.OnExec,
 		p.OnExit,
 		p.OnFork,
 		p.StartupMark,
+		p.StashArg,
 		p.StatusEnter,
 		p.TraceEnter,
 		p.TraceEnterMulti,

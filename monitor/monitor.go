@@ -74,8 +74,9 @@ const DefaultCommSlots = 4096
 
 // counterKey names one counter: an event in one process.
 type counterKey struct {
-	pid   uint32
-	event uint32
+	pid    uint32
+	event  uint32
+	detail uint64
 }
 
 // session is the state of one Run.
@@ -236,9 +237,7 @@ func (s *session) run(ctx context.Context) error {
 		probeCount = n
 		s.rec = rec
 	} else {
-		att, err := probes.NewAttacher(probes.Programs{
-			Count: s.objs.CountEvent,
-		}, s.cat)
+		att, err := probes.NewAttacher(probes.ProgramsOf(&s.objs.MpiprobePrograms), s.cat)
 		if err != nil {
 			return err
 		}
@@ -465,13 +464,14 @@ func (s *session) poll() {
 	var v bpf.MpiprobeCountVal
 	it := s.objs.Counts.Iterate()
 	for it.Next(&k, &v) {
-		key := counterKey{pid: k.Tgid, event: k.Event}
+		key := counterKey{pid: k.Tgid, event: k.Event, detail: k.Detail}
 		if int(k.Event) >= len(s.cat.Events) {
 			continue
 		}
 		s.samples[key] = agg.Sample{
-			PID: k.Tgid, Event: s.cat.Events[k.Event].ID, Count: v.Count,
-			First: s.wall(v.FirstNs), Last: s.wall(v.LastNs),
+			PID: k.Tgid, Event: s.cat.Events[k.Event].ID, Count: v.Count, Peak: v.Peak,
+			Detail: s.cat.DetailOf(int(k.Event), k.Detail, CString(v.Name[:])),
+			First:  s.wall(v.FirstNs), Last: s.wall(v.LastNs),
 		}
 		if _, ok := s.procs[int(k.Tgid)]; !ok {
 			s.addProc(int(k.Tgid))
@@ -547,7 +547,11 @@ func (s *session) print(r thresholds.Report[counterKey]) {
 	if p != nil {
 		label = p.Identity.Label(p.PID)
 	}
-	fmt.Fprintf(s.cfg.Out, "[%s] %s: %s : %s\n", r.Time.Format("2006-01-02 15:04:05.000"), label, r.Prefix(), s.cat.Events[r.Key.event].Message)
+	msg := s.cat.Events[r.Key.event].Message
+	if d := s.samples[r.Key].Detail; d != "" {
+		msg += " [" + d + "]"
+	}
+	fmt.Fprintf(s.cfg.Out, "[%s] %s: %s : %s\n", r.Time.Format("2006-01-02 15:04:05.000"), label, r.Prefix(), msg)
 }
 
 func (s *session) allEnded() bool {
@@ -632,4 +636,17 @@ func (s *session) hasSamples(pid int) bool {
 		}
 	}
 	return false
+}
+
+// CString returns the NUL-terminated string at the start of b, as the BPF
+// side stores names read from the process.
+func CString(b []int8) string {
+	out := make([]byte, 0, len(b))
+	for _, c := range b {
+		if c == 0 {
+			break
+		}
+		out = append(out, byte(c))
+	}
+	return string(out)
 }

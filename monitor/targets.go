@@ -138,7 +138,7 @@ func SystemTargets(want []probes.Library, extra []string) ([]probes.Target, erro
 	for _, p := range paths {
 		lib, ok := probes.Classify(p)
 		if !ok {
-			return nil, fmt.Errorf("library %s: not a known MPI library file (libmpi.so.40, libmpich.so.12, mca_*.so)", p)
+			return nil, fmt.Errorf("library %s: not a known MPI library file (libmpi.so.40, libmpich.so.12, libopen-pal.so.40, libucp.so, libibverbs.so, mca_*.so)", p)
 		}
 		real, err := filepath.EvalSymlinks(p)
 		if err != nil {

@@ -9,6 +9,7 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
 
+	"github.com/mpiprobe/mpiprobe/bpf"
 	"github.com/mpiprobe/mpiprobe/elfcall"
 )
 
@@ -25,10 +26,44 @@ type Target struct {
 	Inode uint64
 }
 
-// Programs are the BPF programs the probes run.
+// Programs are the BPF programs the probes run, one per Program kind.
 type Programs struct {
-	// Count serves every event probe: entry, return and call site.
+	// Count serves every plain event probe: entry, return and call site.
 	Count *ebpf.Program
+	// The programs of the other kinds (see Program); a catalog that uses
+	// a kind needs its program.
+	Stash, FreeListGrow, FreeListAtMax, MPIError, AsyncEventRet, GateOpen, GateCount, GateClose *ebpf.Program
+}
+
+// ProgramsOf returns the probe programs of a loaded collection.
+func ProgramsOf(o *bpf.MpiprobePrograms) Programs {
+	return Programs{
+		Count: o.CountEvent, Stash: o.StashArg, FreeListGrow: o.FreeListGrow,
+		FreeListAtMax: o.FreeListAtMax, MPIError: o.MpiError, AsyncEventRet: o.AsyncEventRet,
+		GateOpen: o.GateOpen, GateCount: o.GateCount, GateClose: o.GateClose,
+	}
+}
+
+func (p Programs) of(k Program) *ebpf.Program {
+	switch k {
+	case Stash:
+		return p.Stash
+	case FreeListGrow:
+		return p.FreeListGrow
+	case FreeListAtMax:
+		return p.FreeListAtMax
+	case MPIError:
+		return p.MPIError
+	case AsyncEventRet:
+		return p.AsyncEventRet
+	case GateOpen:
+		return p.GateOpen
+	case GateCount:
+		return p.GateCount
+	case GateClose:
+		return p.GateClose
+	}
+	return p.Count
 }
 
 // Status says whether one event could be attached in one file, and why not.
@@ -127,6 +162,12 @@ func (a *Attacher) attachFile(t Target) ([]link.Link, []Status, error) {
 		return nil, nil, fmt.Errorf("open %s (%s): %w", t.Display, t.Path, err)
 	}
 	var sites *callSites
+	var file *elf.File
+	defer func() {
+		if file != nil {
+			_ = file.Close()
+		}
+	}()
 	closeMade := func(err error) ([]link.Link, []Status, error) {
 		for _, l := range made {
 			_ = l.Close()
@@ -135,7 +176,28 @@ func (a *Attacher) attachFile(t Target) ([]link.Link, []Status, error) {
 	}
 	// attach returns false when the symbol (or the call) is not in this build.
 	attach := func(p Probe, cookie uint64) (bool, error) {
+		prog := a.progs.of(p.Program)
+		if prog == nil {
+			return false, fmt.Errorf("attach %s:%s: no BPF program %s loaded", t.Display, p, p.Program)
+		}
 		offsets := []uint64{0}
+		var address uint64
+		if file == nil {
+			if file, err = elf.Open(t.Path); err != nil {
+				file = nil
+				return false, fmt.Errorf("read %s: %w", t.Display, err)
+			}
+		}
+		off, found, versioned, err := symbolOffset(file, p.Symbol)
+		if err != nil {
+			return false, fmt.Errorf("attach %s:%s: %w", t.Display, p, err)
+		}
+		if !found {
+			return false, nil
+		}
+		if versioned {
+			address = off
+		}
 		if p.CallTo != "" {
 			if sites == nil {
 				if sites, err = openCallSites(t.Path); err != nil {
@@ -147,13 +209,13 @@ func (a *Attacher) attachFile(t Target) ([]link.Link, []Status, error) {
 			}
 		}
 		for _, off := range offsets {
-			opts := &link.UprobeOptions{Cookie: cookie, Offset: off}
+			opts := &link.UprobeOptions{Cookie: cookie, Offset: off, Address: address}
 			var l link.Link
 			var err error
 			if p.Side == Return {
-				l, err = ex.Uretprobe(p.Symbol, a.progs.Count, opts)
+				l, err = ex.Uretprobe(p.Symbol, prog, opts)
 			} else {
-				l, err = ex.Uprobe(p.Symbol, a.progs.Count, opts)
+				l, err = ex.Uprobe(p.Symbol, prog, opts)
 			}
 			if errors.Is(err, link.ErrNoSymbol) {
 				return false, nil
@@ -180,7 +242,7 @@ func (a *Attacher) attachFile(t Target) ([]link.Link, []Status, error) {
 				continue
 			}
 			relevant = true
-			cookie, err := Cookie(id, p.Cond)
+			cookie, err := CookieParam(id, p.Cond, p.Param)
 			if err != nil {
 				return closeMade(fmt.Errorf("event %s: %w", e.ID, err))
 			}

@@ -22,6 +22,15 @@ const (
 	OMPIPmlOb1 Library = "mca_pml_ob1"
 	// MPICHLib is MPICH's libmpich.so.12 (also installed as libmpi.so.12).
 	MPICHLib Library = "libmpich"
+	// OMPIPal is Open MPI's portability layer, libopen-pal.so.40.
+	OMPIPal Library = "libopen-pal"
+	// OMPIBtlVader is Open MPI's shared-memory BTL, mca_btl_vader.so.
+	OMPIBtlVader Library = "mca_btl_vader"
+	// OMPIBtlTcp is Open MPI's TCP BTL, mca_btl_tcp.so.
+	OMPIBtlTcp Library = "mca_btl_tcp"
+	// IBVerbs is the InfiniBand verbs library, libibverbs.so.1, which
+	// Open MPI's openib BTL and UCX load.
+	IBVerbs Library = "libibverbs"
 )
 
 // Side says whether a probe fires on a function's entry or on its return.
@@ -52,6 +61,61 @@ type Probe struct {
 	// Cond filters hits; the zero value counts every hit. At a call site
 	// the arguments are the callee's, already in their registers.
 	Cond Condition
+	// Program is the BPF program that runs; the zero value counts hits.
+	Program Program
+	// Param is the program's parameter (cookie bits 24-31): for Count the
+	// argument (1-5) whose pointee, a u32, is the hit's peak value, 0 for
+	// none; for Stash, FreeListAtMax and AsyncEventRet the stash slot
+	// (0-3); for GateOpen and GateCount the gate (0-63); for MPIError the
+	// library's layout (ErrorsOMPI, ErrorsMPICH).
+	Param uint8
+}
+
+// Program names the BPF program a Probe runs.
+type Program uint8
+
+// The programs of bpf/mpiprobe.bpf.c that probes run.
+const (
+	// Count counts hits that meet the condition (count_event).
+	Count Program = iota
+	// Stash keeps argument Cond.Src of the entry for a return program of
+	// the same function, in slot Param; it counts nothing (stash_arg).
+	Stash
+	// FreeListGrow counts growth of an Open MPI free list that was
+	// allocated before, per item class, with the new size as peak.
+	FreeListGrow
+	// FreeListAtMax counts returns of opal_free_list_grow_st refused
+	// because the list is at its maximum; the list comes from a Stash.
+	FreeListAtMax
+	// MPIError counts MPI errors returned to the application, per error
+	// class and API name.
+	MPIError
+	// AsyncEventRet counts successful returns of ibv_get_async_event
+	// whose event type is Cond.Value; the event comes from a Stash.
+	AsyncEventRet
+	// GateOpen opens the thread's gate Param; it counts nothing.
+	GateOpen
+	// GateCount counts once per opening of gate Param and closes it.
+	GateCount
+	// GateClose closes gate Param without counting.
+	GateClose
+)
+
+// The layouts of MPIError's arguments.
+const (
+	// ErrorsOMPI is ompi_errhandler_invoke(eh, obj, type, err_code, message).
+	ErrorsOMPI uint8 = 1
+	// ErrorsMPICH is MPIR_Err_return_comm(comm, fcname, errcode).
+	ErrorsMPICH uint8 = 2
+)
+
+func (p Program) String() string {
+	names := [...]string{"count_event", "stash_arg", "free_list_grow", "free_list_at_max",
+		"mpi_error", "async_event_ret", "gate_open", "gate_count", "gate_close"}
+	if int(p) < len(names) {
+		return names[p]
+	}
+	return fmt.Sprintf("program(%d)", uint8(p))
 }
 
 func (p Probe) String() string {
@@ -72,6 +136,9 @@ const (
 	// Retries count every retry of a queued operation: they fire in a loop
 	// while the trouble lasts, and cost a probe hit per retry.
 	Retries Level = "retries"
+	// Messages need a probe on a path every message takes (a BTL's send,
+	// the match callback): they cost a probe hit per message.
+	Messages Level = "messages"
 )
 
 // Event is one kind of unusual MPI event: what is probed, what it means,
@@ -89,6 +156,10 @@ type Event struct {
 	Message string
 	// Advice says which parameter to tune.
 	Advice string
+	// Detail, when set, names an instance of the event from the BPF
+	// side's detail value and the name read with it (see Probe.Program);
+	// events without it have one instance per process.
+	Detail func(detail uint64, name string) string
 	// Suggest, when set, turns the detail and peak of one total into a
 	// suggested setting that completes Advice, e.g. "try
 	// --mca btl_vader_free_list_max 1024"; it returns "" when it has none.
@@ -104,7 +175,9 @@ type Catalog struct {
 	Events []Event
 }
 
-// Full returns every event mpiprobe knows, at every level.
+// Full returns every event mpiprobe knows, at every level. Facts behind
+// each entry (symbols, conditions, triggers) are in
+// ../shared/docs/mpi-internals.md; the README's "Events" table lists them.
 func Full() Catalog {
 	const freeListAdvice = "raise the BTL's send free list: --mca btl_vader_free_list_max (default 512) " +
 		"or --mca btl_tcp_free_list_max; lasting queueing also means a slow receiver"
@@ -116,6 +189,16 @@ func Full() Catalog {
 		return Probe{Library: OMPIPmlOb1, Symbol: fn, CallTo: "mca_pml_ob1_enable_progress",
 			Cond: Condition{Src: Arg(1), Cmp: Gt, Value: 0}}
 	}
+	ob1 := func(fn string) Probe { return Probe{Library: OMPIPmlOb1, Symbol: fn} }
+	// The receive posted after its message arrived: mca_pml_ob1_recv_req_start
+	// found the fragment among the unexpected ones and progresses it at once.
+	late := func(callee string) Probe {
+		return Probe{Library: OMPIPmlOb1, Symbol: "mca_pml_ob1_recv_req_start", CallTo: callee}
+	}
+	uret := func(lib Library, fn string, c Condition) Probe {
+		return Probe{Library: lib, Symbol: fn, Side: Return, Cond: c}
+	}
+	minus2 := Condition{Src: RetVal, Cmp: Eq, Value: -2} // OMPI_ERR_OUT_OF_RESOURCE
 	return Catalog{Events: []Event{
 		{
 			ID:    "ob1.send_pending.new",
@@ -136,7 +219,7 @@ func Full() Catalog {
 			ID:      "ob1.send_pending.drain",
 			Layer:   "pml",
 			Level:   Default,
-			Probes:  []Probe{{Library: OMPIPmlOb1, Symbol: "mca_pml_ob1_send_request_process_pending"}},
+			Probes:  []Probe{ob1("mca_pml_ob1_send_request_process_pending")},
 			Message: "pass over the pending-send queue after a BTL returned fragments",
 			Advice:  freeListAdvice,
 			C:       10000,
@@ -155,8 +238,274 @@ func Full() Catalog {
 			C:       100000,
 			T:       30 * time.Second,
 		},
+		{
+			// The send side queues the request through add_request_to_send_pending,
+			// which ends in mca_pml_ob1_enable_progress; the receive side
+			// returns OMPI_ERR_OUT_OF_RESOURCE and is queued on recv_pending.
+			// Both run once per pipeline chunk of a large message, not per message.
+			ID:    "ob1.rndv.stall",
+			Layer: "pml",
+			Level: Default,
+			Probes: []Probe{
+				enable("mca_pml_ob1_send_request_schedule_once"),
+				uret(OMPIPmlOb1, "mca_pml_ob1_recv_request_schedule_once", minus2),
+			},
+			Message: "rendezvous pipeline stalled: no BTL fragment for the next chunk of a large message, which waits in a pending queue",
+			Advice: "raise the BTL's free list (--mca btl_vader_free_list_max, btl_tcp_free_list_max) " +
+				"or lower the chunks in flight per message (--mca pml_ob1_send_pipeline_depth, pml_ob1_recv_pipeline_depth)",
+			C: 100,
+			T: 10 * time.Second,
+		},
+		{
+			// MCA_PML_OB1_PROGRESS_PENDING calls each only when its list is non-empty.
+			ID:      "ob1.pckt_pending.drain",
+			Layer:   "pml",
+			Level:   Default,
+			Probes:  []Probe{ob1("mca_pml_ob1_process_pending_packets")},
+			Message: "pass over the pending control-packet queue (ACKs, FINs): a BTL had no fragment for them",
+			Advice:  "raise the BTL's free list (--mca btl_vader_free_list_max, btl_tcp_free_list_max)",
+			C:       1000,
+			T:       30 * time.Second,
+		},
+		{
+			ID:      "ob1.recv_pending.drain",
+			Layer:   "pml",
+			Level:   Default,
+			Probes:  []Probe{ob1("mca_pml_ob1_recv_request_process_pending")},
+			Message: "pass over the pending-receive queue: a large receive waits for fragments to schedule its next chunk",
+			Advice:  "raise the BTL's free list (--mca btl_vader_free_list_max, btl_tcp_free_list_max) or lower --mca pml_ob1_recv_pipeline_depth",
+			C:       1000,
+			T:       30 * time.Second,
+		},
+		{
+			ID:      "ob1.rdma_pending.drain",
+			Layer:   "pml",
+			Level:   Default,
+			Probes:  []Probe{ob1("mca_pml_ob1_process_pending_rdma")},
+			Message: "pass over the pending RDMA queue: an RDMA transfer waits for BTL resources",
+			Advice:  "raise the BTL's RDMA resources (e.g. --mca btl_openib_free_list_max) or lower --mca pml_ob1_rdma_pipeline_depth",
+			C:       1000,
+			T:       30 * time.Second,
+		},
+		{
+			// Called only for a fragment whose sequence number is ahead of
+			// the next expected one from that peer.
+			ID:      "ob1.out_of_sequence",
+			Layer:   "pml",
+			Level:   Default,
+			Probes:  []Probe{ob1("append_frag_to_ordered_list")},
+			Message: "fragment arrived out of sequence and was held back: traffic to one peer is split over several BTLs",
+			Advice: "let one BTL carry each peer's traffic: check --mca btl, and give the fastest BTL the highest " +
+				"exclusivity (e.g. leave btl_vader_exclusivity above btl_tcp_exclusivity)",
+			C: 1000,
+			T: 30 * time.Second,
+		},
+		{
+			ID:    "ob1.unexpected.late_recv",
+			Layer: "pml",
+			Level: Default,
+			Probes: []Probe{
+				late("mca_pml_ob1_recv_request_progress_match"),
+				late("mca_pml_ob1_recv_request_progress_rndv"),
+				late("mca_pml_ob1_recv_request_progress_rget"),
+			},
+			Message: "receive posted after its message had arrived: the message waited as unexpected (eager data copied twice)",
+			Advice:  "post receives earlier (MPI_Irecv before the matching send starts); for large messages lower --mca btl_vader_eager_limit so they wait as small headers",
+			C:       10000,
+			T:       30 * time.Second,
+		},
+		{
+			// Fires on every arriving eager message: the gate opens at each
+			// match callback, closes where a matched message is unpacked
+			// into its receive buffer, and what returns with the gate open
+			// went to the unexpected queue.
+			ID:    "ob1.unexpected.arrival",
+			Layer: "pml",
+			Level: Messages,
+			Probes: []Probe{
+				{Library: OMPIPmlOb1, Symbol: "mca_pml_ob1_recv_frag_callback_match", Program: GateOpen, Param: 0},
+				{Library: OMPIPmlOb1, Symbol: "mca_pml_ob1_recv_frag_callback_match", CallTo: "opal_convertor_unpack", Program: GateClose, Param: 0},
+				{Library: OMPIPmlOb1, Symbol: "mca_pml_ob1_recv_frag_callback_match", Side: Return, Program: GateCount, Param: 0},
+			},
+			Message: "message arrived before its receive was posted and was copied to the unexpected queue",
+			Advice:  "post receives earlier (MPI_Irecv before the matching send starts)",
+			C:       10000,
+			T:       30 * time.Second,
+		},
+		{
+			ID:      "vader.sendi_refused",
+			Layer:   "btl",
+			Level:   Messages,
+			Probes:  []Probe{uret(OMPIBtlVader, "mca_btl_vader_sendi", minus2)},
+			Message: "shared-memory fast path refused a small message: the peer's fast box is full or sends are pending",
+			Advice:  "raise --mca btl_vader_fbox_size and btl_vader_fbox_max; lasting refusals mean a slow receiver",
+			C:       10000,
+			T:       30 * time.Second,
+		},
+		{
+			ID:      "vader.alloc_failed",
+			Layer:   "btl",
+			Level:   Messages,
+			Probes:  []Probe{uret(OMPIBtlVader, "mca_btl_vader_alloc", Condition{Src: RetVal, Cmp: Eq, Value: 0})},
+			Message: "shared-memory BTL out of fragments: a send had to wait",
+			Advice:  "raise --mca btl_vader_free_list_max (default 512)",
+			C:       1000,
+			T:       10 * time.Second,
+		},
+		{
+			ID:    "tcp.partial_io",
+			Layer: "btl",
+			Level: Messages,
+			Probes: []Probe{
+				uret(OMPIBtlTcp, "mca_btl_tcp_frag_send", Condition{Src: RetVal, Cmp: Eq8, Value: 0}),
+				uret(OMPIBtlTcp, "mca_btl_tcp_frag_recv", Condition{Src: RetVal, Cmp: Eq8, Value: 0}),
+			},
+			Message: "TCP fragment written or read only in part: the socket buffer was full (or empty)",
+			Advice:  "raise --mca btl_tcp_sndbuf and btl_tcp_rcvbuf (and the kernel's net.core.wmem_max / rmem_max)",
+			C:       10000,
+			T:       30 * time.Second,
+		},
+		{
+			ID:      "tcp.send_queued",
+			Layer:   "btl",
+			Level:   Messages,
+			Probes:  []Probe{uret(OMPIBtlTcp, "mca_btl_tcp_endpoint_send", Condition{Src: RetVal, Cmp: Eq, Value: 0})},
+			Message: "TCP send queued behind a busy socket",
+			Advice:  "raise --mca btl_tcp_sndbuf and btl_tcp_rcvbuf; add links with --mca btl_tcp_links",
+			C:       10000,
+			T:       30 * time.Second,
+		},
+		{
+			// The handler, btl_openib_async_srq_limit_event, is static: the
+			// event is seen where the async thread fetches it.
+			ID:    "openib.srq_limit",
+			Layer: "btl",
+			Level: Default,
+			Probes: []Probe{
+				{Library: IBVerbs, Symbol: "ibv_get_async_event", Program: Stash, Cond: Condition{Src: Arg(2)}},
+				{Library: IBVerbs, Symbol: "ibv_get_async_event", Side: Return, Program: AsyncEventRet,
+					Cond: Condition{Src: RetVal, Cmp: Eq, Value: ibvEventSRQLimitReached}},
+			},
+			Message: "shared receive queue limit reached: receive buffers ran low and Open MPI grows the SRQ",
+			Advice:  "raise the SRQ's rd_num / rd_init in --mca btl_openib_receive_queues (e.g. S,12288,1024,...)",
+			C:       10,
+			T:       60 * time.Second,
+		},
+		{
+			ID:    "openib.srq_grown",
+			Layer: "btl",
+			Level: Default,
+			Probes: []Probe{
+				{Library: IBVerbs, Symbol: "ibv_modify_srq", Cond: Condition{Src: Arg(3), Cmp: Eq, Value: ibvSRQLimit}, Param: 2},
+			},
+			Message: "shared receive queue re-armed after growing",
+			Advice:  "raise the SRQ's rd_num / rd_init in --mca btl_openib_receive_queues",
+			Suggest: func(_ string, peak uint64) string {
+				if peak == 0 {
+					return ""
+				}
+				return fmt.Sprintf("the SRQ reached max_wr %d: start it there (rd_init)", peak)
+			},
+			C: 10,
+			T: 60 * time.Second,
+		},
+		{
+			ID:      "pal.free_list.grow",
+			Layer:   "pal",
+			Level:   Default,
+			Probes:  []Probe{{Library: OMPIPal, Symbol: "opal_free_list_grow_st", Program: FreeListGrow}},
+			Detail:  className,
+			Message: "free list grew beyond its first allocation",
+			Advice:  "growth is normal while a job warms up; lasting growth costs allocations on the critical path: start the list larger",
+			Suggest: func(class string, peak uint64) string {
+				if p := freeListParam(class); p != "" && peak > 0 {
+					return fmt.Sprintf("the list reached %d items; try --mca %s %d", peak, strings.Replace(p, "_max", "_num", 1), peak)
+				}
+				return ""
+			},
+			C: 100,
+			T: 60 * time.Second,
+		},
+		{
+			ID:    "pal.free_list.at_max",
+			Layer: "pal",
+			Level: Default,
+			Probes: []Probe{
+				{Library: OMPIPal, Symbol: "opal_free_list_grow_st", Program: Stash, Cond: Condition{Src: Arg(1)}, Param: 0},
+				{Library: OMPIPal, Symbol: "opal_free_list_grow_st", Side: Return, Program: FreeListAtMax, Param: 0},
+			},
+			Detail:  className,
+			Message: "free list at its maximum: an item was wanted and none could be allocated",
+			Advice:  "raise the list's *_free_list_max",
+			Suggest: func(class string, peak uint64) string {
+				if p := freeListParam(class); p != "" && peak > 0 {
+					return fmt.Sprintf("try --mca %s %d (twice the %d it hit)", p, 2*peak, peak)
+				}
+				return ""
+			},
+			C: 100,
+			T: 10 * time.Second,
+		},
+		{
+			ID:      "ucx.pending_add",
+			Layer:   "ucx",
+			Level:   Default,
+			Probes:  []Probe{{Library: UCXLib, Symbol: "ucp_request_pending_add"}},
+			Message: "UCX transport out of resources: the request was queued as pending (MPICH ch4:ucx or Open MPI pml/ucx)",
+			Advice: "a slow receiver, or a short transport queue: raise UCX_RC_TX_QUEUE_LEN / UCX_DC_TX_QUEUE_LEN " +
+				"(InfiniBand) or UCX_MM_FIFO_SIZE (shared memory)",
+			C: 1000,
+			T: 10 * time.Second,
+		},
+		{
+			ID:      "ucx.unexpected",
+			Layer:   "ucx",
+			Level:   Messages,
+			Probes:  []Probe{uret(UCXLib, "ucp_tag_exp_search_all", Condition{Src: RetVal, Cmp: Eq, Value: 0})},
+			Message: "message arrived before a matching receive was posted (UCX unexpected queue)",
+			Advice:  "post receives earlier (MPI_Irecv before the matching send starts)",
+			C:       10000,
+			T:       30 * time.Second,
+		},
+		{
+			ID:    "mpi.error",
+			Layer: "errors",
+			Level: Default,
+			Probes: []Probe{
+				{Library: OMPILibMPI, Symbol: "ompi_errhandler_invoke", Program: MPIError, Param: ErrorsOMPI},
+				{Library: MPICHLib, Symbol: "MPIR_Err_return_comm", Program: MPIError, Param: ErrorsMPICH},
+			},
+			Detail:  errorDetail,
+			Message: "MPI call returned an error to the application",
+			Advice:  "check the application's error handling: with MPI_ERRORS_RETURN it must test every return code",
+			C:       1,
+			T:       10 * time.Second,
+		},
 	}}
 }
+
+// className names a free list by its item class, read by the BPF side.
+func className(_ uint64, name string) string {
+	if name == "" {
+		return "unknown class"
+	}
+	return name
+}
+
+// DetailOf names the instance of event id (its index) from the BPF side's
+// detail and name; "" for events with one instance.
+func (c Catalog) DetailOf(id int, detail uint64, name string) string {
+	if id < 0 || id >= len(c.Events) || c.Events[id].Detail == nil {
+		return ""
+	}
+	return c.Events[id].Detail(detail, name)
+}
+
+// Values of libibverbs' ABI the openib entries test.
+const (
+	ibvEventSRQLimitReached = 15 // enum ibv_event_type IBV_EVENT_SRQ_LIMIT_REACHED
+	ibvSRQLimit             = 2  // enum ibv_srq_attr_mask IBV_SRQ_LIMIT
+)
 
 // DefaultCatalog returns the catalog of the default level: cold-path probes only.
 func DefaultCatalog() Catalog { return Full().Select(Default) }

@@ -42,8 +42,10 @@ func TestBuiltinCatalogsValidate(t *testing.T) {
 // discoverable reports whether Classify can name a file as library l, so
 // that probes on l can ever be attached.
 func discoverable(l Library) bool {
-	if l == OMPILibMPI || l == MPICHLib {
-		return true
+	for _, f := range []string{"libmpi.so.40", "libmpich.so.12", "libopen-pal.so.40", "libibverbs.so.1", "libucp.so.0"} {
+		if got, ok := Classify("/usr/lib/x86_64-linux-gnu/" + f); ok && got == l {
+			return true
+		}
 	}
 	file, ok := ComponentFile(l)
 	if !ok {
@@ -56,11 +58,11 @@ func discoverable(l Library) bool {
 func TestCatalogLevels(t *testing.T) {
 	full := Full()
 	for _, e := range full.Events {
-		if e.Level != Default && e.Level != Retries {
-			t.Errorf("Full: event %q has level %q, want %q or %q", e.ID, e.Level, Default, Retries)
+		if e.Level != Default && e.Level != Retries && e.Level != Messages {
+			t.Errorf("Full: event %q has level %q, want %q, %q or %q", e.ID, e.Level, Default, Retries, Messages)
 		}
 	}
-	if got, want := full.Levels(), []Level{Default, Retries}; !slices.Equal(got, want) {
+	if got, want := full.Levels(), []Level{Default, Retries, Messages}; !slices.Equal(got, want) {
 		t.Errorf("Full().Levels() = %v, want %v", got, want)
 	}
 
@@ -318,8 +320,8 @@ func TestLibraries(t *testing.T) {
 			{Probes: []Probe{p(MPICHLib), p(OMPIPmlOb1), p(OMPILibMPI)}},
 			{Probes: []Probe{p(OMPILibMPI), p("mca_btl_tcp"), p(MPICHLib)}},
 		}}, []Library{OMPIPmlOb1, MPICHLib, OMPILibMPI, "mca_btl_tcp"}},
-		{"Full", Full(), []Library{OMPIPmlOb1}},
-		{"DefaultCatalog", DefaultCatalog(), []Library{OMPIPmlOb1}},
+		{"Full", Full(), []Library{OMPIPmlOb1, OMPIBtlVader, OMPIBtlTcp, IBVerbs, OMPIPal, UCXLib, OMPILibMPI, MPICHLib}},
+		{"DefaultCatalog", DefaultCatalog(), []Library{OMPIPmlOb1, IBVerbs, OMPIPal, UCXLib, OMPILibMPI, MPICHLib}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

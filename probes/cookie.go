@@ -12,6 +12,7 @@ const (
 	Ne                // operand != Value
 	Lt                // operand < Value (signed 32-bit)
 	Gt                // operand > Value (signed 32-bit)
+	Eq8               // low byte of operand == low byte of Value: a C bool return
 )
 
 // Source is where a Condition's operand comes from.
@@ -40,12 +41,18 @@ const MaxEvents = 1 << 16
 //	bits  0-15  event id
 //	bits 16-19  comparison
 //	bits 20-23  operand source
+//	bits 24-31  the program's parameter (Probe.Param)
 //	bits 32-63  operand value
-func Cookie(event int, c Condition) (uint64, error) {
+func Cookie(event int, c Condition) (uint64, error) { return CookieParam(event, c, 0) }
+
+// CookieParam is Cookie with the program's parameter in bits 24-31: for
+// count_event the argument whose pointee is the peak, for the other
+// programs a stash slot, gate or library layout (see Probe.Param).
+func CookieParam(event int, c Condition, param uint8) (uint64, error) {
 	switch {
 	case event < 0 || event >= MaxEvents:
 		return 0, fmt.Errorf("event id %d out of range", event)
-	case c.Cmp > Gt:
+	case c.Cmp > Eq8:
 		return 0, fmt.Errorf("comparison %d unknown", c.Cmp)
 	case c.Src > 5:
 		return 0, fmt.Errorf("operand source %d out of range (return value or arguments 1-5)", c.Src)
@@ -53,5 +60,6 @@ func Cookie(event int, c Condition) (uint64, error) {
 	return uint64(event) |
 		uint64(c.Cmp)<<16 |
 		uint64(c.Src)<<20 |
+		uint64(param)<<24 |
 		uint64(uint32(c.Value))<<32, nil
 }

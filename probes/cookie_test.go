@@ -89,7 +89,7 @@ func TestCookieOutOfRange(t *testing.T) {
 		{"negative event id", -1, Condition{}, "event id -1 out of range"},
 		{"event id MaxEvents", MaxEvents, Condition{}, "event id 65536 out of range"},
 		{"huge event id", 1 << 40, Condition{}, "out of range"},
-		{"comparison after Gt", 0, Condition{Cmp: Gt + 1}, "comparison 5 unknown"},
+		{"comparison after Eq8", 0, Condition{Cmp: Eq8 + 1}, "comparison 6 unknown"},
 		{"comparison 15", 0, Condition{Cmp: 15}, "comparison 15 unknown"},
 		{"comparison 255", 0, Condition{Cmp: 255}, "comparison 255 unknown"},
 		{"argument 6", 0, Condition{Src: Arg(6), Cmp: Eq}, "operand source 6 out of range"},

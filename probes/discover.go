@@ -31,6 +31,10 @@ func Classify(file string) (Library, bool) {
 		return MPICHFortran, true
 	case strings.HasPrefix(base, "libucp.so"):
 		return UCXLib, true
+	case strings.HasPrefix(base, "libopen-pal.so.40"):
+		return OMPIPal, true
+	case strings.HasPrefix(base, "libibverbs.so"):
+		return IBVerbs, true
 	case strings.HasPrefix(base, "mca_") && strings.HasSuffix(base, ".so"):
 		return Library(strings.TrimSuffix(base, ".so")), true
 	}

@@ -36,7 +36,9 @@ func TestClassify(t *testing.T) {
 		{"/usr/lib/x86_64-linux-gnu/libmpi_usempif08.so.40", "", false},
 		{"/usr/lib/x86_64-linux-gnu/libmpichfort.so.12", MPICHFortran, true},
 		{"/usr/lib/x86_64-linux-gnu/libmpichcxx.so.12", "", false},
-		{"/usr/lib/x86_64-linux-gnu/libopen-pal.so.40.30.2", "", false},
+		{"/usr/lib/x86_64-linux-gnu/libopen-pal.so.40.30.2", OMPIPal, true},
+		{"/usr/lib/x86_64-linux-gnu/libibverbs.so.1.14.44.0", IBVerbs, true},
+		{"/usr/lib/x86_64-linux-gnu/libopen-rte.so.40", "", false},
 		{"/usr/lib/x86_64-linux-gnu/libmca_common_sm.so.40.30.0", "", false},
 		{"/usr/lib/x86_64-linux-gnu/pmix2/lib/pmix/pmix_mca_pcompress_zlib.so", "", false},
 		{"/x/mca_foo.so (weird)", "", false},
@@ -138,6 +140,7 @@ func TestDiscover(t *testing.T) {
 			want: []mappedWant{
 				{lib: OMPIPmlOb1, path: "/usr/lib/x86_64-linux-gnu/openmpi/lib/openmpi3/mca_pml_ob1.so", start: 0x7fab7aca8000, inode: 15630568},
 				{lib: "mca_btl_tcp", path: "/usr/lib/x86_64-linux-gnu/openmpi/lib/openmpi3/mca_btl_tcp.so", start: 0x7fab7ad66000, inode: 15630505},
+				{lib: OMPIPal, path: "/usr/lib/x86_64-linux-gnu/libopen-pal.so.40.30.2", start: 0x7fab7b82c000, inode: 15630488},
 				{lib: OMPILibMPI, path: "/usr/lib/x86_64-linux-gnu/libmpi.so.40.30.4", start: 0x7fab7bb81000, inode: 15630478},
 			},
 		},

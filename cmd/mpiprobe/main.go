@@ -139,7 +139,7 @@ func parseArgs(args []string, stderr io.Writer) (config, error) {
 	fs.BoolVar(&cfg.verbose, "v", false, "log attach details")
 	fs.BoolVar(&cfg.monitor.Collectives, "collectives", false, "also track every collective per communicator (hot path: about 0.1 µs per call on top of the probe; see make bench); `mpiprobe status` reads it")
 	fs.IntVar(&cfg.monitor.CommSlots, "comm-slots", monitor.DefaultCommSlots, "with --collectives: how many communicators, over all processes, can be tracked at once")
-	events := fs.String("events", string(probes.Default), "comma-separated event `LEVELS` to enable: default, retries, or all")
+	events := fs.String("events", string(probes.Default), "comma-separated event `LEVELS` to enable: default, retries, messages, or all")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: mpiprobe [flags] -p PID [-p PID ...]\n       mpiprobe [flags] --job JOBID\n       mpiprobe [flags] -- COMMAND [ARGS...]\n       mpiprobe trace -h    (record and show every MPI call)\n       mpiprobe status -h   (who waits where in a running or hung job)\n       mpiprobe agent -h    (node-wide agent: every MPI job on this node)\n       mpiprobe jobs | report JOBID | report --merge DIR...   (the agent's job summaries)\n\nflags:\n")
 		fs.PrintDefaults()

@@ -1,0 +1,58 @@
+package probes
+
+import (
+	"debug/elf"
+	"fmt"
+)
+
+// symbolOffset returns the file offset of the definition of a dynamic
+// symbol that a uprobe must use, and whether the file defines it. When the
+// file defines the name in several versions (libibverbs'
+// ibv_modify_srq@IBVERBS_1.0 and ibv_modify_srq@@IBVERBS_1.1) it is the
+// default version's, the one the dynamic linker binds new callers to; with
+// a single definition it is that one's. versioned says whether there was a
+// choice: only then must the caller attach by address, since a lookup by
+// name may pick an older version.
+func symbolOffset(f *elf.File, name string) (off uint64, found, versioned bool, err error) {
+	syms, err := f.DynamicSymbols()
+	if err != nil {
+		return 0, false, false, fmt.Errorf("dynamic symbols: %w", err)
+	}
+	var defs []elf.Symbol
+	for _, s := range syms {
+		if s.Name == name && s.Section != elf.SHN_UNDEF && elf.ST_TYPE(s.Info) == elf.STT_FUNC {
+			defs = append(defs, s)
+		}
+	}
+	if len(defs) == 0 {
+		return 0, false, false, nil
+	}
+	pick := defs[0]
+	if len(defs) > 1 {
+		n := 0
+		for _, s := range defs {
+			if !s.HasVersion || !s.VersionIndex.IsHidden() {
+				pick = s
+				n++
+			}
+		}
+		if n != 1 {
+			return 0, false, true, fmt.Errorf("symbol %s: %d definitions, %d of them default: cannot tell which one callers use", name, len(defs), n)
+		}
+	}
+	off, err = fileOffset(f, pick.Value)
+	if err != nil {
+		return 0, false, false, fmt.Errorf("symbol %s: %w", name, err)
+	}
+	return off, true, len(defs) > 1, nil
+}
+
+// fileOffset turns a virtual address of the file into its offset in the file.
+func fileOffset(f *elf.File, addr uint64) (uint64, error) {
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_LOAD && p.Flags&elf.PF_X != 0 && addr >= p.Vaddr && addr < p.Vaddr+p.Memsz {
+			return addr - p.Vaddr + p.Off, nil
+		}
+	}
+	return 0, fmt.Errorf("address %#x is in no executable segment", addr)
+}
