@@ -66,6 +66,11 @@ func main() {
 		stop()
 		os.Exit(code)
 	}
+	if len(os.Args) > 1 && os.Args[1] == "probes" {
+		code := probesMain(ctx, os.Args[2:], os.Stdout, os.Stderr)
+		stop()
+		os.Exit(code)
+	}
 	if len(os.Args) > 1 && os.Args[1] == "jobs" {
 		code := jobsMain(ctx, os.Args[2:], os.Stdout, os.Stderr)
 		stop()

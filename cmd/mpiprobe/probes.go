@@ -1,0 +1,102 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"text/tabwriter"
+
+	"github.com/mpiprobe/mpiprobe/monitor"
+	"github.com/mpiprobe/mpiprobe/probes"
+	"github.com/mpiprobe/mpiprobe/procfs"
+)
+
+// probesMain runs `mpiprobe probes -p PID`: every catalog entry, attached
+// or unavailable in that process's libraries and why. It returns the exit
+// code: 0, 1 on failure, 2 on bad usage.
+func probesMain(_ context.Context, args []string, stdout, stderr io.Writer) int {
+	var (
+		pids   pidList
+		events string
+		asJSON bool
+	)
+	fs := flag.NewFlagSet("mpiprobe probes", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Var(&pids, "p", "check the MPI process `PID` (repeat, or comma-separate, for several)")
+	fs.StringVar(&events, "events", "all", "comma-separated event `LEVELS` to check: default, retries, messages, or all")
+	fs.BoolVar(&asJSON, "json", false, "print the entries as JSON")
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "usage: mpiprobe probes [flags] -p PID\n\n"+
+			"Attaches every catalog entry to the MPI libraries the process maps, lists each as attached\n"+
+			"(with the file) or unavailable (with why), and detaches again. Nothing is counted.\n\nflags:\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if fs.NArg() > 0 || len(pids) == 0 {
+		fmt.Fprintf(stderr, "mpiprobe probes: give the process with -p PID\n")
+		return 2
+	}
+	cat, err := selectLevels(events)
+	if err != nil {
+		fmt.Fprintf(stderr, "mpiprobe probes: %v\n", err)
+		return 2
+	}
+	type result struct {
+		PID     int                  `json:"pid"`
+		Entries []probes.EntryStatus `json:"entries"`
+	}
+	var all []result
+	for _, pid := range pids {
+		es, err := monitor.ProbeEntries(procfs.FS{Root: "/proc"}, pid, cat)
+		if err != nil {
+			fmt.Fprintf(stderr, "mpiprobe probes: %v\n", err)
+			return 1
+		}
+		all = append(all, result{PID: pid, Entries: es})
+	}
+	if asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(all); err != nil {
+			fmt.Fprintf(stderr, "mpiprobe probes: %v\n", err)
+			return 1
+		}
+		return 0
+	}
+	for i, r := range all {
+		if i > 0 {
+			fmt.Fprintln(stdout)
+		}
+		attached := 0
+		for _, e := range r.Entries {
+			if e.Attached {
+				attached++
+			}
+		}
+		fmt.Fprintf(stdout, "pid %d: %d of %d entries attached\n", r.PID, attached, len(r.Entries))
+		tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "EVENT\tLEVEL\tLIBRARY\tSTATUS\tFILE OR WHY")
+		for _, e := range r.Entries {
+			st, why := "attached", e.File
+			if !e.Attached {
+				st, why = "unavailable", e.Reason
+			} else if e.Reason != "" {
+				why += " (partly: " + e.Reason + ")"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", e.Event, e.Level, e.Library, st, why)
+		}
+		if err := tw.Flush(); err != nil {
+			fmt.Fprintf(stderr, "mpiprobe probes: %v\n", err)
+			return 1
+		}
+	}
+	return 0
+}

@@ -1,0 +1,61 @@
+package probes
+
+import "fmt"
+
+// EntryStatus says whether one catalog event could be attached in one library
+// of a process, and why not: a row of `mpiprobe probes`.
+type EntryStatus struct {
+	Event    string
+	Level    Level
+	Library  Library
+	File     string
+	Attached bool
+	// Reason says why the entry is unavailable; empty when attached.
+	Reason string
+}
+
+// Entries lists every (event, library) of the catalog for one process,
+// in catalog order: attached in the files of targets (st are the
+// Attacher's statuses), unavailable where the symbols are missing, or
+// where the process maps no such library at all.
+func Entries(cat Catalog, pid int, targets []Target, st []Status) []EntryStatus {
+	var out []EntryStatus
+	for _, e := range cat.Events {
+		var libs []Library
+		for _, p := range e.Probes {
+			if !contains(libs, p.Library) {
+				libs = append(libs, p.Library)
+			}
+		}
+		for _, lib := range libs {
+			found := false
+			for _, s := range st {
+				if s.Event != e.ID || s.Library != lib {
+					continue
+				}
+				found = true
+				out = append(out, EntryStatus{Event: e.ID, Level: e.Level, Library: lib, File: s.File, Attached: s.Attached, Reason: s.Reason})
+			}
+			if found {
+				continue
+			}
+			reason := fmt.Sprintf("library not loaded: pid %d maps no %s file", pid, lib)
+			for _, t := range targets {
+				if t.Library == lib {
+					reason = "not attached: " + t.Display + " was not tried"
+				}
+			}
+			out = append(out, EntryStatus{Event: e.ID, Level: e.Level, Library: lib, Reason: reason})
+		}
+	}
+	return out
+}
+
+func contains(ls []Library, l Library) bool {
+	for _, x := range ls {
+		if x == l {
+			return true
+		}
+	}
+	return false
+}
