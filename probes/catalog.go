@@ -562,6 +562,9 @@ func (c Catalog) Validate() error {
 			if p.CallTo != "" && p.Side != Entry {
 				return fmt.Errorf("event %q: %s: a call site has no return side", e.ID, p)
 			}
+			if err := p.checkProgram(); err != nil {
+				return fmt.Errorf("event %q: %s: %w", e.ID, p, err)
+			}
 		}
 	}
 	return nil
@@ -606,4 +609,30 @@ func (c Catalog) Describe(id, detail string, peak uint64) (agg.EventInfo, bool) 
 		}
 	}
 	return agg.EventInfo{Message: e.Message, Advice: advice, Layer: e.Layer}, true
+}
+
+// checkProgram checks that the probe's program runs on the side it reads
+// and that its parameter is in range.
+func (p Probe) checkProgram() error {
+	returns := p.Program == FreeListAtMax || p.Program == AsyncEventRet
+	entries := p.Program == Stash || p.Program == FreeListGrow || p.Program == MPIError || p.Program == GateOpen
+	switch {
+	case p.Program > GateClose:
+		return fmt.Errorf("unknown program %d", p.Program)
+	case returns && p.Side != Return:
+		return fmt.Errorf("%s runs on a return", p.Program)
+	case entries && p.Side != Entry:
+		return fmt.Errorf("%s runs on an entry", p.Program)
+	case p.Program == Count && p.Param > 5:
+		return fmt.Errorf("peak source %d: want 0 or an argument 1-5", p.Param)
+	case (p.Program == Stash || returns) && p.Param > 3:
+		return fmt.Errorf("stash slot %d: want 0-3", p.Param)
+	case (p.Program == GateOpen || p.Program == GateCount || p.Program == GateClose) && p.Param > 63:
+		return fmt.Errorf("gate %d: want 0-63", p.Param)
+	case p.Program == MPIError && p.Param != ErrorsOMPI && p.Param != ErrorsMPICH:
+		return fmt.Errorf("error layout %d: want ErrorsOMPI or ErrorsMPICH", p.Param)
+	case p.Program == Stash && (p.Cond.Cmp != Always || p.Cond.Src < Arg(1)):
+		return fmt.Errorf("a stash keeps an argument (Cond.Src 1-5) and has no comparison")
+	}
+	return nil
 }

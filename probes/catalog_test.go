@@ -347,3 +347,32 @@ func TestProbeString(t *testing.T) {
 		}
 	}
 }
+
+func TestValidateProgramSides(t *testing.T) {
+	ev := func(p Probe) Catalog {
+		return Catalog{Events: []Event{{ID: "x.y", Message: "m", Level: Default, Probes: []Probe{p}}}}
+	}
+	tests := []struct {
+		name string
+		p    Probe
+		want string
+	}{
+		{"at max on entry", Probe{Library: OMPIPal, Symbol: "f", Program: FreeListAtMax}, "runs on a return"},
+		{"grow on return", Probe{Library: OMPIPal, Symbol: "f", Side: Return, Program: FreeListGrow}, "runs on an entry"},
+		{"stash slot 4", Probe{Library: OMPIPal, Symbol: "f", Program: Stash, Param: 4, Cond: Condition{Src: Arg(1)}}, "stash slot 4"},
+		{"stash without argument", Probe{Library: OMPIPal, Symbol: "f", Program: Stash}, "keeps an argument"},
+		{"gate 64", Probe{Library: OMPIPal, Symbol: "f", Program: GateOpen, Param: 64}, "gate 64"},
+		{"error layout 0", Probe{Library: OMPILibMPI, Symbol: "f", Program: MPIError}, "error layout 0"},
+		{"peak source 6", Probe{Library: OMPILibMPI, Symbol: "f", Param: 6}, "peak source 6"},
+		{"unknown program", Probe{Library: OMPILibMPI, Symbol: "f", Program: GateClose + 1}, "unknown program"},
+		{"valid stash", Probe{Library: OMPIPal, Symbol: "f", Program: Stash, Param: 3, Cond: Condition{Src: Arg(2)}}, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := ev(tt.p).Validate()
+			if tt.want == "" && err != nil || tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)) {
+				t.Errorf("Validate() = %v, want %q", err, tt.want)
+			}
+		})
+	}
+}
