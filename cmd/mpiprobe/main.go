@@ -146,7 +146,7 @@ func parseArgs(args []string, stderr io.Writer) (config, error) {
 	fs.IntVar(&cfg.monitor.CommSlots, "comm-slots", monitor.DefaultCommSlots, "with --collectives: how many communicators, over all processes, can be tracked at once")
 	events := fs.String("events", string(probes.Default), "comma-separated event `LEVELS` to enable: default, retries, messages, or all")
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: mpiprobe [flags] -p PID [-p PID ...]\n       mpiprobe [flags] --job JOBID\n       mpiprobe [flags] -- COMMAND [ARGS...]\n       mpiprobe trace -h    (record and show every MPI call)\n       mpiprobe status -h   (who waits where in a running or hung job)\n       mpiprobe agent -h    (node-wide agent: every MPI job on this node)\n       mpiprobe jobs | report JOBID | report --merge DIR...   (the agent's job summaries)\n\nflags:\n")
+		fmt.Fprintf(stderr, "usage: mpiprobe [flags] -p PID [-p PID ...]\n       mpiprobe [flags] --job JOBID\n       mpiprobe [flags] -- COMMAND [ARGS...]\n       mpiprobe trace -h    (record and show every MPI call)\n       mpiprobe status -h   (who waits where in a running or hung job)\n       mpiprobe probes -p PID (every catalog entry: attached or unavailable, and why)\n       mpiprobe agent -h    (node-wide agent: every MPI job on this node)\n       mpiprobe jobs | report JOBID | report --merge DIR...   (the agent's job summaries)\n\nflags:\n")
 		fs.PrintDefaults()
 		fmt.Fprintf(stderr, "\nevents:\n")
 		for _, e := range probes.Full().Events {
