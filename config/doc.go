@@ -57,7 +57,8 @@
 //	events = default,retries
 //
 // events (comma-separated levels, default: default) are the probe levels
-// the agent enables: default (cold paths only), retries, or all alone.
+// the agent enables: default (cold paths only), retries, messages (a probe
+// hit per message), or all alone.
 //
 //	library_paths = /opt/openmpi/lib:/opt/mpich/lib/libmpi.so.12
 //

@@ -45,7 +45,7 @@ func agentMain(ctx context.Context, args []string, stderr io.Writer) int {
 	flags.StringVar(&metricsAddr, "metrics-addr", "", "serve Prometheus metrics on `ADDR` (host:port, or off); overrides metrics_addr")
 	flags.StringVar(&stateDir, "state-dir", "", "state `DIR` (job summaries, agent state); overrides state_dir")
 	flags.StringVar(&pinDir, "pin-dir", "", "BPF file system `DIR` for pinned maps and links; overrides pin_dir")
-	flags.StringVar(&events, "events", "", "event `LEVELS` to enable (default, retries, all); overrides events")
+	flags.StringVar(&events, "events", "", "event `LEVELS` to enable (default, retries, messages, all); overrides events")
 	flags.DurationVar(&interval, "interval", 0, "how often counters are read; overrides interval")
 	flags.BoolVar(&cleanup, "cleanup", false, "remove the agent's pinned maps and links (detaching its probes) and exit")
 	flags.BoolVar(&verbose, "v", false, "log each library attached")
