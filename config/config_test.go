@@ -252,8 +252,8 @@ func TestParseErrors(t *testing.T) {
 		{"threshold empty", "threshold.a =\n", at + `1: key "threshold.a": missing value (use e.g. threshold.a = 500/10s)`},
 		// events
 		{"events unknown level", "events = everything\n",
-			at + `1: key "events": unknown level "everything" (use default, retries, messages or all)`},
-		{"events level case", "events = Default\n", at + `1: key "events": unknown level "Default" (use default, retries, messages or all)`},
+			at + `1: key "events": unknown level "everything" (use default, retries or all)`},
+		{"events level case", "events = Default\n", at + `1: key "events": unknown level "Default" (use default, retries or all)`},
 		{"events empty level", "events = default,\n",
 			at + `1: key "events": empty level in "default," (separate levels with one comma, e.g. default,retries)`},
 		{"events twice", "events = default,retries,default\n",
