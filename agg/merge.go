@@ -60,8 +60,8 @@ func Merge(sums []Summary, job string) (Summary, []string, error) {
 				hosts = append(hosts, h)
 			}
 		}
-		out.Start = earliest(out.Start, s.Start)
-		out.End = latest(out.End, s.End)
+		out.Start = Earliest(out.Start, s.Start)
+		out.End = Latest(out.End, s.End)
 		for _, d := range s.Dropped {
 			k, ok := drops[d.What]
 			if !ok {

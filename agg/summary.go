@@ -124,8 +124,8 @@ func Build(host string, start, end time.Time, procs []Proc, samples []Sample, in
 		}
 		t.Count = max(t.Count, sm.Count)
 		t.Peak = max(t.Peak, sm.Peak)
-		t.First = earliest(t.First, sm.First)
-		t.Last = latest(t.Last, sm.Last)
+		t.First = Earliest(t.First, sm.First)
+		t.Last = Latest(t.Last, sm.Last)
 	}
 
 	describe := func(t *EventTotal) EventTotal {
@@ -242,8 +242,8 @@ func (s Summary) Totals() []EventTotal {
 				t := &out[i]
 				t.Count += e.Count
 				t.Peak = max(t.Peak, e.Peak)
-				t.First = earliest(t.First, e.First)
-				t.Last = latest(t.Last, e.Last)
+				t.First = Earliest(t.First, e.First)
+				t.Last = Latest(t.Last, e.Last)
 			}
 		}
 	}
@@ -291,16 +291,16 @@ func compareIDs(a, b string) int {
 	return cmp.Compare(a, b)
 }
 
-// earliest returns the earlier of two times, ignoring zero ones.
-func earliest(a, b time.Time) time.Time {
+// Earliest returns the earlier of two times, ignoring zero ones.
+func Earliest(a, b time.Time) time.Time {
 	if a.IsZero() || (!b.IsZero() && b.Before(a)) {
 		return b
 	}
 	return a
 }
 
-// latest returns the later of two times, ignoring zero ones.
-func latest(a, b time.Time) time.Time {
+// Latest returns the later of two times, ignoring zero ones.
+func Latest(a, b time.Time) time.Time {
 	if a.IsZero() || b.After(a) {
 		return b
 	}

@@ -360,8 +360,8 @@ func buildEvents(j agg.Job) eventsTable {
 				byKey[k.eventKey] = append(byKey[k.eventKey], row)
 			}
 			row.members = append(row.members, m)
-			row.first = earliest(row.first, e.First)
-			row.last = latest(row.last, e.Last)
+			row.first = agg.Earliest(row.first, e.First)
+			row.last = agg.Latest(row.last, e.Last)
 		}
 	}
 
@@ -414,8 +414,8 @@ func summarize(k eventKey, rows []eventRow) eventRow {
 		lo, hi = min(lo, r.count), max(hi, r.count)
 		sum += r.count * uint64(len(r.members))
 		out.peak = max(out.peak, r.peak)
-		out.first = earliest(out.first, r.first)
-		out.last = latest(out.last, r.last)
+		out.first = agg.Earliest(out.first, r.first)
+		out.last = agg.Latest(out.last, r.last)
 	}
 	slices.SortFunc(out.members, compareMembers)
 	out.count = hi
@@ -551,22 +551,6 @@ func jobHost(host string, j agg.Job) string {
 	}
 	slices.Sort(hosts)
 	return strings.Join(hosts, ",")
-}
-
-// earliest returns the earlier of two times, ignoring zero ones.
-func earliest(a, b time.Time) time.Time {
-	if a.IsZero() || (!b.IsZero() && b.Before(a)) {
-		return b
-	}
-	return a
-}
-
-// latest returns the later of two times, ignoring zero ones.
-func latest(a, b time.Time) time.Time {
-	if a.IsZero() || b.After(a) {
-		return b
-	}
-	return a
 }
 
 // clockOf formats t as a local wall clock, or "-" when it is unknown.
