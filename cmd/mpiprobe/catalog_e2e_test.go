@@ -1,0 +1,640 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/mpiprobe/mpiprobe/internal/mpitest"
+)
+
+// The catalog tests run each event's trigger, a small MPI program whose
+// parameters make the event happen, and a control that must stay silent for
+// the events the trigger checks. Expected counts are derived from the
+// parameters below; where the count depends on timing, the tests assert
+// bounds that follow from the program and relations between events.
+
+// catNP is the number of ranks of every job here: rank 0 sends, rank 1 receives.
+const catNP = 2
+
+// Library defaults the controls rely on (ompi_info, Open MPI 4.1).
+const (
+	// vaderDefaultFreeListMax is btl_vader_free_list_max's default: a job
+	// with fewer sends in flight cannot reach it.
+	vaderDefaultFreeListMax = 512
+	// tcpEndpointCache is btl_tcp_endpoint_cache's default: the TCP BTL
+	// reads up to this much beyond the fragment it expects, so a job whose
+	// whole traffic fits in it never reads a fragment in part.
+	tcpEndpointCache = 30720
+	// catHeaderBound bounds the bytes the PML and BTL add to each message.
+	catHeaderBound = 64
+)
+
+// testdata/unexpected.c: N messages that all arrive before rank 1 posts
+// their receives (and, with -p, the control where all are pre-posted).
+const (
+	unexpectedN        = 1000
+	unexpectedEager    = 1024   // below btl_vader_eager_limit (4096): sent eagerly
+	unexpectedRndv     = 262144 // above it: the rendezvous protocol
+	unexpectedQuietN   = 100    // the well-behaved run of TestCatalogDefaultQuiet
+	unexpectedBarriers = 1      // MPI_Barrier calls of unexpected.c
+	// zeroByteSlack: the arrival probes count a message as unexpected when
+	// the match callback returns without unpacking it, which is also what a
+	// zero-byte message matched on arrival does; unexpected.c's barrier
+	// sends one such message to each rank, and the tests allow up to 3.
+	zeroByteSlack = 3
+)
+
+// testdata/errors.c: errorsN erroneous sends on rank 0 and errorsN
+// truncated receives on rank 1; -c makes all of them valid.
+const errorsN = 5
+
+// testdata/flood.c: rank 0 posts n MPI_Isends to rank 1, which sleeps
+// delay ms before posting its receives.
+const (
+	floodFLN, floodFLSize, floodFLDelay = 2000, 2048, 200 // the free-list flood
+	floodFLMax                          = 64              // --mca btl_vader_free_list_max of the trigger
+	floodFLControlN                     = 100             // control: fewer than vaderDefaultFreeListMax in flight
+
+	rndvN, rndvVaderSize, rndvTCPSize = 64, 262144, 1048576 // rendezvous stalls
+	rndvFreeListMax                   = 8                   // btl_vader_free_list_max / btl_tcp_free_list_max
+
+	oosN, oosSize, oosRounds = 5000, 1024, 4 // out of sequence over vader+tcp
+
+	tcpN, tcpSize, tcpSockBuf = 200, 65536, 8192 // partial TCP I/O
+	// The control's traffic fits in tcpEndpointCache: with -n 200 -s 1024
+	// rank 1 read a fragment in part (tcp.partial_io=1) in 2 of 10 runs.
+	tcpControlN, tcpControlSize = 20, 1024
+	// tcpConnectQueued: the first message on a TCP connection is queued
+	// while the connection is set up; flood's first MPI_Barrier sends one
+	// per rank.
+	tcpConnectQueued = 1
+
+	sendiN, sendiSize = 2000, 200 // vader fast-path refusals
+	// sendiControlN messages overflow the default 4 KiB fast box (18
+	// refusals with -d 0), so the control applies the event's advice.
+	sendiControlN = 50
+	// sendiControlFbox is the fast box of the sendi control (the event's
+	// advice applied): sendiControlN small messages fit in it.
+	sendiControlFbox = 65536
+
+	ucxFloodN, ucxFloodSize, ucxFloodDelay = 2000, 2048, 200 // UCX pending queue
+	ucxFloodControlN                       = 10
+)
+
+// floodBarriers is how many MPI_Barrier calls flood.c makes with -r rounds:
+// one before timing, one per round, one at the end. On 2 ranks each sends
+// one zero-byte message to the other rank.
+func floodBarriers(rounds int) uint64 { return uint64(rounds) + 2 }
+
+// catEvent is one event total of one rank in `mpiprobe --json`, with the
+// detail and peak that the shared summary type leaves out.
+type catEvent struct {
+	Event  string `json:"event"`
+	Detail string `json:"detail"`
+	Count  uint64 `json:"count"`
+	Peak   uint64 `json:"peak"`
+}
+
+type catRank struct {
+	Rank string `json:"rank"`
+	PID  int    `json:"pid"`
+	End  struct {
+		State  string `json:"state"`
+		Code   *int   `json:"code"`
+		Signal *int   `json:"signal"`
+		Text   string `json:"text"`
+	} `json:"end"`
+	Events []catEvent `json:"events"`
+}
+
+// catSummary is the part of `mpiprobe --json` the catalog tests read.
+type catSummary struct {
+	Jobs []struct {
+		Job   string    `json:"job"`
+		Ranks []catRank `json:"ranks"`
+	} `json:"jobs"`
+	Dropped []struct {
+		What  string `json:"what"`
+		Count uint64 `json:"count"`
+	} `json:"dropped"`
+}
+
+// events returns the totals of event in rank, one per detail.
+func (s catSummary) events(rank, event string) []catEvent {
+	var out []catEvent
+	for _, j := range s.Jobs {
+		for _, r := range j.Ranks {
+			if r.Rank != rank {
+				continue
+			}
+			for _, e := range r.Events {
+				if e.Event == event {
+					out = append(out, e)
+				}
+			}
+		}
+	}
+	return out
+}
+
+// total returns the count of event in rank over all its details.
+func (s catSummary) total(rank, event string) uint64 {
+	var n uint64
+	for _, e := range s.events(rank, event) {
+		n += e.Count
+	}
+	return n
+}
+
+// detail returns the total of event in rank with the given detail.
+func (s catSummary) detail(rank, event, detail string) (catEvent, bool) {
+	for _, e := range s.events(rank, event) {
+		if e.Detail == detail {
+			return e, true
+		}
+	}
+	return catEvent{}, false
+}
+
+// ranks returns the ranks of the summary, sorted.
+func (s catSummary) ranks() []string {
+	var out []string
+	for _, j := range s.Jobs {
+		for _, r := range j.Ranks {
+			out = append(out, r.Rank)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// String lists every rank's events, for logs and failure messages.
+func (s catSummary) String() string {
+	var b strings.Builder
+	for _, j := range s.Jobs {
+		for _, r := range j.Ranks {
+			fmt.Fprintf(&b, "  rank %s (%s):", r.Rank, r.End.Text)
+			if len(r.Events) == 0 {
+				b.WriteString(" no events")
+			}
+			for _, e := range r.Events {
+				b.WriteString(" " + e.Event)
+				if e.Detail != "" {
+					b.WriteString("[" + e.Detail + "]")
+				}
+				fmt.Fprintf(&b, "=%d", e.Count)
+				if e.Peak != 0 {
+					fmt.Fprintf(&b, "(peak %d)", e.Peak)
+				}
+			}
+			b.WriteString("\n")
+		}
+	}
+	for _, d := range s.Dropped {
+		fmt.Fprintf(&b, "  dropped %s: %d\n", d.What, d.Count)
+	}
+	return b.String()
+}
+
+// catalogRun is one traced job: a testdata program with its arguments,
+// the launcher's options (--mca settings) and the --events levels.
+type catalogRun struct {
+	prog   string
+	args   []string
+	opts   []string
+	events string
+}
+
+// ompiMCA returns --mca pml ob1 and the given name/value pairs as --mca options.
+func ompiMCA(kv ...string) []string {
+	opts := []string{"--mca", "pml", "ob1"}
+	for i := 0; i+1 < len(kv); i += 2 {
+		opts = append(opts, "--mca", kv[i], kv[i+1])
+	}
+	return opts
+}
+
+// itoa shortens the program arguments below.
+func itoa(n int) string { return strconv.Itoa(n) }
+
+// catCheck asserts on the summary of one run; label says which run
+// (trigger or control, and its command line) in failure messages.
+type catCheck struct {
+	t     *testing.T
+	s     catSummary
+	label string
+}
+
+func (c catCheck) failf(format string, args ...any) {
+	c.t.Helper()
+	c.t.Errorf("%s:\n  %s\nevents seen:\n%s", c.label, fmt.Sprintf(format, args...), c.s)
+}
+
+// exactly asserts that rank's total of event is want; why says where want comes from.
+func (c catCheck) exactly(rank, event string, want uint64, why string) {
+	c.t.Helper()
+	if got := c.s.total(rank, event); got != want {
+		c.failf("rank %s %s = %d, want exactly %d: %s", rank, event, got, want, why)
+	}
+}
+
+// between asserts lo <= rank's total of event <= hi.
+func (c catCheck) between(rank, event string, lo, hi uint64, why string) {
+	c.t.Helper()
+	if got := c.s.total(rank, event); got < lo || got > hi {
+		c.failf("rank %s %s = %d, want %d ≤ count ≤ %d: %s", rank, event, got, lo, hi, why)
+	}
+}
+
+// atLeast asserts rank's total of event is at least lo.
+func (c catCheck) atLeast(rank, event string, lo uint64, why string) {
+	c.t.Helper()
+	if got := c.s.total(rank, event); got < lo {
+		c.failf("rank %s %s = %d, want ≥ %d: %s", rank, event, got, lo, why)
+	}
+}
+
+// atMostEach asserts every rank's total of event is at most hi.
+func (c catCheck) atMostEach(event string, hi uint64, why string) {
+	c.t.Helper()
+	for _, r := range c.s.ranks() {
+		if got := c.s.total(r, event); got > hi {
+			c.failf("rank %s %s = %d, want ≤ %d: %s", r, event, got, hi, why)
+		}
+	}
+}
+
+// silent asserts that event fired on no rank.
+func (c catCheck) silent(event, why string) {
+	c.t.Helper()
+	c.atMostEach(event, 0, why)
+}
+
+// runCatalog runs r under mpiprobe --json --events r.events and returns
+// its summary, after checking that both ranks were traced and exited 0 and
+// that no counter update was dropped.
+func runCatalog(t *testing.T, bin string, impl mpitest.Impl, progs map[string]string, what string, r catalogRun) catCheck {
+	t.Helper()
+	prog, ok := progs[r.prog]
+	if !ok {
+		prog = mpitest.Build(t, impl, r.prog)
+		progs[r.prog] = prog
+	}
+	job := impl.Command(catNP, r.opts, prog, r.args...)
+	label := fmt.Sprintf("%s: mpiprobe --events %s -- %s %s %s", what, r.events,
+		strings.Join(job[:len(job)-len(r.args)-1], " "), r.prog, strings.Join(r.args, " "))
+	res := runMpiprobe(t, bin, append([]string{"--events", r.events, "--"}, job...)...)
+	var s catSummary
+	if err := json.Unmarshal([]byte(res.stdout[strings.Index(res.stdout, "{\n"):]), &s); err != nil {
+		t.Fatalf("%s: decode summary: %v\n%s", label, err, res.stdout)
+	}
+	t.Logf("%s\n%s", label, s)
+	if got := s.ranks(); strings.Join(got, ",") != "0,1" {
+		t.Fatalf("%s: ranks %v in the summary, want 0,1 (-np %d)\nstdout:\n%s\nstderr:\n%s", label, got, catNP, res.stdout, res.stderr)
+	}
+	for _, j := range s.Jobs {
+		for _, rk := range j.Ranks {
+			if rk.End.State != "exited" || rk.End.Code == nil || *rk.End.Code != 0 {
+				t.Fatalf("%s: rank %s ended %q, want exited 0 (the programs check their own results)\nstdout:\n%s\nstderr:\n%s",
+					label, rk.Rank, rk.End.Text, res.stdout, res.stderr)
+			}
+		}
+	}
+	if len(s.Dropped) > 0 {
+		t.Fatalf("%s: counter updates were dropped, counts are not exact:\n%s", label, s)
+	}
+	return catCheck{t: t, s: s, label: label}
+}
+
+// catalogCase is one scenario: a trigger run whose summary checkTrigger
+// asserts on, and a control run that checkControl asserts stays silent.
+type catalogCase struct {
+	name         string
+	impl         mpitest.Impl
+	trigger      catalogRun
+	checkTrigger func(c catCheck)
+	control      catalogRun
+	checkControl func(c catCheck)
+}
+
+func catalogCases() []catalogCase {
+	ompi, mpich := mpitest.OpenMPI(), mpitest.MPICH()
+	vader := ompiMCA("btl", "self,vader")
+	unexpectedArgs := func(size int, more ...string) []string {
+		return append([]string{"-n", itoa(unexpectedN), "-s", itoa(size)}, more...)
+	}
+	// floodArgs: n messages of size bytes, receiver delay ms, rounds.
+	floodArgs := func(n, size, delay, rounds int) []string {
+		return []string{"-n", itoa(n), "-s", itoa(size), "-d", itoa(delay), "-r", itoa(rounds)}
+	}
+	errorsTrigger := func(c catCheck) {
+		c.t.Helper()
+		for _, w := range []struct{ rank, detail string }{
+			{"0", "MPI_ERR_RANK in MPI_Send"},     // sends to rank `size`, which does not exist
+			{"1", "MPI_ERR_TRUNCATE in MPI_Recv"}, // receives 16 ints with count 8
+		} {
+			why := fmt.Sprintf("errors -n %d makes %d calls fail on rank %s with %q", errorsN, errorsN, w.rank, w.detail)
+			e, ok := c.s.detail(w.rank, "mpi.error", w.detail)
+			if !ok || e.Count != errorsN {
+				c.failf("rank %s mpi.error[%s] = %d (present: %v), want exactly %d: %s", w.rank, w.detail, e.Count, ok, errorsN, why)
+			}
+			c.exactly(w.rank, "mpi.error", errorsN, why+", and no other error")
+		}
+	}
+	errorsControl := func(c catCheck) {
+		c.t.Helper()
+		c.silent("mpi.error", "errors -c makes every call valid")
+	}
+
+	return []catalogCase{
+		{
+			// 1. Eager messages that all arrive before their receives.
+			name:    "ompi_unexpected_eager",
+			impl:    ompi,
+			trigger: catalogRun{"unexpected", unexpectedArgs(unexpectedEager), vader, "default,messages"},
+			checkTrigger: func(c catCheck) {
+				why := fmt.Sprintf("unexpected -n %d: rank 1 posts every receive after its message arrived", unexpectedN)
+				c.exactly("1", "ob1.unexpected.late_recv", unexpectedN, why)
+				c.between("1", "ob1.unexpected.arrival", unexpectedN, unexpectedN+zeroByteSlack,
+					why+fmt.Sprintf(", plus up to %d zero-byte (barrier) messages the probe cannot tell apart", zeroByteSlack))
+			},
+			control: catalogRun{"unexpected", unexpectedArgs(unexpectedEager, "-p"), vader, "default,messages"},
+			checkControl: func(c catCheck) {
+				c.silent("ob1.unexpected.late_recv", "unexpected -p pre-posts every receive before the barrier")
+				c.atMostEach("ob1.unexpected.arrival", zeroByteSlack,
+					fmt.Sprintf("unexpected -p: only zero-byte messages (%d barrier) can count", unexpectedBarriers))
+			},
+		},
+		{
+			// 1b. The same with rendezvous-sized messages.
+			name:    "ompi_unexpected_rendezvous",
+			impl:    ompi,
+			trigger: catalogRun{"unexpected", unexpectedArgs(unexpectedRndv), vader, "default"},
+			checkTrigger: func(c catCheck) {
+				c.exactly("1", "ob1.unexpected.late_recv", unexpectedN,
+					fmt.Sprintf("unexpected -n %d -s %d: every rendezvous header arrives before its receive", unexpectedN, unexpectedRndv))
+			},
+			control: catalogRun{"unexpected", unexpectedArgs(unexpectedRndv, "-p"), vader, "default"},
+			checkControl: func(c catCheck) {
+				c.silent("ob1.unexpected.late_recv", "unexpected -p pre-posts every receive before the barrier")
+			},
+		},
+		{
+			// 2. MPI errors returned to the application (MPI_ERRORS_RETURN).
+			name:         "ompi_mpi_error",
+			impl:         ompi,
+			trigger:      catalogRun{"errors", []string{"-n", itoa(errorsN)}, vader, "default"},
+			checkTrigger: errorsTrigger,
+			control:      catalogRun{"errors", []string{"-n", itoa(errorsN), "-c"}, vader, "default"},
+			checkControl: errorsControl,
+		},
+		{
+			name:         "mpich_mpi_error",
+			impl:         mpich,
+			trigger:      catalogRun{"errors", []string{"-n", itoa(errorsN)}, nil, "default"},
+			checkTrigger: errorsTrigger,
+			control:      catalogRun{"errors", []string{"-n", itoa(errorsN), "-c"}, nil, "default"},
+			checkControl: errorsControl,
+		},
+		{
+			// 3. The vader send free list capped below the sends in flight.
+			name: "ompi_free_list_at_max",
+			impl: ompi,
+			trigger: catalogRun{"flood", floodArgs(floodFLN, floodFLSize, floodFLDelay, 1),
+				ompiMCA("btl", "self,vader", "btl_vader_free_list_max", itoa(floodFLMax)), "default"},
+			checkTrigger: func(c catCheck) {
+				why := fmt.Sprintf("flood -n %d posts more sends than btl_vader_free_list_max=%d fragments while rank 1 sleeps %d ms",
+					floodFLN, floodFLMax, floodFLDelay)
+				e, ok := c.s.detail("0", "pal.free_list.at_max", "mca_btl_vader_frag_t")
+				if !ok || e.Count == 0 {
+					c.failf("rank 0 has no pal.free_list.at_max[mca_btl_vader_frag_t]: %s", why)
+				}
+				for _, r := range c.s.ranks() {
+					if e, ok := c.s.detail(r, "pal.free_list.at_max", "mca_btl_vader_frag_t"); ok && e.Peak != floodFLMax {
+						c.failf("rank %s pal.free_list.at_max[mca_btl_vader_frag_t] peak = %d, want %d = btl_vader_free_list_max", r, e.Peak, floodFLMax)
+					}
+					if e, ok := c.s.detail(r, "pal.free_list.grow", "mca_btl_vader_frag_t"); ok && e.Peak > floodFLMax {
+						c.failf("rank %s pal.free_list.grow[mca_btl_vader_frag_t] peak = %d, want ≤ %d = btl_vader_free_list_max", r, e.Peak, floodFLMax)
+					}
+				}
+			},
+			control: catalogRun{"flood", floodArgs(floodFLControlN, floodFLSize, 0, 1), vader, "default"},
+			checkControl: func(c catCheck) {
+				c.silent("pal.free_list.at_max", fmt.Sprintf("flood -n %d -d 0 has fewer sends in flight than the default btl_vader_free_list_max %d",
+					floodFLControlN, vaderDefaultFreeListMax))
+			},
+		},
+		{
+			// 4 and 8. Rendezvous over vader without single copy, 8 fragments.
+			name: "ompi_rndv_stall_vader",
+			impl: ompi,
+			trigger: catalogRun{"flood", floodArgs(rndvN, rndvVaderSize, floodFLDelay, 1),
+				ompiMCA("btl", "self,vader", "btl_vader_single_copy_mechanism", "none",
+					"btl_vader_free_list_max", itoa(rndvFreeListMax)), "default,messages"},
+			checkTrigger: func(c catCheck) {
+				c.atLeast("0", "ob1.rndv.stall", 1, fmt.Sprintf("flood -n %d -s %d pipelines %d large messages through %d vader fragments",
+					rndvN, rndvVaderSize, rndvN, rndvFreeListMax))
+				var failed uint64
+				for _, r := range c.s.ranks() {
+					alloc := c.s.total(r, "vader.alloc_failed")
+					failed += alloc
+					atMax, _ := c.s.detail(r, "pal.free_list.at_max", "mca_btl_vader_frag_t")
+					if alloc > atMax.Count {
+						c.failf("rank %s vader.alloc_failed = %d > pal.free_list.at_max[mca_btl_vader_frag_t] = %d: an allocation fails only when the fragment list is at its maximum",
+							r, alloc, atMax.Count)
+					}
+					if atMax.Count > 0 && atMax.Peak != rndvFreeListMax {
+						c.failf("rank %s pal.free_list.at_max[mca_btl_vader_frag_t] peak = %d, want %d = btl_vader_free_list_max", r, atMax.Peak, rndvFreeListMax)
+					}
+				}
+				if failed == 0 {
+					c.failf("vader.alloc_failed = 0 on every rank, want ≥ 1: %d fragments cannot carry %d messages of %d bytes",
+						rndvFreeListMax, rndvN, rndvVaderSize)
+				}
+			},
+			control: catalogRun{"flood", floodArgs(rndvN, rndvVaderSize, 0, 1), vader, "default,messages"},
+			checkControl: func(c catCheck) {
+				why := fmt.Sprintf("flood -n %d -s %d -d 0 with default free lists (%d) and single copy", rndvN, rndvVaderSize, vaderDefaultFreeListMax)
+				c.silent("ob1.rndv.stall", why)
+				c.silent("vader.alloc_failed", why)
+			},
+		},
+		{
+			// 4. Rendezvous over TCP with 8 fragments per list.
+			name: "ompi_rndv_stall_tcp",
+			impl: ompi,
+			trigger: catalogRun{"flood", floodArgs(rndvN, rndvTCPSize, floodFLDelay, 1),
+				ompiMCA("btl", "self,tcp", "btl_tcp_if_include", "lo", "btl_tcp_free_list_max", itoa(rndvFreeListMax)), "default"},
+			checkTrigger: func(c catCheck) {
+				why := fmt.Sprintf("flood -n %d -s %d over TCP with btl_tcp_free_list_max=%d", rndvN, rndvTCPSize, rndvFreeListMax)
+				c.atLeast("0", "ob1.rndv.stall", 1, why)
+				found := false
+				for _, r := range c.s.ranks() {
+					for _, e := range c.s.events(r, "pal.free_list.at_max") {
+						if !strings.HasPrefix(e.Detail, "mca_btl_tcp_frag") {
+							continue
+						}
+						found = found || r == "0"
+						if e.Peak != rndvFreeListMax {
+							c.failf("rank %s pal.free_list.at_max[%s] peak = %d, want %d = btl_tcp_free_list_max", r, e.Detail, e.Peak, rndvFreeListMax)
+						}
+					}
+				}
+				if !found {
+					c.failf("rank 0 has no pal.free_list.at_max[mca_btl_tcp_frag*]: %s", why)
+				}
+			},
+			control: catalogRun{"flood", floodArgs(rndvN, rndvTCPSize, 0, 1),
+				ompiMCA("btl", "self,tcp", "btl_tcp_if_include", "lo"), "default"},
+			checkControl: func(c catCheck) {
+				why := fmt.Sprintf("flood -n %d -s %d -d 0 over TCP with unlimited free lists", rndvN, rndvTCPSize)
+				c.silent("ob1.rndv.stall", why)
+				c.silent("pal.free_list.at_max", why)
+			},
+		},
+		{
+			// 5. One peer's traffic split over vader and tcp.
+			name: "ompi_out_of_sequence",
+			impl: ompi,
+			trigger: catalogRun{"flood", floodArgs(oosN, oosSize, 0, oosRounds),
+				ompiMCA("btl", "self,vader,tcp", "btl_tcp_if_include", "lo", "btl_tcp_exclusivity", "65536",
+					"btl_tcp_latency", "1", "btl_vader_latency", "1"), "default"},
+			checkTrigger: func(c catCheck) {
+				c.between("1", "ob1.out_of_sequence", 1, oosRounds*oosN+floodBarriers(oosRounds),
+					fmt.Sprintf("flood -n %d -r %d over vader and tcp: at most every message (%d×%d) and barrier message (%d) out of sequence",
+						oosN, oosRounds, oosRounds, oosN, floodBarriers(oosRounds)))
+			},
+			control: catalogRun{"flood", floodArgs(oosN, oosSize, 0, oosRounds), vader, "default"},
+			checkControl: func(c catCheck) {
+				c.silent("ob1.out_of_sequence", "the same flood over vader alone keeps each peer's messages in order")
+			},
+		},
+		{
+			// 6. Socket buffers far smaller than the messages.
+			name: "ompi_tcp_partial_io",
+			impl: ompi,
+			trigger: catalogRun{"flood", floodArgs(tcpN, tcpSize, floodFLDelay, 1),
+				ompiMCA("btl", "self,tcp", "btl_tcp_if_include", "lo",
+					"btl_tcp_sndbuf", itoa(tcpSockBuf), "btl_tcp_rcvbuf", itoa(tcpSockBuf)), "messages"},
+			checkTrigger: func(c catCheck) {
+				why := fmt.Sprintf("flood -n %d -s %d through %d-byte socket buffers", tcpN, tcpSize, tcpSockBuf)
+				c.atLeast("0", "tcp.partial_io", 1, why)
+				c.atLeast("0", "tcp.send_queued", tcpConnectQueued+1,
+					why+fmt.Sprintf(" queues sends behind a full socket, beyond the %d queued while connecting", tcpConnectQueued))
+			},
+			control: catalogRun{"flood", floodArgs(tcpControlN, tcpControlSize, 0, 1),
+				ompiMCA("btl", "self,tcp", "btl_tcp_if_include", "lo"), "messages"},
+			checkControl: func(c catCheck) {
+				c.silent("tcp.partial_io", fmt.Sprintf("flood -n %d -s %d -d 0: all traffic fits in btl_tcp_endpoint_cache (%d bytes) and the default socket buffers",
+					tcpControlN, tcpControlSize, tcpEndpointCache))
+				c.atMostEach("tcp.send_queued", tcpConnectQueued, "only the first message (a barrier's) waits for the connection")
+			},
+		},
+		{
+			// 7. Small messages while the receiver sleeps: the fast box fills.
+			name:    "ompi_vader_sendi_refused",
+			impl:    ompi,
+			trigger: catalogRun{"flood", floodArgs(sendiN, sendiSize, floodFLDelay, 1), vader, "messages"},
+			checkTrigger: func(c catCheck) {
+				c.between("0", "vader.sendi_refused", 1, sendiN+floodBarriers(1),
+					fmt.Sprintf("flood -n %d -s %d while rank 1 sleeps %d ms: at most one refusal per message and barrier message",
+						sendiN, sendiSize, floodFLDelay))
+			},
+			control: catalogRun{"flood", floodArgs(sendiControlN, sendiSize, 0, 1),
+				ompiMCA("btl", "self,vader", "btl_vader_fbox_size", itoa(sendiControlFbox)), "messages"},
+			checkControl: func(c catCheck) {
+				c.silent("vader.sendi_refused", fmt.Sprintf("flood -n %d -s %d -d 0 with btl_vader_fbox_size=%d: every message fits in the fast box",
+					sendiControlN, sendiSize, sendiControlFbox))
+			},
+		},
+		{
+			// 9. MPICH over UCX: the UCX unexpected queue.
+			name:    "mpich_ucx_unexpected",
+			impl:    mpich,
+			trigger: catalogRun{"unexpected", unexpectedArgs(unexpectedEager), nil, "messages"},
+			checkTrigger: func(c catCheck) {
+				c.between("1", "ucx.unexpected", unexpectedN, unexpectedN+zeroByteSlack,
+					fmt.Sprintf("unexpected -n %d: every message arrives before rank 1 posts its receive, plus up to %d barrier messages",
+						unexpectedN, zeroByteSlack))
+			},
+			control: catalogRun{"unexpected", unexpectedArgs(unexpectedEager, "-p"), nil, "messages"},
+			checkControl: func(c catCheck) {
+				c.atMostEach("ucx.unexpected", zeroByteSlack,
+					fmt.Sprintf("unexpected -p pre-posts every receive: only barrier messages (%d) can be unexpected", unexpectedBarriers))
+			},
+		},
+		{
+			// 10. MPICH over UCX: sends queued while the receiver sleeps.
+			name:    "mpich_ucx_pending_add",
+			impl:    mpich,
+			trigger: catalogRun{"flood", floodArgs(ucxFloodN, ucxFloodSize, ucxFloodDelay, 1), nil, "default"},
+			checkTrigger: func(c catCheck) {
+				c.between("0", "ucx.pending_add", 1, ucxFloodN,
+					fmt.Sprintf("flood -n %d -s %d while rank 1 sleeps %d ms: at most every send is queued once", ucxFloodN, ucxFloodSize, ucxFloodDelay))
+			},
+			control: catalogRun{"flood", floodArgs(ucxFloodControlN, ucxFloodSize, 0, 1), nil, "default"},
+			checkControl: func(c catCheck) {
+				c.silent("ucx.pending_add", fmt.Sprintf("flood -n %d -d 0: a few sends to a prompt receiver", ucxFloodControlN))
+			},
+		},
+	}
+}
+
+// TestCatalogTriggers runs, for each scenario, the trigger of catalog
+// events and a control that must stay silent for them.
+func TestCatalogTriggers(t *testing.T) {
+	mpitest.RequireE2E(t)
+	bin := mpitest.BuildMpiprobe(t)
+	// The controls' parameters must keep them below the limits they rely on.
+	if floodFLControlN >= vaderDefaultFreeListMax || tcpControlN*(tcpControlSize+catHeaderBound) >= tcpEndpointCache ||
+		sendiControlN*(sendiSize+catHeaderBound) > sendiControlFbox {
+		t.Fatal("a control's parameters exceed the limit that keeps it silent")
+	}
+	for _, tc := range catalogCases() {
+		t.Run(tc.name, func(t *testing.T) {
+			mpitest.RequireE2E(t, tc.impl)
+			progs := map[string]string{}
+			tc.checkTrigger(runCatalog(t, bin, tc.impl, progs, "trigger", tc.trigger))
+			tc.checkControl(runCatalog(t, bin, tc.impl, progs, "control", tc.control))
+		})
+	}
+}
+
+// TestCatalogDefaultQuiet runs a well-behaved program at the default level:
+// unexpected -p pre-posts every receive, and each rank matches the other's
+// barrier message only when it progresses inside its own MPI_Barrier, after
+// posting the barrier's receive, so nothing but free-list growth during
+// warm-up may fire. (flood -n 100 -d 0 is not quiet: rank 0 can match rank
+// 1's final barrier message while still in MPI_Waitall, before posting the
+// barrier's receive, and ob1.unexpected.late_recv fired once in 5 of 8 runs.)
+func TestCatalogDefaultQuiet(t *testing.T) {
+	mpitest.RequireE2E(t)
+	bin := mpitest.BuildMpiprobe(t)
+	quiet := []string{"-n", itoa(unexpectedQuietN), "-s", itoa(unexpectedEager), "-p"}
+	for _, tc := range []struct {
+		impl mpitest.Impl
+		opts []string
+	}{
+		{mpitest.OpenMPI(), ompiMCA("btl", "self,vader")},
+		{mpitest.MPICH(), nil},
+	} {
+		t.Run(tc.impl.Name, func(t *testing.T) {
+			mpitest.RequireE2E(t, tc.impl)
+			c := runCatalog(t, bin, tc.impl, map[string]string{}, "quiet run", catalogRun{"unexpected", quiet, tc.opts, "default"})
+			for _, j := range c.s.Jobs {
+				for _, r := range j.Ranks {
+					for _, e := range r.Events {
+						if e.Event != "pal.free_list.grow" {
+							c.failf("rank %s: %s[%s] = %d fired at the default level, want only pal.free_list.grow (warm-up): unexpected -p -n %d is well-behaved",
+								r.Rank, e.Event, e.Detail, e.Count, unexpectedQuietN)
+						}
+					}
+				}
+			}
+		})
+	}
+}
