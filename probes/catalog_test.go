@@ -321,7 +321,7 @@ func TestLibraries(t *testing.T) {
 			{Probes: []Probe{p(OMPILibMPI), p("mca_btl_tcp"), p(MPICHLib)}},
 		}}, []Library{OMPIPmlOb1, MPICHLib, OMPILibMPI, "mca_btl_tcp"}},
 		{"Full", Full(), []Library{OMPIPmlOb1, OMPIBtlVader, OMPIBtlTcp, IBVerbs, OMPIPal, UCXLib, OMPILibMPI, MPICHLib}},
-		{"DefaultCatalog", DefaultCatalog(), []Library{OMPIPmlOb1, IBVerbs, OMPIPal, UCXLib, OMPILibMPI, MPICHLib}},
+		{"DefaultCatalog", DefaultCatalog(), []Library{OMPIPmlOb1, IBVerbs, UCXLib, OMPILibMPI, MPICHLib}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

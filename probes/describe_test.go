@@ -12,7 +12,7 @@ func TestErrorDetail(t *testing.T) {
 		want   string
 	}{
 		{6, "MPI_Send", "MPI_ERR_RANK in MPI_Send"},
-		{15, "MPI_Recv", "MPI_ERR_TRUNCATE in MPI_Recv"},          // Open MPI numbers TRUNCATE 15
+		{15, "MPI_Recv", "MPI_ERR_TRUNCATE in MPI_Recv"},             // Open MPI numbers TRUNCATE 15
 		{0x80 | 14, "internal_Recv", "MPI_ERR_TRUNCATE in MPI_Recv"}, // MPICH numbers it 14 and names its internal function
 		{0x80 | 6, "MPI_Send", "MPI_ERR_RANK in MPI_Send"},
 		{0x80 | 15, "", "MPI_ERR_OTHER"},
