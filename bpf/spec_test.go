@@ -110,7 +110,7 @@ func TestMaps(t *testing.T) {
 		maxEntries uint32 // 0: not checked
 	}{
 		{"traced", ebpf.Hash, 4, 4, 0},
-		{"counts", ebpf.Hash, 8, 24, 0},
+		{"counts", ebpf.Hash, 16, 72, 0},
 		{"drops", ebpf.PerCPUArray, 4, 8, dropReasons(t, readSource(t))},
 		{"proc_events", ebpf.RingBuf, 0, 0, 0},
 		{"coll_layouts", ebpf.Array, 4, 72, 16},
