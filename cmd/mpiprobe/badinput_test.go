@@ -150,15 +150,16 @@ func TestUnprivileged(t *testing.T) {
 	}
 }
 
-// TestNoProbeForThisMPI attaches to an MPICH rank: the default catalog has
-// no MPICH event yet, so nothing attaches and mpiprobe must say so.
+// TestNoProbeForThisMPI attaches the retries level to an MPICH rank: its
+// events all probe Open MPI's ob1 and libopen-pal, so nothing attaches and
+// mpiprobe must say so.
 func TestNoProbeForThisMPI(t *testing.T) {
 	impl := mpitest.MPICH()
 	mpitest.RequireE2E(t, impl)
 	bin := mpitest.BuildMpiprobe(t)
 	flood := mpitest.Build(t, impl, "flood")
 	job := mpitest.StartJob(t, impl.Command(2, nil, flood, "-n", "10", "-p", "20000"), flood, 1, "libmpich")
-	code, stderr := runBinary(t, bin, nil, "-p", strconv.Itoa(job.Ranks[0]))
+	code, stderr := runBinary(t, bin, nil, "--events", "retries", "-p", strconv.Itoa(job.Ranks[0]))
 	if code == 0 || !strings.Contains(stderr, "no catalog event could be attached") {
 		t.Errorf("exit %d, stderr:\n%s\nwant non-zero and \"no catalog event could be attached\"", code, stderr)
 	}
