@@ -246,7 +246,7 @@ func newAgent(cfg Config) (*agent, error) {
 // state and finds the MPI processes that already run.
 func (a *agent) start() error {
 	var err error
-	if a.att, err = probes.NewAttacher(a.k.objs.programs(), a.cat); err != nil {
+	if a.att, err = probes.NewAttacher(a.k.objs.Programs, a.cat); err != nil {
 		return err
 	}
 	a.att.OnFile = a.k.pinner("c")
@@ -490,9 +490,12 @@ func (a *agent) readCounts() {
 		}
 		ev := a.cat.Events[k.Event]
 		key := counterKey{PID: k.Tgid, Event: ev.ID, Detail: k.Detail}
+		prev, seen := a.samples[key]
+		if !seen { // the name is read once, when the counter appears
+			prev.Detail = a.cat.DetailOf(int(k.Event), k.Detail, monitor.CString(v.Name[:]))
+		}
 		a.samples[key] = agg.Sample{PID: k.Tgid, Event: ev.ID, Count: v.Count, Peak: v.Peak,
-			Detail: a.cat.DetailOf(int(k.Event), k.Detail, monitor.CString(v.Name[:])),
-			First:  a.wall(v.FirstNs), Last: a.wall(v.LastNs)}
+			Detail: prev.Detail, First: a.wall(v.FirstNs), Last: a.wall(v.LastNs)}
 		if _, ok := a.t.procs[int(k.Tgid)]; !ok {
 			a.addProc(int(k.Tgid))
 		}

@@ -22,19 +22,11 @@ import (
 // objects are the parts of the BPF collection the agent uses; loading only
 // these keeps the other modes' maps out of the kernel.
 type objects struct {
-	CountEvent    *ebpf.Program `ebpf:"count_event"`
-	StashArg      *ebpf.Program `ebpf:"stash_arg"`
-	FreeListGrow  *ebpf.Program `ebpf:"free_list_grow"`
-	FreeListAtMax *ebpf.Program `ebpf:"free_list_at_max"`
-	MpiError      *ebpf.Program `ebpf:"mpi_error"`
-	AsyncEventRet *ebpf.Program `ebpf:"async_event_ret"`
-	GateOpen      *ebpf.Program `ebpf:"gate_open"`
-	GateCount     *ebpf.Program `ebpf:"gate_count"`
-	GateClose     *ebpf.Program `ebpf:"gate_close"`
-	StartupMark   *ebpf.Program `ebpf:"startup_mark"`
-	OnFork        *ebpf.Program `ebpf:"on_fork"`
-	OnExec        *ebpf.Program `ebpf:"on_exec"`
-	OnExit        *ebpf.Program `ebpf:"on_exit"`
+	probes.Programs               // the catalog's probe programs
+	StartupMark     *ebpf.Program `ebpf:"startup_mark"`
+	OnFork          *ebpf.Program `ebpf:"on_fork"`
+	OnExec          *ebpf.Program `ebpf:"on_exec"`
+	OnExit          *ebpf.Program `ebpf:"on_exit"`
 
 	Traced     *ebpf.Map `ebpf:"traced"`
 	Counts     *ebpf.Map `ebpf:"counts"`
@@ -55,17 +47,9 @@ func (o *objects) maps() map[string]*ebpf.Map {
 	}
 }
 
-// programs returns the catalog's probe programs.
-func (o *objects) programs() probes.Programs {
-	return probes.Programs{
-		Count: o.CountEvent, Stash: o.StashArg, FreeListGrow: o.FreeListGrow, FreeListAtMax: o.FreeListAtMax,
-		MPIError: o.MpiError, AsyncEventRet: o.AsyncEventRet, GateOpen: o.GateOpen, GateCount: o.GateCount, GateClose: o.GateClose,
-	}
-}
-
 func (o *objects) close() {
-	for _, p := range []*ebpf.Program{o.CountEvent, o.StashArg, o.FreeListGrow, o.FreeListAtMax, o.MpiError,
-		o.AsyncEventRet, o.GateOpen, o.GateCount, o.GateClose, o.StartupMark, o.OnFork, o.OnExec, o.OnExit} {
+	o.Programs.Close()
+	for _, p := range []*ebpf.Program{o.StartupMark, o.OnFork, o.OnExec, o.OnExit} {
 		if p != nil {
 			_ = p.Close()
 		}

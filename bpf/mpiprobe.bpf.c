@@ -1224,6 +1224,24 @@ static __always_inline struct arg_stash *stash_get(__u64 create)
 				    create ? BPF_LOCAL_STORAGE_GET_F_CREATE : 0);
 }
 
+// stashed returns what stash_arg kept in the slot of cookie bits 24-25, 0 if nothing.
+static __always_inline __u64 stashed(__u64 cookie)
+{
+	struct arg_stash *st = stash_get(0);
+	return st ? st->v[(cookie >> 24) & (STASH_SLOTS - 1)] : 0;
+}
+
+// gate_take closes the gate of cookie bits 24-29 and says whether it was open.
+static __always_inline int gate_take(__u64 cookie)
+{
+	struct arg_stash *st = stash_get(0);
+	__u64 bit = 1ULL << ((cookie >> 24) & 0x3f);
+	if (!st || !(st->gates & bit))
+		return 0;
+	st->gates &= ~bit;
+	return 1;
+}
+
 static __always_inline int traced_now(__u32 *tgid)
 {
 	*tgid = bpf_get_current_pid_tgid() >> 32;
@@ -1288,10 +1306,7 @@ int free_list_at_max(struct pt_regs *ctx)
 	if ((__s32)PT_REGS_RC(ctx) != OPAL_ERR_TEMP_OUT_OF_RESOURCE)
 		return 0;
 	__u64 cookie = bpf_get_attach_cookie(ctx);
-	struct arg_stash *st = stash_get(0);
-	if (!st)
-		return 0;
-	__u64 fl = st->v[(cookie >> 24) & (STASH_SLOTS - 1)];
+	__u64 fl = stashed(cookie);
 	if (!fl)
 		return 0;
 	__u64 cls = read_u64(fl + FL_FRAG_CLASS);
@@ -1340,10 +1355,7 @@ int async_event_ret(struct pt_regs *ctx)
 	if ((__s32)PT_REGS_RC(ctx) != 0)
 		return 0;
 	__u64 cookie = bpf_get_attach_cookie(ctx);
-	struct arg_stash *st = stash_get(0);
-	if (!st)
-		return 0;
-	__u64 ev = st->v[(cookie >> 24) & (STASH_SLOTS - 1)];
+	__u64 ev = stashed(cookie);
 	if (!ev || read_u32(ev + 8) != (__u32)(cookie >> 32))
 		return 0;
 	count_hit(tgid, cookie & 0xffff, 0, 0, 0);
@@ -1373,12 +1385,8 @@ int gate_count(struct pt_regs *ctx)
 	if (!traced_now(&tgid))
 		return 0;
 	__u64 cookie = bpf_get_attach_cookie(ctx);
-	struct arg_stash *st = stash_get(0);
-	__u64 bit = 1ULL << ((cookie >> 24) & 0x3f);
-	if (!st || !(st->gates & bit))
-		return 0;
-	st->gates &= ~bit;
-	count_hit(tgid, cookie & 0xffff, 0, 0, 0);
+	if (gate_take(cookie))
+		count_hit(tgid, cookie & 0xffff, 0, 0, 0);
 	return 0;
 }
 
@@ -1390,8 +1398,6 @@ int gate_close(struct pt_regs *ctx)
 	__u32 tgid;
 	if (!traced_now(&tgid))
 		return 0;
-	struct arg_stash *st = stash_get(0);
-	if (st)
-		st->gates &= ~(1ULL << ((bpf_get_attach_cookie(ctx) >> 24) & 0x3f));
+	gate_take(bpf_get_attach_cookie(ctx));
 	return 0;
 }

@@ -1,6 +1,8 @@
 package monitor
 
 import (
+	"github.com/cilium/ebpf"
+
 	"errors"
 	"fmt"
 	"os"
@@ -44,7 +46,10 @@ func privileged() bool {
 
 // ExplainLoad turns a BPF load or attach failure into a line that says what to do.
 func ExplainLoad(what string, err error) error {
+	var verr *ebpf.VerifierError
 	switch {
+	case errors.As(err, &verr): // before EACCES, which the verifier's refusal also carries
+		return fmt.Errorf("%s: verifier rejected them (kernel too old?): %w", what, err)
 	case errors.Is(err, unix.EPERM), errors.Is(err, unix.EACCES):
 		return fmt.Errorf("%s: permission denied: run mpiprobe as root (sudo) or grant it CAP_BPF, CAP_PERFMON and, for uprobes on Linux 6.16 and later, CAP_SYS_ADMIN: %w", what, err)
 	case errors.Is(err, unix.ENOENT), errors.Is(err, unix.EOPNOTSUPP), errors.Is(err, unix.EINVAL):

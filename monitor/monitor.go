@@ -205,10 +205,6 @@ func (s *session) run(ctx context.Context) error {
 		return err
 	}
 	if err := s.load(); err != nil {
-		var verr *ebpf.VerifierError
-		if errors.As(err, &verr) {
-			return fmt.Errorf("load BPF programs: verifier rejected them (kernel too old?): %w", err)
-		}
 		return ExplainLoad("load BPF programs", err)
 	}
 	s.drops = make([]uint64, len(dropNames))
@@ -468,10 +464,13 @@ func (s *session) poll() {
 		if int(k.Event) >= len(s.cat.Events) {
 			continue
 		}
+		prev, seen := s.samples[key]
+		if !seen { // the name is read once, when the counter appears
+			prev.Detail = s.cat.DetailOf(int(k.Event), k.Detail, CString(v.Name[:]))
+		}
 		s.samples[key] = agg.Sample{
 			PID: k.Tgid, Event: s.cat.Events[k.Event].ID, Count: v.Count, Peak: v.Peak,
-			Detail: s.cat.DetailOf(int(k.Event), k.Detail, CString(v.Name[:])),
-			First:  s.wall(v.FirstNs), Last: s.wall(v.LastNs),
+			Detail: prev.Detail, First: s.wall(v.FirstNs), Last: s.wall(v.LastNs),
 		}
 		if _, ok := s.procs[int(k.Tgid)]; !ok {
 			s.addProc(int(k.Tgid))

@@ -1,11 +1,6 @@
 package monitor
 
 import (
-	"errors"
-	"fmt"
-
-	"github.com/cilium/ebpf"
-
 	"github.com/mpiprobe/mpiprobe/bpf"
 	"github.com/mpiprobe/mpiprobe/probes"
 	"github.com/mpiprobe/mpiprobe/procfs"
@@ -24,38 +19,17 @@ func ProbeEntries(pfs procfs.FS, pid int, cat probes.Catalog) ([]probes.EntrySta
 	if err := Preflight(); err != nil {
 		return nil, err
 	}
-	// Only the catalog's programs, with the maps they use.
-	var objs struct {
-		bpf.MpiprobePrograms
-	}
 	spec, err := bpf.LoadMpiprobe()
 	if err != nil {
 		return nil, err
 	}
-	keep := map[string]bool{}
-	for _, name := range []string{"count_event", "stash_arg", "free_list_grow", "free_list_at_max",
-		"mpi_error", "async_event_ret", "gate_open", "gate_count", "gate_close"} {
-		keep[name] = true
-	}
-	for name := range spec.Programs {
-		if !keep[name] {
-			delete(spec.Programs, name)
-		}
-	}
-	coll, err := ebpf.NewCollection(spec)
-	if err != nil {
-		var verr *ebpf.VerifierError
-		if errors.As(err, &verr) {
-			return nil, fmt.Errorf("load BPF programs: verifier rejected them (kernel too old?): %w", err)
-		}
+	// Only the catalog's programs, with the maps they use.
+	var progs probes.Programs
+	if err := spec.LoadAndAssign(&progs, nil); err != nil {
 		return nil, ExplainLoad("load BPF programs", err)
 	}
-	defer coll.Close()
-	prog := func(n string) *ebpf.Program { return coll.Programs[n] }
-	objs.CountEvent, objs.StashArg, objs.FreeListGrow, objs.FreeListAtMax = prog("count_event"), prog("stash_arg"), prog("free_list_grow"), prog("free_list_at_max")
-	objs.MpiError, objs.AsyncEventRet = prog("mpi_error"), prog("async_event_ret")
-	objs.GateOpen, objs.GateCount, objs.GateClose = prog("gate_open"), prog("gate_count"), prog("gate_close")
-	att, err := probes.NewAttacher(probes.ProgramsOf(&objs.MpiprobePrograms), cat)
+	defer progs.Close()
+	att, err := probes.NewAttacher(progs, cat)
 	if err != nil {
 		return nil, err
 	}

@@ -9,8 +9,6 @@ import (
 	"path"
 	"path/filepath"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/mpiprobe/mpiprobe/identity"
 	"github.com/mpiprobe/mpiprobe/probes"
 	"github.com/mpiprobe/mpiprobe/procfs"
@@ -62,16 +60,6 @@ func JobPIDs(pfs procfs.FS, job, host string) ([]int, error) {
 	return out, nil
 }
 
-// fileTarget stats the file at hostPath (a path mpiprobe can open) and
-// returns it as an attach target, identified by the file's device and inode.
-func fileTarget(lib probes.Library, hostPath, display string) (probes.Target, error) {
-	var st unix.Stat_t
-	if err := unix.Stat(hostPath, &st); err != nil {
-		return probes.Target{}, fmt.Errorf("stat %s: %w", display, err)
-	}
-	return probes.Target{Library: lib, Path: hostPath, Display: display, Dev: st.Dev, Inode: st.Ino}, nil
-}
-
 // ProcessTargets returns the attach targets of one process: the MPI
 // libraries it maps, opened through /proc/PID/map_files, and for Open MPI the
 // MCA components of want it has not loaded yet, found next to libmpi
@@ -81,10 +69,10 @@ func ProcessTargets(pfs procfs.FS, pid int, libs []probes.Mapped, want []probes.
 	var errs []error
 	have := map[probes.Library]bool{}
 	for _, m := range libs {
-		t, err := fileTarget(m.Library, pfs.MapFile(pid, m.Mapping), m.Mapping.Path)
+		t, err := probes.FileTarget(m.Library, pfs.MapFile(pid, m.Mapping), m.Mapping.Path)
 		if err != nil {
 			// map_files needs CAP_SYS_ADMIN on some kernels; the root path works within the namespace.
-			t, err = fileTarget(m.Library, pfs.RootPath(pid, m.Mapping.Path), m.Mapping.Path)
+			t, err = probes.FileTarget(m.Library, pfs.RootPath(pid, m.Mapping.Path), m.Mapping.Path)
 		}
 		if err != nil {
 			errs = append(errs, err)
@@ -113,7 +101,7 @@ func componentTargets(want []probes.Library, libmpi string, have map[probes.Libr
 		}
 		for _, dir := range probes.ComponentDirs(libmpi) {
 			display := path.Join(dir, file)
-			t, err := fileTarget(lib, open(display), display)
+			t, err := probes.FileTarget(lib, open(display), display)
 			if err == nil {
 				out = append(out, t)
 				have[lib] = true
@@ -144,7 +132,7 @@ func SystemTargets(want []probes.Library, extra []string) ([]probes.Target, erro
 		if err != nil {
 			return nil, fmt.Errorf("library %s: %w", p, err)
 		}
-		t, err := fileTarget(lib, real, real)
+		t, err := probes.FileTarget(lib, real, real)
 		if err != nil {
 			return nil, err
 		}

@@ -1,10 +1,14 @@
 package probes
 
 import (
+	"slices"
+
 	"debug/elf"
 	"errors"
 	"fmt"
 	"strings"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
@@ -26,13 +30,20 @@ type Target struct {
 	Inode uint64
 }
 
-// Programs are the BPF programs the probes run, one per Program kind.
+// Programs are the BPF programs the probes run, one per Program kind. The
+// tags name them in bpf/mpiprobe.bpf.c, so that a collection spec's
+// LoadAndAssign loads exactly these programs and the maps they use.
 type Programs struct {
 	// Count serves every plain event probe: entry, return and call site.
-	Count *ebpf.Program
-	// The programs of the other kinds (see Program); a catalog that uses
-	// a kind needs its program.
-	Stash, FreeListGrow, FreeListAtMax, MPIError, AsyncEventRet, GateOpen, GateCount, GateClose *ebpf.Program
+	Count         *ebpf.Program `ebpf:"count_event"`
+	Stash         *ebpf.Program `ebpf:"stash_arg"`
+	FreeListGrow  *ebpf.Program `ebpf:"free_list_grow"`
+	FreeListAtMax *ebpf.Program `ebpf:"free_list_at_max"`
+	MPIError      *ebpf.Program `ebpf:"mpi_error"`
+	AsyncEventRet *ebpf.Program `ebpf:"async_event_ret"`
+	GateOpen      *ebpf.Program `ebpf:"gate_open"`
+	GateCount     *ebpf.Program `ebpf:"gate_count"`
+	GateClose     *ebpf.Program `ebpf:"gate_close"`
 }
 
 // ProgramsOf returns the probe programs of a loaded collection.
@@ -41,6 +52,16 @@ func ProgramsOf(o *bpf.MpiprobePrograms) Programs {
 		Count: o.CountEvent, Stash: o.StashArg, FreeListGrow: o.FreeListGrow,
 		FreeListAtMax: o.FreeListAtMax, MPIError: o.MpiError, AsyncEventRet: o.AsyncEventRet,
 		GateOpen: o.GateOpen, GateCount: o.GateCount, GateClose: o.GateClose,
+	}
+}
+
+// Close closes every program that is set.
+func (p Programs) Close() {
+	for _, prog := range []*ebpf.Program{p.Count, p.Stash, p.FreeListGrow, p.FreeListAtMax, p.MPIError,
+		p.AsyncEventRet, p.GateOpen, p.GateCount, p.GateClose} {
+		if prog != nil {
+			_ = prog.Close()
+		}
 	}
 }
 
@@ -64,6 +85,16 @@ func (p Programs) of(k Program) *ebpf.Program {
 		return p.GateClose
 	}
 	return p.Count
+}
+
+// FileTarget returns the Target of a library file: hostPath opens it from
+// mpiprobe's mount namespace, display is its path as the traced process sees it.
+func FileTarget(lib Library, hostPath, display string) (Target, error) {
+	var st unix.Stat_t
+	if err := unix.Stat(hostPath, &st); err != nil {
+		return Target{}, fmt.Errorf("stat %s: %w", display, err)
+	}
+	return Target{Library: lib, Path: hostPath, Display: display, Dev: st.Dev, Inode: st.Ino}, nil
 }
 
 // Status says whether one event could be attached in one file, and why not.
@@ -145,14 +176,7 @@ func (a *Attacher) Add(targets []Target) error {
 	return nil
 }
 
-func (a *Attacher) usesLibrary(l Library) bool {
-	for _, lib := range a.cat.Libraries() {
-		if lib == l {
-			return true
-		}
-	}
-	return false
-}
+func (a *Attacher) usesLibrary(l Library) bool { return slices.Contains(a.cat.Libraries(), l) }
 
 func (a *Attacher) attachFile(t Target) ([]link.Link, []Status, error) {
 	var made []link.Link
@@ -161,13 +185,15 @@ func (a *Attacher) attachFile(t Target) ([]link.Link, []Status, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("open %s (%s): %w", t.Display, t.Path, err)
 	}
-	var sites *callSites
-	var file *elf.File
-	defer func() {
-		if file != nil {
-			_ = file.Close()
-		}
-	}()
+	file, err := elf.Open(t.Path)
+	if err != nil {
+		return nil, nil, fmt.Errorf("read %s: %w", t.Display, err)
+	}
+	defer file.Close()
+	syms, err := readSymbols(file)
+	if err != nil {
+		return nil, nil, fmt.Errorf("read %s: %w", t.Display, err)
+	}
 	closeMade := func(err error) ([]link.Link, []Status, error) {
 		for _, l := range made {
 			_ = l.Close()
@@ -182,13 +208,7 @@ func (a *Attacher) attachFile(t Target) ([]link.Link, []Status, error) {
 		}
 		offsets := []uint64{0}
 		var address uint64
-		if file == nil {
-			if file, err = elf.Open(t.Path); err != nil {
-				file = nil
-				return false, fmt.Errorf("read %s: %w", t.Display, err)
-			}
-		}
-		off, found, versioned, err := symbolOffset(file, p.Symbol)
+		off, found, versioned, err := syms.offset(p.Symbol)
 		if err != nil {
 			return false, fmt.Errorf("attach %s:%s: %w", t.Display, p, err)
 		}
@@ -199,12 +219,7 @@ func (a *Attacher) attachFile(t Target) ([]link.Link, []Status, error) {
 			address = off
 		}
 		if p.CallTo != "" {
-			if sites == nil {
-				if sites, err = openCallSites(t.Path); err != nil {
-					return false, fmt.Errorf("read %s: %w", t.Display, err)
-				}
-			}
-			if offsets, err = sites.find(p.Symbol, p.CallTo); err != nil || len(offsets) == 0 {
+			if offsets, err = elfcall.Sites(file, p.Symbol, p.CallTo); err != nil || len(offsets) == 0 {
 				return false, nil
 			}
 		}
@@ -227,11 +242,6 @@ func (a *Attacher) attachFile(t Target) ([]link.Link, []Status, error) {
 		}
 		return true, nil
 	}
-	defer func() {
-		if sites != nil {
-			sites.close()
-		}
-	}()
 
 	for id, e := range a.cat.Events {
 		st := Status{Event: e.ID, Library: t.Library, File: t.Display}
@@ -266,23 +276,6 @@ func (a *Attacher) attachFile(t Target) ([]link.Link, []Status, error) {
 	}
 	return made, status, nil
 }
-
-// callSites reads call sites from one library file, parsing it once.
-type callSites struct {
-	f *elf.File
-}
-
-func openCallSites(path string) (*callSites, error) {
-	f, err := elf.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	return &callSites{f: f}, nil
-}
-
-func (c *callSites) find(fn, callee string) ([]uint64, error) { return elfcall.Sites(c.f, fn, callee) }
-
-func (c *callSites) close() { _ = c.f.Close() }
 
 // closeLinks detaches every link and reports every failure.
 func closeLinks(ls []link.Link) error {

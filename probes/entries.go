@@ -1,6 +1,9 @@
 package probes
 
-import "fmt"
+import (
+	"fmt"
+	"slices"
+)
 
 // EntryStatus says whether one catalog event could be attached in one library
 // of a process, and why not: a row of `mpiprobe probes`.
@@ -23,7 +26,7 @@ func Entries(cat Catalog, pid int, targets []Target, st []Status) []EntryStatus 
 	for _, e := range cat.Events {
 		var libs []Library
 		for _, p := range e.Probes {
-			if !contains(libs, p.Library) {
+			if !slices.Contains(libs, p.Library) {
 				libs = append(libs, p.Library)
 			}
 		}
@@ -49,13 +52,4 @@ func Entries(cat Catalog, pid int, targets []Target, st []Status) []EntryStatus 
 		}
 	}
 	return out
-}
-
-func contains(ls []Library, l Library) bool {
-	for _, x := range ls {
-		if x == l {
-			return true
-		}
-	}
-	return false
 }

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -47,13 +48,11 @@ func loadObjects(t *testing.T) *bpf.MpiprobeObjects {
 
 func fileTarget(t *testing.T, path string) probes.Target {
 	t.Helper()
-	var st os.FileInfo
-	st, err := os.Stat(path)
+	tg, err := probes.FileTarget(probes.IBVerbs, path, path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ino, dev := inodeOf(st)
-	return probes.Target{Library: probes.IBVerbs, Path: path, Display: path, Dev: dev, Inode: ino}
+	return tg
 }
 
 // TestIBVerbsProbesAttachToDebianLibrary attaches every libibverbs probe of
@@ -99,7 +98,9 @@ func TestIBVerbsProbesAttachToDebianLibrary(t *testing.T) {
 // calls.
 func TestSRQEventsOnFixture(t *testing.T) {
 	objs := loadObjects(t)
-	mpitest.Require(t, missingTools("cc")...)
+	if _, err := exec.LookPath("cc"); err != nil {
+		mpitest.Require(t, "cc (to build the fixture)")
+	}
 	dir := t.TempDir()
 	build := exec.Command("bash", filepath.Join(mpitest.RepoRoot(t), "testdata", "verbsfixture", "build.sh"), dir)
 	if out, err := build.CombinedOutput(); err != nil {
@@ -118,8 +119,8 @@ func TestSRQEventsOnFixture(t *testing.T) {
 	if err := att.Add([]probes.Target{fileTarget(t, filepath.Join(dir, "libverbs_fixture.so"))}); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(filepath.Join(dir, "fixture_main"), "-l", itoa(limits), "-o", itoa(others),
-		"-g", strings.Join(grown, ","), "-x", itoa(maxWROnly))
+	cmd := exec.Command(filepath.Join(dir, "fixture_main"), "-l", strconv.Itoa(limits), "-o", strconv.Itoa(others),
+		"-g", strings.Join(grown, ","), "-x", strconv.Itoa(maxWROnly))
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)

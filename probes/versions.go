@@ -5,25 +5,37 @@ import (
 	"fmt"
 )
 
-// symbolOffset returns the file offset of the definition of a dynamic
-// symbol that a uprobe must use, and whether the file defines it. When the
-// file defines the name in several versions (libibverbs'
+// symbolTable holds a file's defined dynamic functions by name, read once
+// per file: every probe of the file looks its symbol up in it.
+type symbolTable struct {
+	f    *elf.File
+	defs map[string][]elf.Symbol
+}
+
+func readSymbols(f *elf.File) (symbolTable, error) {
+	syms, err := f.DynamicSymbols()
+	if err != nil {
+		return symbolTable{}, fmt.Errorf("dynamic symbols: %w", err)
+	}
+	defs := map[string][]elf.Symbol{}
+	for _, s := range syms {
+		if s.Section != elf.SHN_UNDEF && elf.ST_TYPE(s.Info) == elf.STT_FUNC {
+			defs[s.Name] = append(defs[s.Name], s)
+		}
+	}
+	return symbolTable{f: f, defs: defs}, nil
+}
+
+// offset returns the file offset of the definition of a dynamic function
+// that a uprobe must use, and whether the file defines it. When the file
+// defines the name in several versions (libibverbs'
 // ibv_modify_srq@IBVERBS_1.0 and ibv_modify_srq@@IBVERBS_1.1) it is the
 // default version's, the one the dynamic linker binds new callers to; with
 // a single definition it is that one's. versioned says whether there was a
 // choice: only then must the caller attach by address, since a lookup by
 // name may pick an older version.
-func symbolOffset(f *elf.File, name string) (off uint64, found, versioned bool, err error) {
-	syms, err := f.DynamicSymbols()
-	if err != nil {
-		return 0, false, false, fmt.Errorf("dynamic symbols: %w", err)
-	}
-	var defs []elf.Symbol
-	for _, s := range syms {
-		if s.Name == name && s.Section != elf.SHN_UNDEF && elf.ST_TYPE(s.Info) == elf.STT_FUNC {
-			defs = append(defs, s)
-		}
-	}
+func (st symbolTable) offset(name string) (off uint64, found, versioned bool, err error) {
+	defs := st.defs[name]
 	if len(defs) == 0 {
 		return 0, false, false, nil
 	}
@@ -40,7 +52,7 @@ func symbolOffset(f *elf.File, name string) (off uint64, found, versioned bool, 
 			return 0, false, true, fmt.Errorf("symbol %s: %d definitions, %d of them default: cannot tell which one callers use", name, len(defs), n)
 		}
 	}
-	off, err = fileOffset(f, pick.Value)
+	off, err = fileOffset(st.f, pick.Value)
 	if err != nil {
 		return 0, false, false, fmt.Errorf("symbol %s: %w", name, err)
 	}

@@ -4,6 +4,8 @@ import (
 	"debug/elf"
 	"os"
 	"testing"
+
+	"github.com/mpiprobe/mpiprobe/internal/mpitest"
 )
 
 // TestSymbolOffsetDefaultVersion resolves libibverbs' versioned symbols to
@@ -11,7 +13,7 @@ import (
 func TestSymbolOffsetDefaultVersion(t *testing.T) {
 	const lib = "/usr/lib/x86_64-linux-gnu/libibverbs.so.1"
 	if _, err := os.Stat(lib); err != nil {
-		t.Skipf("libibverbs not installed (apt-get install libibverbs1): %v", err)
+		mpitest.Require(t, "libibverbs1 ("+lib+")")
 	}
 	f, err := elf.Open(lib)
 	if err != nil {
@@ -19,6 +21,10 @@ func TestSymbolOffsetDefaultVersion(t *testing.T) {
 	}
 	defer f.Close()
 	syms, err := f.DynamicSymbols()
+	if err != nil {
+		t.Fatal(err)
+	}
+	table, err := readSymbols(f)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,9 +44,9 @@ func TestSymbolOffsetDefaultVersion(t *testing.T) {
 		if def == 0 || old == 0 || def == old {
 			t.Fatalf("%s: want distinct IBVERBS_1.1 and IBVERBS_1.0 definitions, got %#x and %#x", name, def, old)
 		}
-		off, found, versioned, err := symbolOffset(f, name)
+		off, found, versioned, err := table.offset(name)
 		if err != nil || !found || !versioned {
-			t.Fatalf("%s: symbolOffset = %#x, %v, %v, %v", name, off, found, versioned, err)
+			t.Fatalf("%s: offset = %#x, %v, %v, %v", name, off, found, versioned, err)
 		}
 		want, err := fileOffset(f, def)
 		if err != nil {
@@ -50,10 +56,10 @@ func TestSymbolOffsetDefaultVersion(t *testing.T) {
 			t.Errorf("%s: offset %#x, want the default version's %#x (1.0 is at %#x)", name, off, want, old)
 		}
 	}
-	if _, found, _, err := symbolOffset(f, "ibv_no_such_function"); found || err != nil {
+	if _, found, _, err := table.offset("ibv_no_such_function"); found || err != nil {
 		t.Errorf("missing symbol: found=%v err=%v", found, err)
 	}
-	off, found, versioned, err := symbolOffset(f, "ibv_cmd_modify_srq")
+	off, found, versioned, err := table.offset("ibv_cmd_modify_srq")
 	if err != nil || !found || versioned || off == 0 {
 		t.Errorf("single-version symbol: %#x %v %v %v", off, found, versioned, err)
 	}

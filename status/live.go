@@ -3,14 +3,13 @@ package status
 import (
 	"bytes"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"io"
 
-	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
 
 	"github.com/mpiprobe/mpiprobe/bpf"
+	"github.com/mpiprobe/mpiprobe/monitor"
 	"github.com/mpiprobe/mpiprobe/probes"
 )
 
@@ -27,11 +26,7 @@ type kernel struct {
 func openKernel() (*kernel, error) {
 	k := &kernel{done: map[[2]uint64]bool{}}
 	if err := bpf.LoadMpiprobeObjects(&k.objs, nil); err != nil {
-		var verr *ebpf.VerifierError
-		if errors.As(err, &verr) {
-			return nil, fmt.Errorf("load BPF programs: verifier rejected them (kernel too old?): %w", err)
-		}
-		return nil, fmt.Errorf("load BPF programs: %w", err)
+		return nil, monitor.ExplainLoad("load BPF programs", err)
 	}
 	it, err := link.AttachIter(link.IterOptions{Program: k.objs.DumpRegs})
 	if err != nil {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"sort"
 	"strconv"
@@ -90,42 +89,9 @@ const (
 // one zero-byte message to the other rank.
 func floodBarriers(rounds int) uint64 { return uint64(rounds) + 2 }
 
-// catEvent is one event total of one rank in `mpiprobe --json`, with the
-// detail and peak that the shared summary type leaves out.
-type catEvent struct {
-	Event  string `json:"event"`
-	Detail string `json:"detail"`
-	Count  uint64 `json:"count"`
-	Peak   uint64 `json:"peak"`
-}
-
-type catRank struct {
-	Rank string `json:"rank"`
-	PID  int    `json:"pid"`
-	End  struct {
-		State  string `json:"state"`
-		Code   *int   `json:"code"`
-		Signal *int   `json:"signal"`
-		Text   string `json:"text"`
-	} `json:"end"`
-	Events []catEvent `json:"events"`
-}
-
-// catSummary is the part of `mpiprobe --json` the catalog tests read.
-type catSummary struct {
-	Jobs []struct {
-		Job   string    `json:"job"`
-		Ranks []catRank `json:"ranks"`
-	} `json:"jobs"`
-	Dropped []struct {
-		What  string `json:"what"`
-		Count uint64 `json:"count"`
-	} `json:"dropped"`
-}
-
 // events returns the totals of event in rank, one per detail.
-func (s catSummary) events(rank, event string) []catEvent {
-	var out []catEvent
+func (s summary) events(rank, event string) []summaryEvent {
+	var out []summaryEvent
 	for _, j := range s.Jobs {
 		for _, r := range j.Ranks {
 			if r.Rank != rank {
@@ -142,7 +108,7 @@ func (s catSummary) events(rank, event string) []catEvent {
 }
 
 // total returns the count of event in rank over all its details.
-func (s catSummary) total(rank, event string) uint64 {
+func (s summary) total(rank, event string) uint64 {
 	var n uint64
 	for _, e := range s.events(rank, event) {
 		n += e.Count
@@ -151,17 +117,17 @@ func (s catSummary) total(rank, event string) uint64 {
 }
 
 // detail returns the total of event in rank with the given detail.
-func (s catSummary) detail(rank, event, detail string) (catEvent, bool) {
+func (s summary) detail(rank, event, detail string) (summaryEvent, bool) {
 	for _, e := range s.events(rank, event) {
 		if e.Detail == detail {
 			return e, true
 		}
 	}
-	return catEvent{}, false
+	return summaryEvent{}, false
 }
 
 // ranks returns the ranks of the summary, sorted.
-func (s catSummary) ranks() []string {
+func (s summary) ranks() []string {
 	var out []string
 	for _, j := range s.Jobs {
 		for _, r := range j.Ranks {
@@ -173,7 +139,7 @@ func (s catSummary) ranks() []string {
 }
 
 // String lists every rank's events, for logs and failure messages.
-func (s catSummary) String() string {
+func (s summary) String() string {
 	var b strings.Builder
 	for _, j := range s.Jobs {
 		for _, r := range j.Ranks {
@@ -225,7 +191,7 @@ func itoa(n int) string { return strconv.Itoa(n) }
 // (trigger or control, and its command line) in failure messages.
 type catCheck struct {
 	t     *testing.T
-	s     catSummary
+	s     summary
 	label string
 }
 
@@ -288,10 +254,7 @@ func runCatalog(t *testing.T, bin string, impl mpitest.Impl, progs map[string]st
 	label := fmt.Sprintf("%s: mpiprobe --events %s -- %s %s %s", what, r.events,
 		strings.Join(job[:len(job)-len(r.args)-1], " "), r.prog, strings.Join(r.args, " "))
 	res := runMpiprobe(t, bin, append([]string{"--events", r.events, "--"}, job...)...)
-	var s catSummary
-	if err := json.Unmarshal([]byte(res.stdout[strings.Index(res.stdout, "{\n"):]), &s); err != nil {
-		t.Fatalf("%s: decode summary: %v\n%s", label, err, res.stdout)
-	}
+	s := res.sum
 	t.Logf("%s\n%s", label, s)
 	if got := s.ranks(); strings.Join(got, ",") != "0,1" {
 		t.Fatalf("%s: ranks %v in the summary, want 0,1 (-np %d)\nstdout:\n%s\nstderr:\n%s", label, got, catNP, res.stdout, res.stderr)

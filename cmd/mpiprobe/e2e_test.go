@@ -48,21 +48,34 @@ func floodMCA(capped bool) []string {
 // summary is the part of `mpiprobe --json` the tests read.
 type summary struct {
 	Jobs []struct {
-		Job   string `json:"job"`
-		Ranks []struct {
-			Rank string `json:"rank"`
-			PID  int    `json:"pid"`
-			End  struct {
-				State  string `json:"state"`
-				Code   *int   `json:"code"`
-				Signal *int   `json:"signal"`
-			} `json:"end"`
-			Events []struct {
-				Event string `json:"event"`
-				Count uint64 `json:"count"`
-			} `json:"events"`
-		} `json:"ranks"`
+		Job   string        `json:"job"`
+		Ranks []summaryRank `json:"ranks"`
 	} `json:"jobs"`
+	Dropped []struct {
+		What  string `json:"what"`
+		Count uint64 `json:"count"`
+	} `json:"dropped"`
+}
+
+// summaryRank is one rank of a summary.
+type summaryRank struct {
+	Rank string `json:"rank"`
+	PID  int    `json:"pid"`
+	End  struct {
+		State  string `json:"state"`
+		Code   *int   `json:"code"`
+		Signal *int   `json:"signal"`
+		Text   string `json:"text"`
+	} `json:"end"`
+	Events []summaryEvent `json:"events"`
+}
+
+// summaryEvent is one event total of one rank, one per detail.
+type summaryEvent struct {
+	Event  string `json:"event"`
+	Detail string `json:"detail"`
+	Count  uint64 `json:"count"`
+	Peak   uint64 `json:"peak"`
 }
 
 // count returns the total of event in the given rank, and whether the rank exists.
