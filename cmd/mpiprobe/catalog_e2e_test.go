@@ -89,36 +89,16 @@ const (
 // one zero-byte message to the other rank.
 func floodBarriers(rounds int) uint64 { return uint64(rounds) + 2 }
 
-// events returns the totals of event in rank, one per detail.
-func (s summary) events(rank, event string) []summaryEvent {
-	var out []summaryEvent
-	for _, j := range s.Jobs {
-		for _, r := range j.Ranks {
-			if r.Rank != rank {
-				continue
-			}
-			for _, e := range r.Events {
-				if e.Event == event {
-					out = append(out, e)
-				}
-			}
-		}
-	}
-	return out
-}
-
 // total returns the count of event in rank over all its details.
 func (s summary) total(rank, event string) uint64 {
-	var n uint64
-	for _, e := range s.events(rank, event) {
-		n += e.Count
-	}
+	n, _ := s.count(rank, event)
 	return n
 }
 
 // detail returns the total of event in rank with the given detail.
 func (s summary) detail(rank, event, detail string) (summaryEvent, bool) {
-	for _, e := range s.events(rank, event) {
+	es, _ := s.events(rank, event)
+	for _, e := range es {
 		if e.Detail == detail {
 			return e, true
 		}
@@ -437,7 +417,8 @@ func catalogCases() []catalogCase {
 				c.atLeast("0", "ob1.rndv.stall", 1, why)
 				found := false
 				for _, r := range c.s.ranks() {
-					for _, e := range c.s.events(r, "pal.free_list.at_max") {
+					es, _ := c.s.events(r, "pal.free_list.at_max")
+					for _, e := range es {
 						if !strings.HasPrefix(e.Detail, "mca_btl_tcp_frag") {
 							continue
 						}

@@ -78,22 +78,34 @@ type summaryEvent struct {
 	Peak   uint64 `json:"peak"`
 }
 
-// count returns the total of event in the given rank, and whether the rank exists.
-func (s summary) count(rank, event string) (uint64, bool) {
+// events returns the totals of event in rank, one per detail, and whether the rank exists.
+func (s summary) events(rank, event string) ([]summaryEvent, bool) {
 	for _, j := range s.Jobs {
 		for _, r := range j.Ranks {
 			if r.Rank != rank {
 				continue
 			}
+			var out []summaryEvent
 			for _, e := range r.Events {
 				if e.Event == event {
-					return e.Count, true
+					out = append(out, e)
 				}
 			}
-			return 0, true
+			return out, true
 		}
 	}
-	return 0, false
+	return nil, false
+}
+
+// count returns the total of event in the given rank over all its details,
+// and whether the rank exists.
+func (s summary) count(rank, event string) (uint64, bool) {
+	es, ok := s.events(rank, event)
+	var n uint64
+	for _, e := range es {
+		n += e.Count
+	}
+	return n, ok
 }
 
 // warning is one line mpiprobe printed by the C/T rule.
