@@ -25,7 +25,8 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 //   bits 20-23  operand source: 0 return value, 1..5 argument 1..5
 //   bits 24-27  count_event: peak source, 0 none or n: the u32 that argument n points to;
 //               the detail programs: their parameter (stash slot, library layout)
-//   bits 32-63  operand (signed 32-bit)
+//   bits 32-63  operand (signed 32-bit); free_list_grow and free_list_at_max:
+//               the library's opal_free_list_t layout (see FL_MAX_TO_ALLOC)
 #define CMP_ALWAYS 0
 #define CMP_EQ 1
 #define CMP_NE 2
@@ -1263,10 +1264,15 @@ int stash_arg(struct pt_regs *ctx)
 	return 0;
 }
 
-// Open MPI 4.1.4's opal_free_list_t, as far as these programs read it.
-#define FL_MAX_TO_ALLOC 80  // size_t fl_max_to_alloc: 0 = unlimited
-#define FL_NUM_ALLOCATED 88 // size_t fl_num_allocated
-#define FL_FRAG_CLASS 144   // opal_class_t *fl_frag_class; its first field is the class name
+// Where opal_free_list_t keeps what these programs read differs between
+// libopen-pal builds; probes.FreeListLayout resolves it per library file and
+// the cookie's operand bits carry it: three 10-bit counts of 8-byte words.
+//   bits 32-41  size_t fl_max_to_alloc (0 = unlimited)
+//   bits 42-51  size_t fl_num_allocated
+//   bits 52-61  opal_class_t *fl_frag_class; its first field is the class name
+#define FL_MAX_TO_ALLOC(c) ((((c) >> 32) & 0x3ff) * 8)
+#define FL_NUM_ALLOCATED(c) ((((c) >> 42) & 0x3ff) * 8)
+#define FL_FRAG_CLASS(c) ((((c) >> 52) & 0x3ff) * 8)
 #define OPAL_ERR_TEMP_OUT_OF_RESOURCE (-3)
 
 // free_list_grow: entry of opal_free_list_grow_st(flist, num_elements, ...)
@@ -1278,19 +1284,20 @@ int free_list_grow(struct pt_regs *ctx)
 	__u32 tgid;
 	if (!traced_now(&tgid))
 		return 0;
+	__u64 cookie = bpf_get_attach_cookie(ctx);
 	__u64 fl = PT_REGS_PARM1(ctx);
 	__u64 n = PT_REGS_PARM2(ctx);
-	__u64 have = read_u64(fl + FL_NUM_ALLOCATED);
+	__u64 have = read_u64(fl + FL_NUM_ALLOCATED(cookie));
 	if (!have)
 		return 0;
-	__u64 lim = read_u64(fl + FL_MAX_TO_ALLOC);
+	__u64 lim = read_u64(fl + FL_MAX_TO_ALLOC(cookie));
 	if (lim && have >= lim)
 		return 0; // at its maximum: it cannot grow (free_list_at_max counts that)
 	__u64 size = have + n;
 	if (lim && size > lim)
 		size = lim;
-	__u64 cls = read_u64(fl + FL_FRAG_CLASS);
-	count_hit(tgid, bpf_get_attach_cookie(ctx) & 0xffff, cls, size, cls ? read_u64(cls) : 0);
+	__u64 cls = read_u64(fl + FL_FRAG_CLASS(cookie));
+	count_hit(tgid, cookie & 0xffff, cls, size, cls ? read_u64(cls) : 0);
 	return 0;
 }
 
@@ -1309,8 +1316,8 @@ int free_list_at_max(struct pt_regs *ctx)
 	__u64 fl = stashed(cookie);
 	if (!fl)
 		return 0;
-	__u64 cls = read_u64(fl + FL_FRAG_CLASS);
-	count_hit(tgid, cookie & 0xffff, cls, read_u64(fl + FL_MAX_TO_ALLOC), cls ? read_u64(cls) : 0);
+	__u64 cls = read_u64(fl + FL_FRAG_CLASS(cookie));
+	count_hit(tgid, cookie & 0xffff, cls, read_u64(fl + FL_MAX_TO_ALLOC(cookie)), cls ? read_u64(cls) : 0);
 	return 0;
 }
 

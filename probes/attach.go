@@ -104,6 +104,9 @@ type Status struct {
 	File     string
 	Attached bool
 	Reason   string
+	// Layout says where the struct layout the event reads in this file
+	// came from; empty for events that read none.
+	Layout string
 }
 
 // Attacher attaches the catalog to library files, each (device, inode) once,
@@ -117,6 +120,10 @@ type Attacher struct {
 	// OnFile, when set, is given the links made for each newly attached
 	// file before Add returns, e.g. to pin them; an error fails Add.
 	OnFile func(t Target, links []link.Link) error
+	// DebugDirs are searched, in order, for the separate debug file of a
+	// library whose struct layout is not in mpiprobe's tables (see
+	// ResolveFreeListLayout); nil means DefaultDebugDirs.
+	DebugDirs []string
 }
 
 // Skip marks a file as attached already, e.g. by an earlier agent whose
@@ -194,6 +201,25 @@ func (a *Attacher) attachFile(t Target) ([]link.Link, []Status, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("read %s: %w", t.Display, err)
 	}
+	// The free-list layout, resolved on first use: once per file.
+	var (
+		flLayout   FreeListLayout
+		flSource   string
+		flErr      error
+		flResolved bool
+	)
+	freeList := func() (FreeListLayout, string, error) {
+		if !flResolved {
+			flResolved = true
+			dirs := a.DebugDirs
+			if dirs == nil {
+				dirs = DefaultDebugDirs
+			}
+			id, _ := BuildID(file)
+			flLayout, flSource, flErr = ResolveFreeListLayout(file, id, dirs)
+		}
+		return flLayout, flSource, flErr
+	}
 	closeMade := func(err error) ([]link.Link, []Status, error) {
 		for _, l := range made {
 			_ = l.Close()
@@ -245,14 +271,39 @@ func (a *Attacher) attachFile(t Target) ([]link.Link, []Status, error) {
 
 	for id, e := range a.cat.Events {
 		st := Status{Event: e.ID, Library: t.Library, File: t.Display}
-		var missing []string
-		relevant := false
+		var mine []Probe
+		layout := false
 		for _, p := range e.Probes {
-			if p.Library != t.Library {
+			if p.Library == t.Library {
+				mine = append(mine, p)
+				layout = layout || p.Program.readsFreeList()
+			}
+		}
+		if len(mine) == 0 {
+			continue
+		}
+		var operand int32
+		if layout {
+			l, src, err := freeList()
+			if err == nil {
+				operand, err = l.operand()
+			}
+			if err != nil {
+				// None of the event's probes attach: with a wrong layout
+				// it would count garbage.
+				st.Reason = err.Error()
+				status = append(status, st)
 				continue
 			}
-			relevant = true
-			cookie, err := CookieParam(id, p.Cond, p.Param)
+			st.Layout = freeListStruct + " from " + src
+		}
+		var missing []string
+		for _, p := range mine {
+			c := p.Cond
+			if p.Program.readsFreeList() {
+				c.Value = operand
+			}
+			cookie, err := CookieParam(id, c, p.Param)
 			if err != nil {
 				return closeMade(fmt.Errorf("event %s: %w", e.ID, err))
 			}
@@ -265,9 +316,6 @@ func (a *Attacher) attachFile(t Target) ([]link.Link, []Status, error) {
 			} else {
 				missing = append(missing, p.String())
 			}
-		}
-		if !relevant {
-			continue
 		}
 		if len(missing) > 0 {
 			st.Reason = "not in this build: " + strings.Join(missing, ", ")

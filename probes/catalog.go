@@ -118,6 +118,11 @@ func (p Program) String() string {
 	return fmt.Sprintf("program(%d)", uint8(p))
 }
 
+// readsFreeList reports whether the program reads opal_free_list_t fields,
+// whose offsets the attacher resolves per library file (FreeListLayout)
+// and passes in the cookie's operand bits.
+func (p Program) readsFreeList() bool { return p == FreeListGrow || p == FreeListAtMax }
+
 func (p Probe) String() string {
 	if p.CallTo != "" {
 		return p.Symbol + "→" + p.CallTo
@@ -638,6 +643,8 @@ func (p Probe) checkProgram() error {
 		return fmt.Errorf("error layout %d: want ErrorsOMPI or ErrorsMPICH", p.Param)
 	case p.Program == Stash && (p.Cond.Cmp != Always || p.Cond.Src < Arg(1)):
 		return fmt.Errorf("a stash keeps an argument (Cond.Src 1-5) and has no comparison")
+	case p.Program.readsFreeList() && p.Cond != (Condition{}):
+		return fmt.Errorf("%s has no condition: its operand bits carry the library's free-list layout", p.Program)
 	}
 	return nil
 }

@@ -201,6 +201,11 @@ func TestValidateRejects(t *testing.T) {
 			withProbe(Probe{Library: OMPIPmlOb1, Symbol: "f", CallTo: "g", Side: Return}),
 			"a call site has no return side",
 		},
+		{
+			"free-list program with a condition",
+			withProbe(Probe{Library: OMPIPal, Symbol: "opal_free_list_grow_st", Program: FreeListGrow, Cond: Condition{Src: Arg(2), Cmp: Gt, Value: 1}}),
+			"operand bits carry the library's free-list layout",
+		},
 		{"too many events", Catalog{Events: make([]Event, MaxEvents+1)}, "at most 65536 fit in a cookie"},
 	}
 	for _, tt := range tests {

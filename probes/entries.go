@@ -15,6 +15,9 @@ type EntryStatus struct {
 	Attached bool
 	// Reason says why the entry is unavailable; empty when attached.
 	Reason string
+	// Layout says where the struct layout the entry reads came from, e.g.
+	// "opal_free_list_t from verified build 85e4…"; empty when it reads none.
+	Layout string `json:",omitempty"`
 }
 
 // Entries lists every (event, library) of the catalog for one process,
@@ -37,7 +40,7 @@ func Entries(cat Catalog, pid int, targets []Target, st []Status) []EntryStatus 
 					continue
 				}
 				found = true
-				out = append(out, EntryStatus{Event: e.ID, Level: e.Level, Library: lib, File: s.File, Attached: s.Attached, Reason: s.Reason})
+				out = append(out, EntryStatus{Event: e.ID, Level: e.Level, Library: lib, File: s.File, Attached: s.Attached, Reason: s.Reason, Layout: s.Layout})
 			}
 			if found {
 				continue

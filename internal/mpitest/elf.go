@@ -1,0 +1,60 @@
+package mpitest
+
+import (
+	"debug/elf"
+	"encoding/hex"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// BuildLib compiles testdata/<name>.c with the implementation's mpicc into
+// a shared library with DWARF (-g -shared -fPIC) in a temporary directory
+// and returns its path.
+func BuildLib(t testing.TB, impl Impl, name string) string {
+	t.Helper()
+	src := filepath.Join(RepoRoot(t), "testdata", name+".c")
+	out := filepath.Join(t.TempDir(), "lib"+name+".so")
+	run(t, impl.CC, "-g", "-shared", "-fPIC", "-o", out, src)
+	return out
+}
+
+// CopyWithBuildID copies the ELF file src to dst with every byte of its GNU
+// build id inverted, as a rebuild of the same sources would change it, and
+// returns the new build id in hex. The code, symbols and data are those of
+// src.
+func CopyWithBuildID(t testing.TB, src, dst string) string {
+	t.Helper()
+	f, err := elf.Open(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sec := f.Section(".note.gnu.build-id")
+	bo := f.ByteOrder
+	_ = f.Close()
+	if sec == nil {
+		t.Fatalf("%s has no .note.gnu.build-id section", src)
+	}
+	b, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// One note: namesz, descsz, type, "GNU\0", then the id.
+	off := sec.Offset
+	if off+16 > uint64(len(b)) {
+		t.Fatalf("%s: build-id note beyond the file", src)
+	}
+	namesz, descsz := uint64(bo.Uint32(b[off:])), uint64(bo.Uint32(b[off+4:]))
+	desc := off + 12 + (namesz+3)&^3
+	if namesz != 4 || descsz == 0 || desc+descsz > uint64(len(b)) || bo.Uint32(b[off+8:]) != 3 {
+		t.Fatalf("%s: .note.gnu.build-id is not one NT_GNU_BUILD_ID note", src)
+	}
+	id := b[desc : desc+descsz]
+	for i := range id {
+		id[i] ^= 0xff
+	}
+	if err := os.WriteFile(dst, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return hex.EncodeToString(id)
+}

@@ -1,0 +1,111 @@
+package probes_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/mpiprobe/mpiprobe/internal/mpitest"
+	"github.com/mpiprobe/mpiprobe/probes"
+)
+
+// Debian's libopen-pal and ob1 component, as libopenmpi3 installs them.
+const (
+	debianPalFile = "/usr/lib/x86_64-linux-gnu/libopen-pal.so.40.30.2"
+	debianOb1File = "/usr/lib/x86_64-linux-gnu/openmpi/lib/openmpi3/mca_pml_ob1.so"
+)
+
+// TestFreeListEventsNeedTheLayout attaches the whole catalog to a copy of
+// Debian's libopen-pal whose build id mpiprobe does not know (what a
+// rebuild of the same sources gives) and to Debian's ob1: without a debug
+// file the free-list events are unavailable in the copy, saying why, and
+// every other event still attaches; with the separate debug file found by
+// build id they attach, naming where their layout came from.
+func TestFreeListEventsNeedTheLayout(t *testing.T) {
+	objs := loadObjects(t)
+	for _, f := range []string{debianPalFile, debianOb1File} {
+		if _, err := os.Stat(f); err != nil {
+			mpitest.Require(t, "Debian's libopenmpi3 ("+f+")")
+		}
+	}
+	dir := t.TempDir()
+	palCopy := filepath.Join(dir, "libopen-pal.so.40")
+	id := mpitest.CopyWithBuildID(t, debianPalFile, palCopy)
+
+	debugDir := t.TempDir()
+	debugFile := probes.DebugFile(debugDir, id)
+	if err := os.MkdirAll(filepath.Dir(debugFile), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(mpitest.BuildLib(t, mpitest.OpenMPI(), "freelist_layout"), debugFile); err != nil {
+		t.Fatal(err)
+	}
+
+	cat := probes.Full()
+	var palEvents []string
+	for _, e := range cat.Events {
+		for _, p := range e.Probes {
+			if p.Library == probes.OMPIPal {
+				palEvents = append(palEvents, e.ID)
+				break
+			}
+		}
+	}
+	if len(palEvents) != 2 {
+		t.Fatalf("catalog probes libopen-pal in %v, want the two free-list events", palEvents)
+	}
+	pal, err := probes.FileTarget(probes.OMPIPal, palCopy, palCopy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ob1, err := probes.FileTarget(probes.OMPIPmlOb1, debianOb1File, debianOb1File)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	attach := func(debugDirs []string) map[string]probes.Status {
+		att, err := probes.NewAttacher(probes.ProgramsOf(&objs.MpiprobePrograms), cat)
+		if err != nil {
+			t.Fatal(err)
+		}
+		att.DebugDirs = debugDirs
+		t.Cleanup(func() { _ = att.Close() })
+		if err := att.Add([]probes.Target{pal, ob1}); err != nil {
+			t.Fatalf("Add: %v (an unknown layout must not fail the rest)", err)
+		}
+		out := map[string]probes.Status{}
+		for _, s := range att.Status() {
+			out[string(s.Library)+" "+s.Event] = s
+		}
+		return out
+	}
+
+	without := attach([]string{t.TempDir()})
+	for _, ev := range palEvents {
+		s := without[string(probes.OMPIPal)+" "+ev]
+		if s.Attached || !strings.Contains(s.Reason, "layout of opal_free_list_t unknown for this build (build id "+id+")") {
+			t.Errorf("%s without a debug file: attached %v, reason %q; want unavailable for the unknown layout", ev, s.Attached, s.Reason)
+		}
+	}
+	n := 0
+	for k, s := range without {
+		if strings.HasPrefix(k, string(probes.OMPIPmlOb1)+" ") {
+			n++
+			if !s.Attached && !strings.HasPrefix(s.Reason, "not in this build") {
+				t.Errorf("%s: unavailable (%s) next to an unknown libopen-pal layout", k, s.Reason)
+			}
+		}
+	}
+	if n == 0 {
+		t.Errorf("no ob1 event was tried: %+v", without)
+	}
+
+	with := attach([]string{t.TempDir(), debugDir})
+	for _, ev := range palEvents {
+		s := with[string(probes.OMPIPal)+" "+ev]
+		if !s.Attached || s.Reason != "" || s.Layout != "opal_free_list_t from debug file "+debugFile {
+			t.Errorf("%s with the debug file: attached %v, reason %q, layout %q; want attached with its layout from %s", ev, s.Attached, s.Reason, s.Layout, debugFile)
+		}
+	}
+}

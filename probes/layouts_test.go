@@ -1,0 +1,197 @@
+package probes
+
+import (
+	"bytes"
+	"debug/elf"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/mpiprobe/mpiprobe/internal/mpitest"
+)
+
+// debianPal is the libopen-pal of Debian 12's libopenmpi3 and its build id.
+const (
+	debianPal   = "/usr/lib/x86_64-linux-gnu/libopen-pal.so.40.30.2"
+	debianPalID = "85e46cc75b438761041c473c7aab15698809b6f5"
+)
+
+// headerLayoutLib builds testdata/freelist_layout.c: a library whose DWARF
+// holds opal_free_list_t as the installed Open MPI headers define it.
+func headerLayoutLib(t *testing.T) string {
+	t.Helper()
+	impl := mpitest.OpenMPI()
+	if _, err := os.Stat("/usr/lib/x86_64-linux-gnu/openmpi/include/openmpi/opal/class/opal_free_list.h"); err != nil {
+		mpitest.Require(t, "Open MPI's headers (libopenmpi-dev)")
+	}
+	return mpitest.BuildLib(t, impl, "freelist_layout")
+}
+
+func openELF(t *testing.T, path string) *elf.File {
+	t.Helper()
+	f, err := elf.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = f.Close() })
+	return f
+}
+
+// TestFreeListLayoutOperand checks the cookie packing against the decoding
+// of bpf/mpiprobe.bpf.c's FL_* macros, and its limits.
+func TestFreeListLayoutOperand(t *testing.T) {
+	decode := func(op int32) FreeListLayout {
+		c := uint64(uint32(op)) << 32
+		return FreeListLayout{
+			MaxToAlloc:   uint32((c >> 32 & 0x3ff) * 8),
+			NumAllocated: uint32((c >> 42 & 0x3ff) * 8),
+			FragClass:    uint32((c >> 52 & 0x3ff) * 8),
+		}
+	}
+	for _, l := range []FreeListLayout{
+		{80, 88, 144},
+		{0, 8, 16},
+		{maxLayoutOffset, maxLayoutOffset - 8, maxLayoutOffset},
+		{104, 112, 176}, // a debug build's larger objects
+	} {
+		op, err := l.operand()
+		if err != nil {
+			t.Fatalf("%+v: %v", l, err)
+		}
+		if got := decode(op); got != l {
+			t.Errorf("operand(%+v) decodes to %+v", l, got)
+		}
+	}
+	for _, l := range []FreeListLayout{{81, 88, 144}, {80, 88, maxLayoutOffset + 8}} {
+		if _, err := l.operand(); err == nil || !strings.Contains(err.Error(), "want a multiple of 8") {
+			t.Errorf("operand(%+v): err %v, want a range error", l, err)
+		}
+	}
+}
+
+// TestFreeListLayoutTableMatchesHeaders reads opal_free_list_t from the
+// DWARF of a library compiled against the installed Open MPI headers: it
+// must be the table's layout for the installed libopen-pal.
+func TestFreeListLayoutTableMatchesHeaders(t *testing.T) {
+	lib := headerLayoutLib(t)
+	got, err := FreeListLayoutFromDWARF(openELF(t, lib))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(debianPal); err != nil {
+		mpitest.Require(t, "Debian's libopenmpi3 ("+debianPal+")")
+	}
+	id, err := BuildID(openELF(t, debianPal))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, ok := freeListLayouts[id]
+	if !ok {
+		t.Fatalf("the installed libopen-pal (build id %s) is not in freeListLayouts; its headers give %+v: verify and add it", id, got)
+	}
+	if got != want {
+		t.Errorf("headers give %+v, freeListLayouts[%s] = %+v", got, id, want)
+	}
+}
+
+// TestResolveFreeListLayout resolves the layout of real files: the stripped
+// Debian library by its build id, a library with its own DWARF, a separate
+// debug file found by build id, and the failures.
+func TestResolveFreeListLayout(t *testing.T) {
+	lib := headerLayoutLib(t)
+	if _, err := os.Stat(debianPal); err != nil {
+		mpitest.Require(t, "Debian's libopenmpi3 ("+debianPal+")")
+	}
+	pal := openELF(t, debianPal)
+	want := freeListLayouts[debianPalID]
+	const otherID = "0123456789abcdef0123456789abcdef01234567"
+
+	debugDir := t.TempDir()
+	debugFile := DebugFile(debugDir, otherID)
+	if err := os.MkdirAll(filepath.Dir(debugFile), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(lib)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(debugFile, raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// A debug file with DWARF but without the struct: Debian's libopen-pal
+	// has none, so any other file with DWARF and no opal types will do.
+	wrongDir := t.TempDir()
+	wrongFile := DebugFile(wrongDir, otherID)
+	if err := os.MkdirAll(filepath.Dir(wrongFile), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	unrelated := mpitest.Build(t, mpitest.OpenMPI(), "errors")
+	rawUnrelated, err := os.ReadFile(unrelated)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(wrongFile, rawUnrelated, 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	tests := []struct {
+		name      string
+		file      *elf.File
+		id        string
+		dirs      []string
+		wantFrom  string
+		wantError string
+	}{
+		{"verified build", pal, debianPalID, nil, "verified build " + debianPalID, ""},
+		{"own DWARF", openELF(t, lib), otherID, nil, "the library's own DWARF", ""},
+		{"debug file by build id", pal, otherID, []string{t.TempDir(), debugDir}, "debug file " + debugFile, ""},
+		{"no debug file", pal, otherID, []string{t.TempDir()}, "",
+			"layout of opal_free_list_t unknown for this build (build id " + otherID + "): install its debug symbols"},
+		{"no build id", pal, "", []string{debugDir}, "", "(build id none)"},
+		{"debug file without the struct", pal, otherID, []string{wrongDir}, "", "no complete opal_free_list_t in its DWARF"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			l, from, err := ResolveFreeListLayout(tt.file, tt.id, tt.dirs)
+			if tt.wantError != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantError) {
+					t.Fatalf("err %v, want it to contain %q", err, tt.wantError)
+				}
+				if strings.Contains(err.Error(), "\n") {
+					t.Errorf("error spans lines: %q", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if l != want || from != tt.wantFrom {
+				t.Errorf("got %+v from %q, want %+v from %q", l, from, want, tt.wantFrom)
+			}
+		})
+	}
+}
+
+// FuzzFreeListLayoutFromDWARF reads arbitrary bytes as an ELF file with
+// DWARF, as mpiprobe reads any library or debug file a process maps: it
+// must return a layout or an error, never panic, and any layout it returns
+// must fit the cookie.
+func FuzzFreeListLayoutFromDWARF(f *testing.F) {
+	if b, err := os.ReadFile(debianPal); err == nil && len(b) < 1<<22 {
+		f.Add(b)
+	}
+	f.Add([]byte("\x7fELF\x02\x01\x01"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		ef, err := elf.NewFile(bytes.NewReader(b))
+		if err != nil {
+			return
+		}
+		l, err := FreeListLayoutFromDWARF(ef)
+		if err == nil {
+			if _, err := l.operand(); err != nil {
+				t.Fatalf("layout %+v does not fit the cookie: %v", l, err)
+			}
+		}
+	})
+}
