@@ -51,6 +51,10 @@ type Config struct {
 	// LibraryPaths are files or directories searched for MPI libraries at
 	// start, besides the ones ldconfig knows.
 	LibraryPaths []string
+	// DebugDirs are searched for the separate debug file of a library whose
+	// struct layout mpiprobe does not know; nil means
+	// probes.DefaultDebugDirs.
+	DebugDirs []string
 	// Metrics, when non-nil, is where the Prometheus metrics are served.
 	Metrics net.Listener
 	// MetricsTTL is how long a finished job stays in the metrics (default 10m).
@@ -250,6 +254,7 @@ func (a *agent) start() error {
 		return err
 	}
 	a.att.OnFile = a.k.pinner("c")
+	a.att.DebugDirs = a.cfg.DebugDirs
 	a.satt = probes.NewStartupAttacher(a.k.objs.StartupMark)
 	a.satt.OnFile = a.k.pinner("s")
 	for _, f := range a.k.attached["c"] {

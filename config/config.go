@@ -47,6 +47,11 @@ type Config struct {
 	// LibraryPaths are absolute paths of files or directories searched for
 	// MPI libraries in addition to those ldconfig knows; nil when not set.
 	LibraryPaths []string
+	// DebugDirs are absolute directories searched, before /usr/lib/debug,
+	// for the separate debug file of an MPI library whose struct layout
+	// mpiprobe does not know (<dir>/.build-id/ab/cdef….debug); nil when not
+	// set.
+	DebugDirs []string
 	// MetricsAddr is the host:port the agent serves metrics on; "" means
 	// off.
 	MetricsAddr string

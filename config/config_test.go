@@ -103,6 +103,9 @@ func TestParse(t *testing.T) {
 		{"library_paths one", "library_paths = /opt/openmpi/lib", func(c *Config) {
 			c.LibraryPaths = []string{"/opt/openmpi/lib"}
 		}, nil},
+		{"debug_dirs", "debug_dirs = /opt/openmpi/debug:/usr/lib/debug/", func(c *Config) {
+			c.DebugDirs = []string{"/opt/openmpi/debug", "/usr/lib/debug"}
+		}, nil},
 		{"library_paths several, cleaned", "library_paths = /opt/openmpi/lib/ : /opt//mpich/lib/libmpi.so.12:/x/../y", func(c *Config) {
 			c.LibraryPaths = []string{"/opt/openmpi/lib", "/opt/mpich/lib/libmpi.so.12", "/y"}
 		}, nil},
@@ -569,6 +572,7 @@ func TestExampleFile(t *testing.T) {
 	}
 	def.Events = []string{"default"}
 	def.LibraryPaths = []string{"/opt/openmpi/lib"}
+	def.DebugDirs = []string{"/opt/openmpi/lib/debug"}
 	def.Lines = got.Lines
 	if !reflect.DeepEqual(got, def) {
 		t.Fatalf("uncommented example file =\n%+v\nwant the defaults\n%+v", got, def)

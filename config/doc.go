@@ -66,6 +66,15 @@
 // or directories searched for MPI libraries in addition to those ldconfig
 // knows.
 //
+//	debug_dirs = /opt/openmpi/lib/debug
+//
+// debug_dirs (colon-separated absolute directories, default: none) are
+// searched before /usr/lib/debug for the separate debug file of an MPI
+// library (<dir>/.build-id/ab/cdef….debug, as gdb names them): mpiprobe
+// reads the layout of a struct it must read (opal_free_list_t) from it when
+// the library's build is not one it knows. Read by the agent and by
+// mpiprobe --config.
+//
 //	metrics_addr = 127.0.0.1:9767
 //
 // metrics_addr (host:port or off, default: 127.0.0.1:9767) is where the

@@ -51,6 +51,11 @@ var keys = []key{
 		c.LibraryPaths = paths
 		return err
 	}},
+	{"debug_dirs", "/opt/openmpi/debug", func(c *Config, v string, _ Options) error {
+		dirs, err := parsePaths(v)
+		c.DebugDirs = dirs
+		return err
+	}},
 	{"metrics_addr", "127.0.0.1:9767", func(c *Config, v string, _ Options) error {
 		addr, err := parseAddr(v)
 		c.MetricsAddr = addr

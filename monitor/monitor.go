@@ -66,6 +66,10 @@ type Config struct {
 	// CommSlots is how many communicators (all processes together) can be
 	// tracked at once (default DefaultCommSlots).
 	CommSlots int
+	// DebugDirs are searched for the separate debug file of a library whose
+	// struct layout mpiprobe does not know (probes.Attacher.DebugDirs); nil
+	// means probes.DefaultDebugDirs.
+	DebugDirs []string
 }
 
 // DefaultCommSlots is the default number of communicator slots: 64 ranks
@@ -237,6 +241,7 @@ func (s *session) run(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
+		att.DebugDirs = cfg.DebugDirs
 		defer att.Close()
 		if err := att.Add(targets); err != nil {
 			return ExplainLoad("attach probes", err)

@@ -10,7 +10,8 @@ import (
 // a counting session would, and returns every catalog entry with whether
 // it attached there and why not; the probes are detached again before it
 // returns. Nothing is counted: the process is not added to the traced set.
-func ProbeEntries(pfs procfs.FS, pid int, cat probes.Catalog) ([]probes.EntryStatus, error) {
+// debugDirs are as in Config.DebugDirs.
+func ProbeEntries(pfs procfs.FS, pid int, cat probes.Catalog, debugDirs []string) ([]probes.EntryStatus, error) {
 	libs, err := CheckTarget(pfs, pid)
 	if err != nil {
 		return nil, err
@@ -33,6 +34,7 @@ func ProbeEntries(pfs procfs.FS, pid int, cat probes.Catalog) ([]probes.EntrySta
 	if err != nil {
 		return nil, err
 	}
+	att.DebugDirs = debugDirs
 	defer att.Close()
 	if err := att.Add(targets); err != nil {
 		return nil, ExplainLoad("attach probes", err)

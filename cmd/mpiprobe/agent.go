@@ -138,6 +138,7 @@ func agentMain(ctx context.Context, args []string, stderr io.Writer) int {
 		StateDir:      file.StateDir,
 		PinDir:        file.PinDir,
 		LibraryPaths:  file.LibraryPaths,
+		DebugDirs:     debugDirs(nil, file.DebugDirs),
 		Metrics:       ln,
 		MetricsTTL:    file.MetricsTTL,
 		RetentionJobs: file.RetentionJobs,

@@ -130,6 +130,7 @@ func parseArgs(args []string, stderr io.Writer) (config, error) {
 		pids       pidList
 		th         thresholdFlags
 		libs       stringList
+		debug      stringList
 		configFile string
 	)
 	fs := flag.NewFlagSet("mpiprobe", flag.ContinueOnError)
@@ -139,6 +140,7 @@ func parseArgs(args []string, stderr io.Writer) (config, error) {
 	th.register(fs)
 	fs.StringVar(&configFile, "config", "", "read C/T overrides from `FILE` (the command line wins)")
 	fs.Var(&libs, "lib", "also attach to MPI library `FILE` in command mode (repeatable)")
+	fs.Var(&debug, "debug-dir", debugDirHelp)
 	fs.DurationVar(&cfg.monitor.Interval, "interval", time.Second, "how often counters are read")
 	fs.BoolVar(&cfg.json, "json", false, "print the summary as JSON on stdout (warnings go to stderr)")
 	fs.BoolVar(&cfg.verbose, "v", false, "log attach details")
@@ -164,6 +166,7 @@ func parseArgs(args []string, stderr io.Writer) (config, error) {
 	if err != nil {
 		return cfg, err
 	}
+	cfg.monitor.DebugDirs = debugDirs(debug, nil)
 	if configFile != "" {
 		// The file also serves the agent, which may enable other levels:
 		// its events are checked against the full catalog, and its agent
@@ -173,6 +176,7 @@ func parseArgs(args []string, stderr io.Writer) (config, error) {
 			return cfg, err
 		}
 		cfg.monitor.Overrides = append(cfg.monitor.Overrides, file.Thresholds)
+		cfg.monitor.DebugDirs = debugDirs(debug, file.DebugDirs)
 	}
 	cli, err := th.overrides(cat)
 	if err != nil {

@@ -22,12 +22,14 @@ func probesMain(_ context.Context, args []string, stdout, stderr io.Writer) int 
 		pids   pidList
 		events string
 		asJSON bool
+		debug  stringList
 	)
 	fs := flag.NewFlagSet("mpiprobe probes", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Var(&pids, "p", "check the MPI process `PID` (repeat, or comma-separate, for several)")
 	fs.StringVar(&events, "events", "all", "comma-separated event `LEVELS` to check: default, retries, messages, or all")
 	fs.BoolVar(&asJSON, "json", false, "print the entries as JSON")
+	fs.Var(&debug, "debug-dir", debugDirHelp)
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: mpiprobe probes [flags] -p PID\n\n"+
 			"Attaches every catalog entry to the MPI libraries the process maps, lists each as attached\n"+
@@ -55,7 +57,7 @@ func probesMain(_ context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	var all []result
 	for _, pid := range pids {
-		es, err := monitor.ProbeEntries(procfs.FS{Root: "/proc"}, pid, cat)
+		es, err := monitor.ProbeEntries(procfs.FS{Root: "/proc"}, pid, cat, debugDirs(debug, nil))
 		if err != nil {
 			fmt.Fprintf(stderr, "mpiprobe probes: %v\n", err)
 			return 1
@@ -90,6 +92,9 @@ func probesMain(_ context.Context, args []string, stdout, stderr io.Writer) int 
 				st, why = "unavailable", e.Reason
 			} else if e.Reason != "" {
 				why += " (partly: " + e.Reason + ")"
+			}
+			if e.Attached && e.Layout != "" {
+				why += " (" + e.Layout + ")"
 			}
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", e.Event, e.Level, e.Library, st, why)
 		}

@@ -3,6 +3,7 @@ package main
 import (
 	"flag"
 	"fmt"
+	"slices"
 
 	configfile "github.com/mpiprobe/mpiprobe/config"
 	"github.com/mpiprobe/mpiprobe/probes"
@@ -23,6 +24,25 @@ func loadConfigFile(path string) (configfile.Config, error) {
 		Levels:     levels,
 	})
 }
+
+// debugDirs returns the directories searched for separate debug files: the
+// command line's, then the configuration file's, then the system's; nil
+// (the system's alone) when neither names one.
+func debugDirs(cli, file []string) []string {
+	if len(cli) == 0 && len(file) == 0 {
+		return nil
+	}
+	var out []string
+	for _, d := range slices.Concat(cli, file, probes.DefaultDebugDirs) {
+		if !slices.Contains(out, d) {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// debugDirHelp documents --debug-dir for every subcommand that attaches probes.
+const debugDirHelp = "also look for a library's separate debug file (DIR/.build-id/ab/cdef….debug) here, to read a struct layout of a build mpiprobe does not know (repeatable)"
 
 // thresholdFlags are the command line's C/T overrides: -C, -T and
 // --threshold, shared by the per-job command and the agent.
