@@ -2,12 +2,15 @@ package main
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/mpiprobe/mpiprobe/internal/mpitest"
+	"github.com/mpiprobe/mpiprobe/probes"
 )
 
 // The catalog tests run each event's trigger, a small MPI program whose
@@ -170,9 +173,10 @@ func itoa(n int) string { return strconv.Itoa(n) }
 // catCheck asserts on the summary of one run; label says which run
 // (trigger or control, and its command line) in failure messages.
 type catCheck struct {
-	t     *testing.T
-	s     summary
-	label string
+	t      *testing.T
+	s      summary
+	label  string
+	stderr string // mpiprobe's log
 }
 
 func (c catCheck) failf(format string, args ...any) {
@@ -223,7 +227,7 @@ func (c catCheck) silent(event, why string) {
 // runCatalog runs r under mpiprobe --json --events r.events and returns
 // its summary, after checking that both ranks were traced and exited 0 and
 // that no counter update was dropped.
-func runCatalog(t *testing.T, bin string, impl mpitest.Impl, progs map[string]string, what string, r catalogRun) catCheck {
+func runCatalog(t *testing.T, bin string, impl mpitest.Impl, progs map[string]string, what string, r catalogRun, more ...string) catCheck {
 	t.Helper()
 	prog, ok := progs[r.prog]
 	if !ok {
@@ -231,9 +235,10 @@ func runCatalog(t *testing.T, bin string, impl mpitest.Impl, progs map[string]st
 		progs[r.prog] = prog
 	}
 	job := impl.Command(catNP, r.opts, prog, r.args...)
-	label := fmt.Sprintf("%s: mpiprobe --events %s -- %s %s %s", what, r.events,
+	flags := append([]string{"--events", r.events}, more...)
+	label := fmt.Sprintf("%s: mpiprobe %s -- %s %s %s", what, strings.Join(flags, " "),
 		strings.Join(job[:len(job)-len(r.args)-1], " "), r.prog, strings.Join(r.args, " "))
-	res := runMpiprobe(t, bin, append([]string{"--events", r.events, "--"}, job...)...)
+	res := runMpiprobe(t, bin, append(append(flags, "--"), job...)...)
 	s := res.sum
 	t.Logf("%s\n%s", label, s)
 	if got := s.ranks(); strings.Join(got, ",") != "0,1" {
@@ -250,7 +255,7 @@ func runCatalog(t *testing.T, bin string, impl mpitest.Impl, progs map[string]st
 	if len(s.Dropped) > 0 {
 		t.Fatalf("%s: counter updates were dropped, counts are not exact:\n%s", label, s)
 	}
-	return catCheck{t: t, s: s, label: label}
+	return catCheck{t: t, s: s, label: label, stderr: res.stderr}
 }
 
 // catalogCase is one scenario: a trigger run whose summary checkTrigger
@@ -577,5 +582,64 @@ func TestCatalogDefaultQuiet(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestFreeListLayoutOfAnUnknownBuild runs the free-list trigger with the
+// ranks loading a copy of Debian's libopen-pal whose build id mpiprobe does
+// not know (LD_LIBRARY_PATH; --lib attaches to it). Given the separate debug file (a library built
+// against the installed Open MPI headers, under --debug-dir), mpiprobe
+// reads the layout from it and the list's maximum reads back as
+// btl_vader_free_list_max. Without it the free-list events are unavailable,
+// logged once with the build id, and nothing else is lost: the queued sends
+// are still counted.
+func TestFreeListLayoutOfAnUnknownBuild(t *testing.T) {
+	impl := mpitest.OpenMPI()
+	mpitest.RequireE2E(t, impl)
+	const debianPal = "/usr/lib/x86_64-linux-gnu/libopen-pal.so.40.30.2"
+	if _, err := os.Stat(debianPal); err != nil {
+		mpitest.Require(t, "Debian's libopenmpi3 ("+debianPal+")")
+	}
+	libDir := t.TempDir()
+	palCopy := filepath.Join(libDir, "libopen-pal.so.40")
+	id := mpitest.CopyWithBuildID(t, debianPal, palCopy)
+	debugDir := t.TempDir()
+	debugFile := probes.DebugFile(debugDir, id)
+	if err := os.MkdirAll(filepath.Dir(debugFile), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(mpitest.BuildLib(t, impl, "freelist_layout"), debugFile); err != nil {
+		t.Fatal(err)
+	}
+	bin := mpitest.BuildMpiprobe(t)
+	progs := map[string]string{}
+	opts := append([]string{"-x", "LD_LIBRARY_PATH=" + libDir},
+		ompiMCA("btl", "self,vader", "btl_vader_free_list_max", itoa(floodFLMax))...)
+	run := catalogRun{"flood", []string{"-n", itoa(floodFLN), "-s", itoa(floodFLSize), "-d", itoa(floodFLDelay), "-r", "1"},
+		opts, "default,retries"}
+	why := fmt.Sprintf("flood -n %d posts more sends than btl_vader_free_list_max=%d fragments while rank 1 sleeps %d ms",
+		floodFLN, floodFLMax, floodFLDelay)
+
+	c := runCatalog(t, bin, impl, progs, "layout from the debug file", run, "--lib", palCopy, "--debug-dir", debugDir)
+	e, ok := c.s.detail("0", "pal.free_list.at_max", "mca_btl_vader_frag_t")
+	if !ok || e.Peak != floodFLMax {
+		c.failf("rank 0 pal.free_list.at_max[mca_btl_vader_frag_t] = %+v (present %v), want peak %d = btl_vader_free_list_max: %s",
+			e, ok, floodFLMax, why)
+	}
+
+	c = runCatalog(t, bin, impl, progs, "no debug file", run, "--lib", palCopy)
+	// Debian's own libopen-pal, whose layout is known, is attached too: the
+	// events staying silent also shows that the ranks ran the copy.
+	c.silent("pal.free_list.at_max", "the copy's layout is unknown without its debug file")
+	c.silent("pal.free_list.grow", "the copy's layout is unknown without its debug file")
+	c.atLeast("0", "ob1.send_pending.new", 1, why+": the rest of the catalog still counts")
+	unavailable := 0
+	for _, line := range strings.Split(c.stderr, "\n") {
+		if strings.Contains(line, "event unavailable") && strings.Contains(line, "build id "+id) {
+			unavailable++
+		}
+	}
+	if unavailable != 2 {
+		c.failf("%d log lines say a free-list event is unavailable for build id %s, want 2 (one per event, once):\n%s", unavailable, id, c.stderr)
 	}
 }
