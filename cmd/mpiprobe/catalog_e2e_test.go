@@ -321,12 +321,12 @@ func catalogCases() []catalogCase {
 			// 1b. The same with rendezvous-sized messages.
 			name:    "ompi_unexpected_rendezvous",
 			impl:    ompi,
-			trigger: catalogRun{"unexpected", unexpectedArgs(unexpectedRndv), vader, "default"},
+			trigger: catalogRun{"unexpected", unexpectedArgs(unexpectedRndv), vader, "messages"},
 			checkTrigger: func(c catCheck) {
 				c.exactly("1", "ob1.unexpected.late_recv", unexpectedN,
 					fmt.Sprintf("unexpected -n %d -s %d: every rendezvous header arrives before its receive", unexpectedN, unexpectedRndv))
 			},
-			control: catalogRun{"unexpected", unexpectedArgs(unexpectedRndv, "-p"), vader, "default"},
+			control: catalogRun{"unexpected", unexpectedArgs(unexpectedRndv, "-p"), vader, "messages"},
 			checkControl: func(c catCheck) {
 				c.silent("ob1.unexpected.late_recv", "unexpected -p pre-posts every receive before the barrier")
 			},
