@@ -2,7 +2,6 @@ package probes_test
 
 import (
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -10,11 +9,8 @@ import (
 	"github.com/mpiprobe/mpiprobe/probes"
 )
 
-// Debian's libopen-pal and ob1 component, as libopenmpi3 installs them.
-const (
-	debianPalFile = "/usr/lib/x86_64-linux-gnu/libopen-pal.so.40.30.2"
-	debianOb1File = "/usr/lib/x86_64-linux-gnu/openmpi/lib/openmpi3/mca_pml_ob1.so"
-)
+// debianOb1File is Debian's ob1 component, as libopenmpi3 installs it.
+const debianOb1File = "/usr/lib/x86_64-linux-gnu/openmpi/lib/openmpi3/mca_pml_ob1.so"
 
 // TestFreeListEventsNeedTheLayout attaches the whole catalog to a copy of
 // Debian's libopen-pal whose build id mpiprobe does not know (what a
@@ -24,23 +20,14 @@ const (
 // build id they attach, naming where their layout came from.
 func TestFreeListEventsNeedTheLayout(t *testing.T) {
 	objs := loadObjects(t)
-	for _, f := range []string{debianPalFile, debianOb1File} {
-		if _, err := os.Stat(f); err != nil {
-			mpitest.Require(t, "Debian's libopenmpi3 ("+f+")")
-		}
+	if _, err := os.Stat(debianOb1File); err != nil {
+		mpitest.Require(t, "Debian's libopenmpi3 ("+debianOb1File+")")
 	}
-	dir := t.TempDir()
-	palCopy := filepath.Join(dir, "libopen-pal.so.40")
-	id := mpitest.CopyWithBuildID(t, debianPalFile, palCopy)
-
-	debugDir := t.TempDir()
-	debugFile := probes.DebugFile(debugDir, id)
-	if err := os.MkdirAll(filepath.Dir(debugFile), 0o755); err != nil {
-		t.Fatal(err)
+	foreign := mpitest.NewForeignPal(t)
+	if got := probes.DebugFile(foreign.DebugDir, foreign.BuildID); got != foreign.DebugFile {
+		t.Fatalf("DebugFile = %s, want %s (gdb's .build-id/ab/cdef….debug)", got, foreign.DebugFile)
 	}
-	if err := os.Rename(mpitest.BuildLib(t, mpitest.OpenMPI(), "freelist_layout"), debugFile); err != nil {
-		t.Fatal(err)
-	}
+	id, palCopy, debugDir, debugFile := foreign.BuildID, foreign.Lib, foreign.DebugDir, foreign.DebugFile
 
 	cat := probes.Full()
 	var palEvents []string

@@ -11,9 +11,9 @@ import (
 	"github.com/mpiprobe/mpiprobe/internal/mpitest"
 )
 
-// debianPal is the libopen-pal of Debian 12's libopenmpi3 and its build id.
+// debianPal is the libopen-pal of Debian 12's libopenmpi3; debianPalID its build id.
 const (
-	debianPal   = "/usr/lib/x86_64-linux-gnu/libopen-pal.so.40.30.2"
+	debianPal   = mpitest.DebianPal
 	debianPalID = "85e46cc75b438761041c473c7aab15698809b6f5"
 )
 

@@ -2,15 +2,12 @@ package main
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/mpiprobe/mpiprobe/internal/mpitest"
-	"github.com/mpiprobe/mpiprobe/probes"
 )
 
 // The catalog tests run each event's trigger, a small MPI program whose
@@ -596,38 +593,24 @@ func TestCatalogDefaultQuiet(t *testing.T) {
 func TestFreeListLayoutOfAnUnknownBuild(t *testing.T) {
 	impl := mpitest.OpenMPI()
 	mpitest.RequireE2E(t, impl)
-	const debianPal = "/usr/lib/x86_64-linux-gnu/libopen-pal.so.40.30.2"
-	if _, err := os.Stat(debianPal); err != nil {
-		mpitest.Require(t, "Debian's libopenmpi3 ("+debianPal+")")
-	}
-	libDir := t.TempDir()
-	palCopy := filepath.Join(libDir, "libopen-pal.so.40")
-	id := mpitest.CopyWithBuildID(t, debianPal, palCopy)
-	debugDir := t.TempDir()
-	debugFile := probes.DebugFile(debugDir, id)
-	if err := os.MkdirAll(filepath.Dir(debugFile), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Rename(mpitest.BuildLib(t, impl, "freelist_layout"), debugFile); err != nil {
-		t.Fatal(err)
-	}
+	pal := mpitest.NewForeignPal(t)
 	bin := mpitest.BuildMpiprobe(t)
 	progs := map[string]string{}
-	opts := append([]string{"-x", "LD_LIBRARY_PATH=" + libDir},
+	opts := append([]string{"-x", "LD_LIBRARY_PATH=" + pal.Dir},
 		ompiMCA("btl", "self,vader", "btl_vader_free_list_max", itoa(floodFLMax))...)
 	run := catalogRun{"flood", []string{"-n", itoa(floodFLN), "-s", itoa(floodFLSize), "-d", itoa(floodFLDelay), "-r", "1"},
 		opts, "default,retries"}
 	why := fmt.Sprintf("flood -n %d posts more sends than btl_vader_free_list_max=%d fragments while rank 1 sleeps %d ms",
 		floodFLN, floodFLMax, floodFLDelay)
 
-	c := runCatalog(t, bin, impl, progs, "layout from the debug file", run, "--lib", palCopy, "--debug-dir", debugDir)
+	c := runCatalog(t, bin, impl, progs, "layout from the debug file", run, "--lib", pal.Lib, "--debug-dir", pal.DebugDir)
 	e, ok := c.s.detail("0", "pal.free_list.at_max", "mca_btl_vader_frag_t")
 	if !ok || e.Peak != floodFLMax {
 		c.failf("rank 0 pal.free_list.at_max[mca_btl_vader_frag_t] = %+v (present %v), want peak %d = btl_vader_free_list_max: %s",
 			e, ok, floodFLMax, why)
 	}
 
-	c = runCatalog(t, bin, impl, progs, "no debug file", run, "--lib", palCopy)
+	c = runCatalog(t, bin, impl, progs, "no debug file", run, "--lib", pal.Lib)
 	// Debian's own libopen-pal, whose layout is known, is attached too: the
 	// events staying silent also shows that the ranks ran the copy.
 	c.silent("pal.free_list.at_max", "the copy's layout is unknown without its debug file")
@@ -635,11 +618,11 @@ func TestFreeListLayoutOfAnUnknownBuild(t *testing.T) {
 	c.atLeast("0", "ob1.send_pending.new", 1, why+": the rest of the catalog still counts")
 	unavailable := 0
 	for _, line := range strings.Split(c.stderr, "\n") {
-		if strings.Contains(line, "event unavailable") && strings.Contains(line, "build id "+id) {
+		if strings.Contains(line, "event unavailable") && strings.Contains(line, "build id "+pal.BuildID) {
 			unavailable++
 		}
 	}
 	if unavailable != 2 {
-		c.failf("%d log lines say a free-list event is unavailable for build id %s, want 2 (one per event, once):\n%s", unavailable, id, c.stderr)
+		c.failf("%d log lines say a free-list event is unavailable for build id %s, want 2 (one per event, once):\n%s", unavailable, pal.BuildID, c.stderr)
 	}
 }

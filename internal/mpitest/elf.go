@@ -58,3 +58,40 @@ func CopyWithBuildID(t testing.TB, src, dst string) string {
 	}
 	return hex.EncodeToString(id)
 }
+
+// DebianPal is the libopen-pal of Debian 12's libopenmpi3.
+const DebianPal = "/usr/lib/x86_64-linux-gnu/libopen-pal.so.40.30.2"
+
+// ForeignPal is a copy of Debian's libopen-pal under a build id mpiprobe
+// does not know, with a separate debug file for it.
+type ForeignPal struct {
+	// Dir holds the copy as libopen-pal.so.40 (for LD_LIBRARY_PATH); Lib
+	// is its path and BuildID its new build id.
+	Dir, Lib, BuildID string
+	// DebugDir holds DebugFile, DebugDir/.build-id/ab/cdef….debug as gdb
+	// names it: testdata/freelist_layout.c built with -g, whose DWARF has
+	// opal_free_list_t as the installed Open MPI headers define it.
+	DebugDir, DebugFile string
+}
+
+// NewForeignPal makes a ForeignPal in temporary directories; it fails the
+// test (or skips it, see Require) without Debian's libopen-pal.
+func NewForeignPal(t testing.TB) ForeignPal {
+	t.Helper()
+	if _, err := os.Stat(DebianPal); err != nil {
+		Require(t, "Debian's libopenmpi3 ("+DebianPal+")")
+	}
+	var p ForeignPal
+	p.Dir = t.TempDir()
+	p.Lib = filepath.Join(p.Dir, "libopen-pal.so.40")
+	p.BuildID = CopyWithBuildID(t, DebianPal, p.Lib)
+	p.DebugDir = t.TempDir()
+	p.DebugFile = filepath.Join(p.DebugDir, ".build-id", p.BuildID[:2], p.BuildID[2:]+".debug")
+	if err := os.MkdirAll(filepath.Dir(p.DebugFile), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(BuildLib(t, OpenMPI(), "freelist_layout"), p.DebugFile); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
