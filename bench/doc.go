@@ -4,6 +4,10 @@
 //   - BenchmarkDefaultOverhead: the ratio of a workload's own time traced by
 //     mpiprobe's default probe set to its time untraced, in interleaved pairs
 //     within one run, on an 8-byte MPI_Allreduce loop and on the flood program.
+//   - BenchmarkTracerCPU: the CPU mpiprobe's own process takes, as a share
+//     of one CPU, during a window inside a long allreduce loop traced with
+//     the default set, and the events the probes counted: the two parts of
+//     the overhead, each measured without the run-to-run noise of wall time.
 //   - BenchmarkPerHitCost: what the counting program every catalog probe runs
 //     costs per hit, against an empty program on the same symbol and against
 //     no probe at all.
