@@ -78,6 +78,7 @@ func ProcessTargets(pfs procfs.FS, pid int, libs []probes.Mapped, want []probes.
 			errs = append(errs, err)
 			continue
 		}
+		t.Root = pfs.RootPath(pid, "/")
 		have[m.Library] = true
 		out = append(out, t)
 	}

@@ -6,6 +6,7 @@ import (
 	"debug/elf"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -28,6 +29,28 @@ type Target struct {
 	// Dev and Inode identify the file; a file is attached once.
 	Dev   uint64
 	Inode uint64
+	// Root, when set, is the root of the mount namespace the file was
+	// found in (/proc/PID/root): separate debug files are also looked up
+	// in the system's debug directories below it, so that a library of a
+	// container finds the debug file installed in that container.
+	Root string
+}
+
+// debugDirs returns where the separate debug file of t is looked up: dirs
+// (DefaultDebugDirs when nil), then, for a file of another namespace, the
+// default directories inside that namespace.
+func (t Target) debugDirs(dirs []string) []string {
+	if dirs == nil {
+		dirs = DefaultDebugDirs
+	}
+	if t.Root == "" {
+		return dirs
+	}
+	out := slices.Clone(dirs)
+	for _, d := range DefaultDebugDirs {
+		out = append(out, filepath.Join(t.Root, d))
+	}
+	return out
 }
 
 // Programs are the BPF programs the probes run, one per Program kind. The
@@ -211,12 +234,8 @@ func (a *Attacher) attachFile(t Target) ([]link.Link, []Status, error) {
 	freeList := func() (FreeListLayout, string, error) {
 		if !flResolved {
 			flResolved = true
-			dirs := a.DebugDirs
-			if dirs == nil {
-				dirs = DefaultDebugDirs
-			}
 			id, _ := BuildID(file)
-			flLayout, flSource, flErr = ResolveFreeListLayout(file, id, dirs)
+			flLayout, flSource, flErr = ResolveFreeListLayout(file, id, t.debugDirs(a.DebugDirs))
 		}
 		return flLayout, flSource, flErr
 	}

@@ -5,6 +5,7 @@ import (
 	"debug/elf"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -194,4 +195,27 @@ func FuzzFreeListLayoutFromDWARF(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestTargetDebugDirs: the configured directories first, then for a file
+// found in a process's namespace the system's debug directory inside it.
+func TestTargetDebugDirs(t *testing.T) {
+	tests := []struct {
+		name   string
+		target Target
+		dirs   []string
+		want   []string
+	}{
+		{"default", Target{}, nil, []string{"/usr/lib/debug"}},
+		{"configured", Target{}, []string{"/opt/debug", "/usr/lib/debug"}, []string{"/opt/debug", "/usr/lib/debug"}},
+		{"container", Target{Root: "/proc/42/root"}, nil, []string{"/usr/lib/debug", "/proc/42/root/usr/lib/debug"}},
+		{"container and configured", Target{Root: "/proc/42/root"}, []string{"/opt/debug"}, []string{"/opt/debug", "/proc/42/root/usr/lib/debug"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := tt.target.debugDirs(tt.dirs); !slices.Equal(got, tt.want) {
+				t.Errorf("debugDirs(%q) = %q, want %q", tt.dirs, got, tt.want)
+			}
+		})
+	}
 }
