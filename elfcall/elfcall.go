@@ -115,40 +115,24 @@ func functionBytes(f *elf.File, s elf.Symbol) ([]byte, error) {
 	return buf, nil
 }
 
-// pltEntry returns the address of callee's PLT entry: the slot of its
-// R_X86_64_JUMP_SLOT relocation in the GOT, and the `jmp *slot(%rip)`
-// instruction in .plt or .plt.sec that reads it.
+// pltEntry returns the address of callee's PLT entry: the GOT slot of its
+// R_X86_64_JUMP_SLOT relocation (.rela.plt), or of its R_X86_64_GLOB_DAT
+// one (.rela.dyn) when the linker put the entry in .plt.got because the
+// function's address is also taken, and the `jmp *slot(%rip)` instruction
+// in .plt.sec, .plt or .plt.got that reads it.
 func pltEntry(f *elf.File, callee string) (uint64, bool, error) {
-	rela := f.Section(".rela.plt")
-	if rela == nil {
-		return 0, false, nil
-	}
 	dyn, err := f.DynamicSymbols()
 	if err != nil {
 		return 0, false, nil
 	}
-	data, err := rela.Data()
-	if err != nil {
-		return 0, false, fmt.Errorf("read .rela.plt: %w", err)
+	slot, found, err := gotSlot(f, dyn, ".rela.plt", elf.R_X86_64_JMP_SLOT, callee)
+	if err == nil && !found {
+		slot, found, err = gotSlot(f, dyn, ".rela.dyn", elf.R_X86_64_GLOB_DAT, callee)
 	}
-	var slot uint64
-	found := false
-	for off := 0; off+24 <= len(data); off += 24 {
-		r := binary.LittleEndian.Uint64(data[off:])
-		info := binary.LittleEndian.Uint64(data[off+8:])
-		sym, typ := info>>32, uint32(info)
-		if elf.R_X86_64(typ) != elf.R_X86_64_JMP_SLOT || sym == 0 || int(sym) > len(dyn) {
-			continue
-		}
-		if dyn[sym-1].Name == callee { // DynamicSymbols omits the null symbol 0
-			slot, found = r, true
-			break
-		}
+	if err != nil || !found {
+		return 0, false, err
 	}
-	if !found {
-		return 0, false, nil
-	}
-	for _, name := range []string{".plt.sec", ".plt"} {
+	for _, name := range []string{".plt.sec", ".plt", ".plt.got"} {
 		sec := f.Section(name)
 		if sec == nil {
 			continue
@@ -157,15 +141,45 @@ func pltEntry(f *elf.File, callee string) (uint64, bool, error) {
 		if err != nil {
 			return 0, false, fmt.Errorf("read %s: %w", name, err)
 		}
+		// Entries are 16 bytes (8 in a .plt.got without IBT, as its
+		// entry size says); the jmp may follow endbr64/bnd prefixes.
+		size := uint64(16)
+		if name == ".plt.got" && sec.Entsize == 8 {
+			size = 8
+		}
 		for i := 0; i+6 <= len(code); i++ {
 			if code[i] != 0xff || code[i+1] != 0x25 {
 				continue
 			}
 			rel := int32(binary.LittleEndian.Uint32(code[i+2 : i+6]))
 			if sec.Addr+uint64(i)+6+uint64(int64(rel)) == slot {
-				// Entries are 16 bytes; the jmp may follow endbr64/bnd prefixes.
-				return sec.Addr + uint64(i)&^15, true, nil
+				return sec.Addr + uint64(i)/size*size, true, nil
 			}
+		}
+	}
+	return 0, false, nil
+}
+
+// gotSlot returns the GOT slot that a relocation of type typ in section
+// name binds to the dynamic symbol callee.
+func gotSlot(f *elf.File, dyn []elf.Symbol, name string, typ elf.R_X86_64, callee string) (uint64, bool, error) {
+	rela := f.Section(name)
+	if rela == nil {
+		return 0, false, nil
+	}
+	data, err := rela.Data()
+	if err != nil {
+		return 0, false, fmt.Errorf("read %s: %w", name, err)
+	}
+	for off := 0; off+24 <= len(data); off += 24 {
+		r := binary.LittleEndian.Uint64(data[off:])
+		info := binary.LittleEndian.Uint64(data[off+8:])
+		sym, t := info>>32, uint32(info)
+		if elf.R_X86_64(t) != typ || sym == 0 || int(sym) > len(dyn) {
+			continue
+		}
+		if dyn[sym-1].Name == callee { // DynamicSymbols omits the null symbol 0
+			return r, true, nil
 		}
 	}
 	return 0, false, nil

@@ -65,6 +65,11 @@ __attribute__((noinline)) int isend(int x) { if (x > 3) enable(1); return x * 2;
 __attribute__((noinline)) int progress(int x) { for (int i = 0; i < x; i++) if (i & 1) enable(1); return x; }
 __attribute__((noinline)) void quiet(void) { counter = 0; }
 __attribute__((noinline)) void tail(int n) { enable(n + 1); }
+/* called and its address taken in code (a GLOB_DAT relocation): the
+   linker puts its PLT entry in .plt.got */
+__attribute__((noinline)) void taken(int n) { counter -= n; }
+void *taken_addr(void) { return (void *)taken; }
+__attribute__((noinline)) int usetaken(int x) { if (x > 1) taken(x); return x + 1; }
 `
 	if err := os.WriteFile(src, []byte(code), 0o644); err != nil {
 		t.Fatal(err)
@@ -93,6 +98,16 @@ __attribute__((noinline)) void tail(int n) { enable(n + 1); }
 	}
 	if got, _ := Sites(f, "isend", "enable"); len(got) == 0 {
 		t.Error("isend calls enable, no site found")
+	}
+	if f.Section(".plt.got") == nil {
+		t.Fatal("the linker made no .plt.got for taken(), whose address is taken: the test does not test it")
+	}
+	got, err := Sites(f, "usetaken", "taken")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := objdumpSites(t, string(dis), "usetaken", "taken"); len(got) == 0 || !slices.Equal(got, want) {
+		t.Errorf("Sites(usetaken, taken) through .plt.got = %v, objdump says %v", got, want)
 	}
 	if _, err := Sites(f, "nosuch", "enable"); err == nil {
 		t.Error("Sites of an undefined function: want an error")
