@@ -201,6 +201,9 @@ func Full() Catalog {
 	late := func(callee string) Probe {
 		return Probe{Library: OMPIPmlOb1, Symbol: "mca_pml_ob1_recv_req_start", CallTo: callee}
 	}
+	ucxLate := func(callee string) Probe {
+		return Probe{Library: UCXLib, Symbol: "ucp_tag_recv_nbx", CallTo: callee}
+	}
 	uret := func(lib Library, fn string, c Condition) Probe {
 		return Probe{Library: lib, Symbol: fn, Side: Return, Cond: c}
 	}
@@ -474,11 +477,24 @@ func Full() Catalog {
 			T: 10 * time.Second,
 		},
 		{
-			ID:      "ucx.unexpected",
-			Layer:   "ucx",
-			Level:   Messages,
-			Probes:  []Probe{uret(UCXLib, "ucp_tag_exp_search_all", Condition{Src: RetVal, Cmp: Eq, Value: 0})},
-			Message: "message arrived before a matching receive was posted (UCX unexpected queue)",
+			// Where ucp_tag_recv_nbx finds its message already arrived: it
+			// unpacks eager data there (memcpy, or the iov and memory-type
+			// variants) or matches a waiting rendezvous request; a receive
+			// posted in time is completed later, by the arrival handler.
+			// Both MPICH ch4:ucx and Open MPI pml/ucx receive through it.
+			// (The arrival side is inlined in UCX 1.13 except with a
+			// wildcard receive posted: ucp_tag_exp_search_all saw MPICH's
+			// arrivals but none of Open MPI's.)
+			ID:    "ucx.unexpected.late_recv",
+			Layer: "ucx",
+			Level: Messages,
+			Probes: []Probe{
+				ucxLate("memcpy"),
+				ucxLate("ucp_dt_iov_scatter"),
+				ucxLate("ucp_mem_type_unpack"),
+				ucxLate("ucp_tag_rndv_matched"),
+			},
+			Message: "receive posted after its message had arrived: the message waited in UCX's unexpected queue",
 			Advice:  "post receives earlier (MPI_Irecv before the matching send starts)",
 			C:       10000,
 			T:       30 * time.Second,

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -497,35 +498,57 @@ func catalogCases() []catalogCase {
 					sendiControlN, sendiSize, sendiControlFbox))
 			},
 		},
-		{
-			// 9. MPICH over UCX: the UCX unexpected queue.
-			name:    "mpich_ucx_unexpected",
-			impl:    mpich,
-			trigger: catalogRun{"unexpected", unexpectedArgs(unexpectedEager), nil, "messages"},
-			checkTrigger: func(c catCheck) {
-				c.between("1", "ucx.unexpected", unexpectedN, unexpectedN+zeroByteSlack,
-					fmt.Sprintf("unexpected -n %d: every message arrives before rank 1 posts its receive, plus up to %d barrier messages",
-						unexpectedN, zeroByteSlack))
-			},
-			control: catalogRun{"unexpected", unexpectedArgs(unexpectedEager, "-p"), nil, "messages"},
-			checkControl: func(c catCheck) {
-				c.atMostEach("ucx.unexpected", zeroByteSlack,
-					fmt.Sprintf("unexpected -p pre-posts every receive: only barrier messages (%d) can be unexpected", unexpectedBarriers))
-			},
+		ucxLateCase("mpich_ucx_unexpected_eager", mpich, nil, unexpectedEager),
+		ucxLateCase("mpich_ucx_unexpected_rendezvous", mpich, nil, unexpectedRndv),
+		ucxLateCase("ompi_ucx_unexpected_eager", ompi, ompiUCX, unexpectedEager),
+		ucxLateCase("ompi_ucx_unexpected_rendezvous", ompi, ompiUCX, unexpectedRndv),
+		ucxPendingCase("ompi_ucx_pending_add", ompi, ompiUCX),
+		ucxPendingCase("mpich_ucx_pending_add", mpich, nil),
+	}
+}
+
+// ompiUCX makes Open MPI use pml/ucx on a node without RDMA devices (its
+// defaults accept only InfiniBand-class transports and devices).
+var ompiUCX = []string{"--mca", "pml", "ucx", "--mca", "pml_ucx_tls", "any", "--mca", "pml_ucx_devices", "any"}
+
+// ucxLateCase: late receives under UCX (MPICH ch4:ucx or Open MPI pml/ucx),
+// N messages of size bytes that all arrive before rank 1 posts their
+// receives; the control pre-posts them.
+func ucxLateCase(name string, impl mpitest.Impl, opts []string, size int) catalogCase {
+	args := []string{"-n", itoa(unexpectedN), "-s", itoa(size)}
+	return catalogCase{
+		name:    name,
+		impl:    impl,
+		trigger: catalogRun{"unexpected", args, opts, "messages"},
+		checkTrigger: func(c catCheck) {
+			c.between("1", "ucx.unexpected.late_recv", unexpectedN, unexpectedN+zeroByteSlack,
+				fmt.Sprintf("unexpected -n %d -s %d: rank 1 posts every receive after its message arrived, plus up to %d barrier messages",
+					unexpectedN, size, zeroByteSlack))
 		},
-		{
-			// 10. MPICH over UCX: sends queued while the receiver sleeps.
-			name:    "mpich_ucx_pending_add",
-			impl:    mpich,
-			trigger: catalogRun{"flood", floodArgs(ucxFloodN, ucxFloodSize, ucxFloodDelay, 1), nil, "default"},
-			checkTrigger: func(c catCheck) {
-				c.between("0", "ucx.pending_add", 1, ucxFloodN,
-					fmt.Sprintf("flood -n %d -s %d while rank 1 sleeps %d ms: at most every send is queued once", ucxFloodN, ucxFloodSize, ucxFloodDelay))
-			},
-			control: catalogRun{"flood", floodArgs(ucxFloodControlN, ucxFloodSize, 0, 1), nil, "default"},
-			checkControl: func(c catCheck) {
-				c.silent("ucx.pending_add", fmt.Sprintf("flood -n %d -d 0: a few sends to a prompt receiver", ucxFloodControlN))
-			},
+		control: catalogRun{"unexpected", append(slices.Clone(args), "-p"), opts, "messages"},
+		checkControl: func(c catCheck) {
+			c.atMostEach("ucx.unexpected.late_recv", zeroByteSlack,
+				fmt.Sprintf("unexpected -p pre-posts every receive: only barrier messages (%d barrier) can be late", unexpectedBarriers))
+		},
+	}
+}
+
+// ucxPendingCase: sends queued by UCX while the receiver sleeps.
+func ucxPendingCase(name string, impl mpitest.Impl, opts []string) catalogCase {
+	flood := func(n, delay int) []string {
+		return []string{"-n", itoa(n), "-s", itoa(ucxFloodSize), "-d", itoa(delay), "-r", "1"}
+	}
+	return catalogCase{
+		name:    name,
+		impl:    impl,
+		trigger: catalogRun{"flood", flood(ucxFloodN, ucxFloodDelay), opts, "default"},
+		checkTrigger: func(c catCheck) {
+			c.between("0", "ucx.pending_add", 1, ucxFloodN,
+				fmt.Sprintf("flood -n %d -s %d while rank 1 sleeps %d ms: at most every send is queued once", ucxFloodN, ucxFloodSize, ucxFloodDelay))
+		},
+		control: catalogRun{"flood", flood(ucxFloodControlN, 0), opts, "default"},
+		checkControl: func(c catCheck) {
+			c.silent("ucx.pending_add", fmt.Sprintf("flood -n %d -d 0: a few sends to a prompt receiver", ucxFloodControlN))
 		},
 	}
 }
