@@ -3,11 +3,8 @@ package bench
 import (
 	"fmt"
 	"os"
-	"strconv"
 	"testing"
 	"text/tabwriter"
-
-	"github.com/mpiprobe/mpiprobe/internal/mpitest"
 )
 
 // BenchmarkEventLevels measures, side by side in one run, what each event
@@ -18,11 +15,7 @@ import (
 // message: the match callback's gate (entry, unpack call site and return)
 // on the receive side and mca_btl_vader_sendi's return on the send side.
 func BenchmarkEventLevels(b *testing.B) {
-	impl := mpitest.OpenMPI()
-	mpitest.RequireE2E(b, impl)
-	bin := mpitest.BuildMpiprobe(b)
-	allreduce := mpitest.Build(b, impl, "allreduce")
-	argv := impl.Command(2, []string{"--mca", "pml", "ob1", "--mca", "btl", "self,vader"}, allreduce, strconv.Itoa(allreduceIters))
+	bin, argv := allreduceJob(b, allreduceIters)
 	variants := []struct {
 		name string
 		argv []string

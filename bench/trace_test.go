@@ -86,17 +86,24 @@ func BenchmarkTraceRecording(b *testing.B) {
 	}
 }
 
+// allreduceJob builds mpiprobe and the 8 B allreduce program, and returns
+// the binary and the job's command line: 2 ranks on vader, iters calls.
+func allreduceJob(b *testing.B, iters int) (bin string, argv []string) {
+	b.Helper()
+	impl := mpitest.OpenMPI()
+	mpitest.RequireE2E(b, impl)
+	bin = mpitest.BuildMpiprobe(b)
+	allreduce := mpitest.Build(b, impl, "allreduce")
+	return bin, impl.Command(2, []string{"--mca", "pml", "ob1", "--mca", "btl", "self,vader"}, allreduce, strconv.Itoa(iters))
+}
+
 // allreduceSetup prepares the entry/exit benchmarks: the mpiprobe binary,
 // the 8 B allreduce job at 2 ranks on vader for iters iterations, and a
 // function attaching the floor (empty programs on PMPI_Allreduce's entry
 // and return) that returns its detach.
 func allreduceSetup(b *testing.B, iters int) (bin string, argv []string, floor func() func()) {
 	b.Helper()
-	impl := mpitest.OpenMPI()
-	mpitest.RequireE2E(b, impl)
-	bin = mpitest.BuildMpiprobe(b)
-	allreduce := mpitest.Build(b, impl, "allreduce")
-	argv = impl.Command(2, []string{"--mca", "pml", "ob1", "--mca", "btl", "self,vader"}, allreduce, strconv.Itoa(iters))
+	bin, argv = allreduceJob(b, iters)
 	var objs bpf.MpiprobeObjects
 	if err := bpf.LoadMpiprobeObjects(&objs, nil); err != nil {
 		b.Fatal(err)

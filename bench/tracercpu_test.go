@@ -10,8 +10,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/mpiprobe/mpiprobe/internal/mpitest"
 )
 
 // tracerCPUIters is the allreduce loop of BenchmarkTracerCPU: long enough
@@ -31,11 +29,7 @@ const (
 // events the probes counted in the whole run. On a node whose cores all run
 // ranks, that share is at most what mpiprobe's process can take from them.
 func BenchmarkTracerCPU(b *testing.B) {
-	impl := mpitest.OpenMPI()
-	mpitest.RequireE2E(b, impl)
-	bin := mpitest.BuildMpiprobe(b)
-	allreduce := mpitest.Build(b, impl, "allreduce")
-	argv := impl.Command(2, []string{"--mca", "pml", "ob1", "--mca", "btl", "self,vader"}, allreduce, strconv.Itoa(tracerCPUIters))
+	bin, argv := allreduceJob(b, tracerCPUIters)
 	var shares, events []float64
 	for range b.N {
 		for range 3 {
