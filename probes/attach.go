@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+	"sync"
 
 	"golang.org/x/sys/unix"
 
@@ -224,21 +225,17 @@ func (a *Attacher) attachFile(t Target) ([]link.Link, []Status, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("read %s: %w", t.Display, err)
 	}
-	// The free-list layout, resolved on first use: once per file.
-	var (
-		flLayout   FreeListLayout
-		flSource   string
-		flErr      error
-		flResolved bool
-	)
-	freeList := func() (FreeListLayout, string, error) {
-		if !flResolved {
-			flResolved = true
-			id, _ := BuildID(file)
-			flLayout, flSource, flErr = ResolveFreeListLayout(file, id, t.debugDirs(a.DebugDirs))
+	// The free-list layout as the cookie carries it, and where it came
+	// from: resolved on first use, once per file.
+	freeList := sync.OnceValues(func() (cookieLayout, error) {
+		id, _ := BuildID(file)
+		l, src, err := ResolveFreeListLayout(file, id, t.debugDirs(a.DebugDirs))
+		if err != nil {
+			return cookieLayout{}, err
 		}
-		return flLayout, flSource, flErr
-	}
+		op, err := l.operand()
+		return cookieLayout{operand: op, note: freeListStruct + " from " + src}, err
+	})
 	closeMade := func(err error) ([]link.Link, []Status, error) {
 		for _, l := range made {
 			_ = l.Close()
@@ -303,10 +300,7 @@ func (a *Attacher) attachFile(t Target) ([]link.Link, []Status, error) {
 		}
 		var operand int32
 		if layout {
-			l, src, err := freeList()
-			if err == nil {
-				operand, err = l.operand()
-			}
+			cl, err := freeList()
 			if err != nil {
 				// None of the event's probes attach: with a wrong layout
 				// it would count garbage.
@@ -314,7 +308,7 @@ func (a *Attacher) attachFile(t Target) ([]link.Link, []Status, error) {
 				status = append(status, st)
 				continue
 			}
-			st.Layout = freeListStruct + " from " + src
+			operand, st.Layout = cl.operand, cl.note
 		}
 		var missing []string
 		for _, p := range mine {
@@ -342,6 +336,13 @@ func (a *Attacher) attachFile(t Target) ([]link.Link, []Status, error) {
 		status = append(status, st)
 	}
 	return made, status, nil
+}
+
+// cookieLayout is a struct layout packed for the cookie's operand bits,
+// and a note of where it came from (Status.Layout).
+type cookieLayout struct {
+	operand int32
+	note    string
 }
 
 // closeLinks detaches every link and reports every failure.
