@@ -138,8 +138,7 @@ type Status struct {
 type Attacher struct {
 	progs  Programs
 	cat    Catalog
-	done   map[[2]uint64]bool
-	links  []link.Link
+	files  fileLinks
 	status []Status
 	// OnFile, when set, is given the links made for each newly attached
 	// file before Add returns, e.g. to pin them; an error fails Add.
@@ -152,59 +151,46 @@ type Attacher struct {
 
 // Skip marks a file as attached already, e.g. by an earlier agent whose
 // pinned links still run.
-func (a *Attacher) Skip(dev, ino uint64) { a.done[[2]uint64{dev, ino}] = true }
+func (a *Attacher) Skip(dev, ino uint64) { a.files.skip(dev, ino) }
 
 // NewAttacher returns an Attacher for the catalog, which must be valid.
 func NewAttacher(progs Programs, cat Catalog) (*Attacher, error) {
 	if err := cat.Validate(); err != nil {
 		return nil, fmt.Errorf("catalog: %w", err)
 	}
-	return &Attacher{progs: progs, cat: cat, done: map[[2]uint64]bool{}}, nil
+	return &Attacher{progs: progs, cat: cat}, nil
 }
 
 // Status returns the attach status of every (event, file) tried so far.
 func (a *Attacher) Status() []Status { return append([]Status(nil), a.status...) }
 
 // Attached returns how many links are live.
-func (a *Attacher) Attached() int { return len(a.links) }
+func (a *Attacher) Attached() int { return len(a.files.links) }
 
 // Close detaches every probe.
-func (a *Attacher) Close() error {
-	err := closeLinks(a.links)
-	a.links = nil
-	return err
-}
+func (a *Attacher) Close() error { return a.files.close() }
 
 // Add attaches the catalog's probes to the targets not attached before.
 // A symbol missing from a file makes the events that need it unavailable
 // there (see Status) and is not an error. Any other failure is: the links
 // this call made are closed again and the error names the symbol and file.
 func (a *Attacher) Add(targets []Target) error {
-	var made []link.Link
-	fail := func(err error) error {
-		for _, l := range made {
-			_ = l.Close()
+	var status []Status
+	err := a.files.add(targets, func(t Target) ([]link.Link, bool, error) {
+		if !a.usesLibrary(t.Library) {
+			return nil, false, nil
 		}
-		return err
-	}
-	for _, t := range targets {
-		key := [2]uint64{t.Dev, t.Inode}
-		if a.done[key] || !a.usesLibrary(t.Library) {
-			continue
-		}
-		links, status, err := a.attachFile(t)
+		links, st, err := a.attachFile(t)
 		if err == nil && a.OnFile != nil && len(links) > 0 {
 			err = a.OnFile(t, links)
 		}
-		made = append(made, links...)
-		if err != nil {
-			return fail(err)
-		}
-		a.done[key] = true
+		status = append(status, st...)
+		return links, true, err
+	})
+	if err == nil {
 		a.status = append(a.status, status...)
 	}
-	a.links = append(a.links, made...)
-	return nil
+	return err
 }
 
 func (a *Attacher) usesLibrary(l Library) bool { return slices.Contains(a.cat.Libraries(), l) }
@@ -343,6 +329,57 @@ func (a *Attacher) attachFile(t Target) ([]link.Link, []Status, error) {
 type cookieLayout struct {
 	operand int32
 	note    string
+}
+
+// fileLinks holds the links made in library files, each file (device,
+// inode) attached once: the bookkeeping every attacher shares.
+type fileLinks struct {
+	done  map[[2]uint64]bool
+	links []link.Link
+}
+
+// skip marks a file as attached already.
+func (s *fileLinks) skip(dev, ino uint64) {
+	if s.done == nil {
+		s.done = map[[2]uint64]bool{}
+	}
+	s.done[[2]uint64{dev, ino}] = true
+}
+
+// add attaches each target not attached before with attach, which returns
+// the links it made and whether the file is one it probes (false leaves it
+// to be tried again). On an error the links this call made, in every file,
+// are closed, and those files stay to be tried again; the earlier ones are
+// kept.
+func (s *fileLinks) add(targets []Target, attach func(Target) (links []link.Link, ok bool, err error)) error {
+	var made []link.Link
+	var attached []Target
+	for _, t := range targets {
+		if s.done[[2]uint64{t.Dev, t.Inode}] || slices.ContainsFunc(attached, func(o Target) bool { return o.Dev == t.Dev && o.Inode == t.Inode }) {
+			continue
+		}
+		links, ok, err := attach(t)
+		made = append(made, links...)
+		if err != nil {
+			_ = closeLinks(made)
+			return err
+		}
+		if ok {
+			attached = append(attached, t)
+		}
+	}
+	for _, t := range attached {
+		s.skip(t.Dev, t.Inode)
+	}
+	s.links = append(s.links, made...)
+	return nil
+}
+
+// close detaches every link.
+func (s *fileLinks) close() error {
+	err := closeLinks(s.links)
+	s.links = nil
+	return err
 }
 
 // closeLinks detaches every link and reports every failure.

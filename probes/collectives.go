@@ -285,8 +285,7 @@ type CollAttacher struct {
 	progs   CollPrograms
 	install func(index int, l CommLayout) error
 	libs    []CollLibrary
-	done    map[[2]uint64]bool
-	links   []link.Link
+	files   fileLinks
 	noMulti bool
 }
 
@@ -294,48 +293,33 @@ type CollAttacher struct {
 // library's layout at an index of the BPF coll_layouts map (1..15; index 0
 // stays the unknown layout).
 func NewCollAttacher(progs CollPrograms, install func(index int, l CommLayout) error) *CollAttacher {
-	return &CollAttacher{progs: progs, install: install, done: map[[2]uint64]bool{}}
+	return &CollAttacher{progs: progs, install: install}
 }
 
 // Libraries returns the files attached so far.
 func (a *CollAttacher) Libraries() []CollLibrary { return append([]CollLibrary(nil), a.libs...) }
 
 // Links returns how many links are live.
-func (a *CollAttacher) Links() int { return len(a.links) }
+func (a *CollAttacher) Links() int { return len(a.files.links) }
 
 // Close detaches every probe.
-func (a *CollAttacher) Close() error {
-	err := closeLinks(a.links)
-	a.links = nil
-	return err
-}
+func (a *CollAttacher) Close() error { return a.files.close() }
 
 // Add attaches to the collectives of the MPI C libraries among targets.
 // Files already attached and other libraries are skipped. On failure the
 // links this call made are closed and the error names the file.
-func (a *CollAttacher) Add(targets []Target) (err error) {
-	var made []link.Link
-	defer func() {
-		if err != nil {
-			_ = closeLinks(made)
-			return
-		}
-		a.links = append(a.links, made...)
-	}()
-	for _, t := range targets {
-		key := [2]uint64{t.Dev, t.Inode}
-		if a.done[key] || (t.Library != OMPILibMPI && t.Library != MPICHLib) {
-			continue
+func (a *CollAttacher) Add(targets []Target) error {
+	return a.files.add(targets, func(t Target) ([]link.Link, bool, error) {
+		if t.Library != OMPILibMPI && t.Library != MPICHLib {
+			return nil, false, nil
 		}
 		links, lib, err := a.attach(t)
-		made = append(made, links...)
-		if err != nil {
-			return err
+		if err == nil {
+			// Now: the next file's layout index counts this one.
+			a.libs = append(a.libs, lib)
 		}
-		a.done[key] = true
-		a.libs = append(a.libs, lib)
-	}
-	return nil
+		return links, true, err
+	})
 }
 
 func (a *CollAttacher) attach(t Target) ([]link.Link, CollLibrary, error) {

@@ -227,15 +227,14 @@ type TraceAttacher struct {
 	progs TracePrograms
 	calls []string
 	index map[string]int
-	done  map[[2]uint64]bool
-	links []link.Link
+	files fileLinks
 	// noMulti is set once the kernel refused a uprobe_multi link.
 	noMulti bool
 }
 
 // NewTraceAttacher returns an attacher for the programs.
 func NewTraceAttacher(progs TracePrograms) *TraceAttacher {
-	return &TraceAttacher{progs: progs, index: map[string]int{}, done: map[[2]uint64]bool{}}
+	return &TraceAttacher{progs: progs, index: map[string]int{}}
 }
 
 // Calls returns the call names by index: the index in a trace event's call field.
@@ -243,14 +242,10 @@ func (a *TraceAttacher) Calls() []string { return append([]string(nil), a.calls.
 
 // Links returns how many links are live (a uprobe_multi link covers a
 // whole library).
-func (a *TraceAttacher) Links() int { return len(a.links) }
+func (a *TraceAttacher) Links() int { return len(a.files.links) }
 
 // Close detaches every probe.
-func (a *TraceAttacher) Close() error {
-	err := closeLinks(a.links)
-	a.links = nil
-	return err
-}
+func (a *TraceAttacher) Close() error { return a.files.close() }
 
 func (a *TraceAttacher) callIndex(name string) int {
 	if i, ok := a.index[name]; ok {
@@ -265,36 +260,18 @@ func (a *TraceAttacher) callIndex(name string) int {
 // and to every binding of the Fortran ones. Files already attached, and
 // libraries trace mode does not know, are skipped. On failure the links
 // this call made are closed and the error names the function and file.
-func (a *TraceAttacher) Add(targets []Target) (err error) {
-	var made []link.Link
-	defer func() {
-		if err != nil {
-			_ = closeLinks(made)
-			return
-		}
-		a.links = append(a.links, made...)
-	}()
-	for _, t := range targets {
-		key := [2]uint64{t.Dev, t.Inode}
-		if a.done[key] {
-			continue
-		}
-		var links []link.Link
+func (a *TraceAttacher) Add(targets []Target) error {
+	return a.files.add(targets, func(t Target) ([]link.Link, bool, error) {
 		switch t.Library {
 		case OMPILibMPI, MPICHLib:
-			links, err = a.attachC(t)
+			links, err := a.attachC(t)
+			return links, true, err
 		case OMPIFortran, MPICHFortran:
-			links, err = a.attachFortran(t)
-		default:
-			continue
+			links, err := a.attachFortran(t)
+			return links, true, err
 		}
-		made = append(made, links...)
-		if err != nil {
-			return err
-		}
-		a.done[key] = true
-	}
-	return nil
+		return nil, false, nil
+	})
 }
 
 func (a *TraceAttacher) attachC(t Target) ([]link.Link, error) {
