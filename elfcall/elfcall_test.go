@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/mpiprobe/mpiprobe/internal/mpitest"
 )
 
 func rel32(from, to uint64) []byte {
@@ -52,7 +54,7 @@ func TestScan(t *testing.T) {
 func TestSitesRealLibrary(t *testing.T) {
 	for _, tool := range []string{"cc", "objdump"} {
 		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("%s not installed", tool)
+			mpitest.Require(t, tool+" not installed")
 		}
 	}
 	dir := t.TempDir()

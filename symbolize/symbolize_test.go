@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mpiprobe/mpiprobe/internal/mpitest"
 	"github.com/mpiprobe/mpiprobe/procfs"
 )
 
@@ -103,7 +104,7 @@ void report_(void) {
 func build(t *testing.T, compiler string, args []string, sources map[string]string) string {
 	t.Helper()
 	if _, err := exec.LookPath(compiler); err != nil {
-		t.Skipf("%s not installed", compiler)
+		mpitest.Require(t, compiler+" not installed")
 	}
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "prog")
@@ -261,7 +262,7 @@ type a2l struct {
 func addr2line(t *testing.T, bin string, vaddrs []uint64) []a2l {
 	t.Helper()
 	if _, err := exec.LookPath("addr2line"); err != nil {
-		t.Skip("addr2line not installed")
+		mpitest.Require(t, "addr2line not installed")
 	}
 	args := []string{"-f", "-e", bin}
 	for _, v := range vaddrs {
@@ -403,7 +404,7 @@ func TestCNoPIE(t *testing.T) {
 
 func TestFortran(t *testing.T) {
 	if _, err := exec.LookPath("gfortran"); err != nil {
-		t.Skip("gfortran not installed")
+		mpitest.Require(t, "gfortran not installed")
 	}
 	bin := build(t, "gfortran", []string{"-g", "-O0"}, map[string]string{"prog.f90": fortranSource, "helper.c": fortranHelper})
 	c := start(t, bin)

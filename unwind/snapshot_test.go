@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/mpiprobe/mpiprobe/internal/mpitest"
 )
 
 // mapping is one line of /proc/PID/maps.
@@ -172,7 +174,7 @@ func snapshot(t *testing.T) string {
 	t.Helper()
 	gcc, err := exec.LookPath("gcc")
 	if err != nil {
-		t.Skip("gcc not found: cannot build testdata/snapshot.c")
+		mpitest.Require(t, "gcc not found: cannot build testdata/snapshot.c")
 	}
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "snapshot")
