@@ -317,22 +317,25 @@ func (e *engine) best() int32 {
 
 // leftOf returns the pair (x,p) for the pass's new symbol p.
 func (e *engine) leftOf(x, p int32) int32 {
-	if e.leftStamp[x] == p {
-		return e.leftPair[x]
-	}
-	id := e.newPair(x, p)
-	e.leftStamp[x], e.leftPair[x] = p, id
-	e.created = append(e.created, id)
-	return id
+	return e.stampedPair(e.leftStamp, e.leftPair, x, p, x, p)
 }
 
 // rightOf returns the pair (p,y) for the pass's new symbol p.
 func (e *engine) rightOf(p, y int32) int32 {
-	if e.rightStamp[y] == p {
-		return e.rightPair[y]
+	return e.stampedPair(e.rightStamp, e.rightPair, y, p, p, y)
+}
+
+// stampedPair returns the pair (a,b) made next to the pass's new symbol p,
+// making it on first use in the pass: pair[k] holds it while stamp[k] == p,
+// k being the symbol other than p. stamp and pair are leftStamp and
+// leftPair, or rightStamp and rightPair; newPair never grows them, so the
+// slices passed in stay current.
+func (e *engine) stampedPair(stamp, pair []int32, k, p, a, b int32) int32 {
+	if stamp[k] == p {
+		return pair[k]
 	}
-	id := e.newPair(p, y)
-	e.rightStamp[y], e.rightPair[y] = p, id
+	id := e.newPair(a, b)
+	stamp[k], pair[k] = p, id
 	e.created = append(e.created, id)
 	return id
 }

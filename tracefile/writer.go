@@ -59,11 +59,7 @@ func (w *Writer) AddCall(name string) (int, error) {
 	if err := w.usable(); err != nil {
 		return 0, err
 	}
-	if err := w.writeSmall(chunkCall, appendString(nil, name), "call name"); err != nil {
-		return 0, err
-	}
-	w.ncalls++
-	return w.ncalls - 1, nil
+	return w.define(chunkCall, appendString(nil, name), "call name", &w.ncalls)
 }
 
 // AddSite defines a call site and returns its index for Event.Site. It
@@ -79,11 +75,7 @@ func (w *Writer) AddSite(s Site) (int, error) {
 	p = binary.AppendUvarint(p, s.FuncOffset)
 	p = appendString(p, s.File)
 	p = binary.AppendVarint(p, int64(s.Line))
-	if err := w.writeSmall(chunkSite, p, "site"); err != nil {
-		return 0, err
-	}
-	w.nsites++
-	return w.nsites - 1, nil
+	return w.define(chunkSite, p, "site", &w.nsites)
 }
 
 // AddRank defines a traced process and returns its index for Event.Rank and
@@ -98,11 +90,7 @@ func (w *Writer) AddRank(r Rank) (int, error) {
 	p = appendString(p, r.Job)
 	p = appendString(p, r.Rank)
 	p = appendString(p, r.Exe)
-	if err := w.writeSmall(chunkRank, p, "rank"); err != nil {
-		return 0, err
-	}
-	w.nranks++
-	return w.nranks - 1, nil
+	return w.define(chunkRank, p, "rank", &w.nranks)
 }
 
 // WriteEvents appends events. They are buffered and written as an events
@@ -309,12 +297,18 @@ func (w *Writer) flushEvents() error {
 	return nil
 }
 
-// writeSmall writes a definition chunk after checking its size.
-func (w *Writer) writeSmall(typ byte, p []byte, what string) error {
+// define writes the definition chunk of type typ with payload p, after
+// checking its size, and on success counts it in *n and returns its index,
+// the value *n had before. what names the definition in the size error.
+func (w *Writer) define(typ byte, p []byte, what string, n *int) (int, error) {
 	if len(p) > maxPayload {
-		return fmt.Errorf("tracefile: %s is %d bytes, more than the %d a chunk holds: shorten its strings", what, len(p), maxPayload)
+		return 0, fmt.Errorf("tracefile: %s is %d bytes, more than the %d a chunk holds: shorten its strings", what, len(p), maxPayload)
 	}
-	return w.writeChunk(typ, p)
+	if err := w.writeChunk(typ, p); err != nil {
+		return 0, err
+	}
+	*n++
+	return *n - 1, nil
 }
 
 // writeChunk frames payload as a chunk of type typ and writes it, after

@@ -75,7 +75,15 @@ func (r *reader) u64() uint64 {
 
 // uleb reads an unsigned LEB128 number. Bits beyond the 64th are dropped;
 // an encoding longer than the data sets err.
-func (r *reader) uleb() uint64 {
+func (r *reader) uleb() uint64 { return r.leb(false) }
+
+// sleb reads a signed LEB128 number.
+func (r *reader) sleb() int64 { return int64(r.leb(true)) }
+
+// leb reads a LEB128 number for uleb and sleb: the low 64 bits of its
+// value, sign-extended if signed. If the data ends first it sets err and
+// returns 0.
+func (r *reader) leb(signed bool) uint64 {
 	var v uint64
 	var shift uint
 	for {
@@ -88,27 +96,8 @@ func (r *reader) uleb() uint64 {
 		}
 		shift += 7
 		if c&0x80 == 0 {
-			return v
-		}
-	}
-}
-
-// sleb reads a signed LEB128 number.
-func (r *reader) sleb() int64 {
-	var v int64
-	var shift uint
-	for {
-		c := r.u8()
-		if r.err != nil {
-			return 0
-		}
-		if shift < 64 {
-			v |= int64(c&0x7f) << shift
-		}
-		shift += 7
-		if c&0x80 == 0 {
-			if shift < 64 && c&0x40 != 0 {
-				v |= -1 << shift
+			if signed && shift < 64 && c&0x40 != 0 {
+				v |= ^uint64(0) << shift
 			}
 			return v
 		}
