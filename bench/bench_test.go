@@ -16,7 +16,6 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
 
-	"github.com/mpiprobe/mpiprobe/bpf"
 	"github.com/mpiprobe/mpiprobe/internal/mpitest"
 	"github.com/mpiprobe/mpiprobe/probes"
 )
@@ -153,25 +152,22 @@ func BenchmarkDefaultOverhead(b *testing.B) {
 	fmt.Fprintln(tw, "workload\tpairs\tuntraced median s\ttraced median s\tratio of medians\tmedian of pair ratios\tpair ratios 25%-75%\tevents per traced run (most)\t")
 	for range b.N {
 		for _, w := range workloads {
-			var plain, traced, ratios, events []float64
-			for i := range w.pairs {
-				run := func(tr bool) float64 {
-					if !tr {
-						return workloadSeconds(b, w.argv)
-					}
-					out := workloadOutput(b, append([]string{bin, "--json", "--"}, w.argv...))
-					events = append(events, float64(summaryEvents(b, out)))
-					return workloadSecondsOf(b, out)
+			var events []float64
+			// Variant 0 traced, 1 untraced, alternating which goes first,
+			// the traced one in the first pair.
+			times := make([][]float64, 2)
+			interleave(times, w.pairs, rotated, func(v int) float64 {
+				if v == 1 {
+					return workloadSeconds(b, w.argv)
 				}
-				first := i%2 == 0
-				a := run(first)
-				c := run(!first)
-				if first {
-					traced, plain = append(traced, a), append(plain, c)
-				} else {
-					plain, traced = append(plain, a), append(traced, c)
-				}
-				ratios = append(ratios, traced[i]/plain[i])
+				out := workloadOutput(b, append([]string{bin, "--json", "--"}, w.argv...))
+				events = append(events, float64(summaryEvents(b, out)))
+				return workloadSecondsOf(b, out)
+			})
+			traced, plain := times[0], times[1]
+			ratios := make([]float64, w.pairs)
+			for i := range ratios {
+				ratios[i] = traced[i] / plain[i]
 			}
 			ratio := median(traced) / median(plain)
 			fmt.Fprintf(tw, "%s\t%d\t%.4f\t%.4f\t%.3f\t%.3f\t%.3f-%.3f\t%.0f\t\n", w.name, w.pairs, median(plain), median(traced), ratio,
@@ -196,11 +192,7 @@ func BenchmarkPerHitCost(b *testing.B) {
 	impl := mpitest.OpenMPI()
 	mpitest.RequireE2E(b, impl)
 	allreduce := mpitest.Build(b, impl, "allreduce")
-	var objs bpf.MpiprobeObjects
-	if err := bpf.LoadMpiprobeObjects(&objs, nil); err != nil {
-		b.Fatal(err)
-	}
-	defer objs.Close()
+	objs := loadObjects(b)
 	fork, err := link.AttachTracing(link.TracingOptions{Program: objs.OnFork})
 	if err != nil {
 		b.Fatal(err)
@@ -210,52 +202,32 @@ func BenchmarkPerHitCost(b *testing.B) {
 	if err := objs.Traced.Put(uint32(os.Getpid()), uint32(1)); err != nil {
 		b.Fatal(err)
 	}
-	libmpi, err := findLibmpi()
-	if err != nil {
-		b.Fatal(err)
-	}
-	ex, err := link.OpenExecutable(libmpi)
-	if err != nil {
-		b.Fatal(err)
-	}
+	ex := openLibmpi(b)
 	cookie, err := probes.Cookie(0, probes.Condition{Src: probes.Arg(1), Cmp: probes.Ne, Value: -1})
 	if err != nil {
 		b.Fatal(err)
 	}
-	variants := []struct {
-		name string
-		prog *ebpf.Program
-	}{{"no probe", nil}, {"empty uprobe", objs.Empty}, {"count_event uprobe", objs.CountEvent}}
+	names := []string{"no probe", "empty uprobe", "count_event uprobe"}
+	progs := []*ebpf.Program{nil, objs.Empty, objs.CountEvent}
 	argv := impl.Command(2, []string{"--mca", "pml", "ob1", "--mca", "btl", "self,vader"}, allreduce, strconv.Itoa(allreduceIters))
 
-	times := make([][]float64, len(variants))
-	for range b.N {
-		for range pairs {
-			for v, variant := range variants {
-				var l link.Link
-				if variant.prog != nil {
-					if l, err = ex.Uprobe("PMPI_Allreduce", variant.prog, &link.UprobeOptions{Cookie: cookie}); err != nil {
-						b.Fatalf("attach %s: %v", variant.name, err)
-					}
-				}
-				times[v] = append(times[v], workloadSeconds(b, argv))
-				if l != nil {
-					l.Close()
-				}
+	// Every round in the same order, each variant's program attached for
+	// its run only.
+	t := runPerCall(b, names, allreduceIters, inOrder, func(v int) float64 {
+		if progs[v] != nil {
+			l, err := ex.Uprobe("PMPI_Allreduce", progs[v], &link.UprobeOptions{Cookie: cookie})
+			if err != nil {
+				b.Fatalf("attach %s: %v", names[v], err)
 			}
+			defer l.Close()
 		}
-	}
-	perCall := func(v int) float64 { return median(times[v]) / allreduceIters * 1e6 }
-	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "PMPI_Allreduce entry, 8 B, 2 ranks\truns\tµs per call (median)\tadded vs no probe\t")
-	for v, variant := range variants {
-		fmt.Fprintf(tw, "%s\t%d\t%.3f\t%+.3f\t\n", variant.name, len(times[v]), perCall(v), perCall(v)-perCall(0))
-	}
-	tw.Flush()
+		return workloadSeconds(b, argv)
+	})
+	t.printTable("PMPI_Allreduce entry, 8 B, 2 ranks", t.addedColumn("added vs no probe"))
 	fmt.Printf("count_event per hit beyond the empty uprobe: %+.3f µs; count_event/empty added cost: %.2f\n",
-		perCall(2)-perCall(1), (perCall(2)-perCall(0))/(perCall(1)-perCall(0)))
-	b.ReportMetric(perCall(2)-perCall(1), "µs-count-over-empty")
-	b.ReportMetric(perCall(1)-perCall(0), "µs-empty-uprobe")
+		t.us(2)-t.us(1), t.added(2)/t.added(1))
+	b.ReportMetric(t.us(2)-t.us(1), "µs-count-over-empty")
+	b.ReportMetric(t.added(1), "µs-empty-uprobe")
 }
 
 // findLibmpi returns Open MPI's libmpi.so.40 as the dynamic linker finds it.

@@ -3,12 +3,10 @@ package bench
 import (
 	"bytes"
 	"fmt"
-	"os"
 	"os/exec"
 	"regexp"
 	"strconv"
 	"testing"
-	"text/tabwriter"
 )
 
 // collIters is the length of the allreduce loop under collective tracking.
@@ -48,23 +46,9 @@ func BenchmarkCollectives(b *testing.B) {
 		return workloadSeconds(b, argv)
 	}
 	names := []string{"no probe", "empty uprobe+uretprobe on PMPI_Allreduce", "mpiprobe --collectives"}
-	times := make([][]float64, len(names))
-	for range b.N {
-		for i := range pairs {
-			for k := range names {
-				v := (k + i) % len(names)
-				times[v] = append(times[v], run(v))
-			}
-		}
-	}
-	perCall := func(v int) float64 { return median(times[v]) / collIters * 1e6 }
-	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "allreduce 8 B, 2 ranks\truns\tµs per call (median)\tadded vs no probe\t")
-	for v, n := range names {
-		fmt.Fprintf(tw, "%s\t%d\t%.3f\t%+.3f\t\n", n, len(times[v]), perCall(v), perCall(v)-perCall(0))
-	}
-	tw.Flush()
-	floor, coll := perCall(1)-perCall(0), perCall(2)-perCall(0)
+	t := runPerCall(b, names, collIters, rotated, run)
+	t.printTable("allreduce 8 B, 2 ranks", t.addedColumn("added vs no probe"))
+	floor, coll := t.added(1), t.added(2)
 	fmt.Printf("collective tracking adds %.3f µs per call, %.2f x the entry+return floor (%.3f µs; target 1.15 x)\n",
 		coll, coll/floor, floor)
 	b.ReportMetric(coll, "µs-collectives-per-call")

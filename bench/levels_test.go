@@ -2,9 +2,7 @@ package bench
 
 import (
 	"fmt"
-	"os"
 	"testing"
-	"text/tabwriter"
 )
 
 // BenchmarkEventLevels measures, side by side in one run, what each event
@@ -16,32 +14,16 @@ import (
 // on the receive side and mca_btl_vader_sendi's return on the send side.
 func BenchmarkEventLevels(b *testing.B) {
 	bin, argv := allreduceJob(b, allreduceIters)
-	variants := []struct {
-		name string
-		argv []string
-	}{
-		{"untraced", argv},
-		{"--events default", append([]string{bin, "--events", "default", "--"}, argv...)},
-		{"--events default,messages", append([]string{bin, "--events", "default,messages", "--"}, argv...)},
+	names := []string{"untraced", "--events default", "--events default,messages"}
+	argvs := [][]string{
+		argv,
+		append([]string{bin, "--events", "default", "--"}, argv...),
+		append([]string{bin, "--events", "default,messages", "--"}, argv...),
 	}
-	times := make([][]float64, len(variants))
-	for range b.N {
-		for i := range pairs {
-			// Rotate the order so that no variant always runs first.
-			for j := range variants {
-				v := (i + j) % len(variants)
-				times[v] = append(times[v], workloadSeconds(b, variants[v].argv))
-			}
-		}
-	}
-	perCall := func(v int) float64 { return median(times[v]) / allreduceIters * 1e6 }
-	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "MPI_Allreduce 8 B, 2 ranks, vader\truns\tµs per call (median)\tratio to untraced\tadded µs per call\t")
-	for v, variant := range variants {
-		fmt.Fprintf(tw, "%s\t%d\t%.3f\t%.3f\t%+.3f\t\n", variant.name, len(times[v]), perCall(v), perCall(v)/perCall(0), perCall(v)-perCall(0))
-	}
-	tw.Flush()
-	fmt.Printf("messages level per message (one sent and one received per rank and call): %+.3f µs\n", perCall(2)-perCall(1))
-	b.ReportMetric(perCall(1)/perCall(0), "ratio-default")
-	b.ReportMetric(perCall(2)-perCall(1), "µs-messages-level-per-call")
+	// Rotate the order so that no variant always runs first.
+	t := runPerCall(b, names, allreduceIters, rotated, func(v int) float64 { return workloadSeconds(b, argvs[v]) })
+	t.printTable("MPI_Allreduce 8 B, 2 ranks, vader", t.ratioColumn("ratio to untraced"), t.addedColumn("added µs per call"))
+	fmt.Printf("messages level per message (one sent and one received per rank and call): %+.3f µs\n", t.us(2)-t.us(1))
+	b.ReportMetric(t.us(1)/t.us(0), "ratio-default")
+	b.ReportMetric(t.us(2)-t.us(1), "µs-messages-level-per-call")
 }

@@ -3,17 +3,12 @@ package bench
 import (
 	"bytes"
 	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"testing"
-	"text/tabwriter"
 
-	"github.com/cilium/ebpf/link"
-
-	"github.com/mpiprobe/mpiprobe/bpf"
 	"github.com/mpiprobe/mpiprobe/internal/mpitest"
 )
 
@@ -59,23 +54,9 @@ func BenchmarkTraceRecording(b *testing.B) {
 		return workloadSeconds(b, argv)
 	}
 	names := []string{"no probe", "empty uprobe+uretprobe on PMPI_Allreduce", "mpiprobe trace (every MPI function)"}
-	times := make([][]float64, len(names))
-	for range b.N {
-		for i := range pairs {
-			for k := range names {
-				v := (k + i) % len(names) // rotate which goes first
-				times[v] = append(times[v], run(v))
-			}
-		}
-	}
-	perCall := func(v int) float64 { return median(times[v]) / traceIters * 1e6 }
-	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "allreduce 8 B, 2 ranks\truns\tµs per call (median)\tadded vs no probe\t")
-	for v, n := range names {
-		fmt.Fprintf(tw, "%s\t%d\t%.3f\t%+.3f\t\n", n, len(times[v]), perCall(v), perCall(v)-perCall(0))
-	}
-	tw.Flush()
-	floor, trace := perCall(1)-perCall(0), perCall(2)-perCall(0)
+	t := runPerCall(b, names, traceIters, rotated, run)
+	t.printTable("allreduce 8 B, 2 ranks", t.addedColumn("added vs no probe"))
+	floor, trace := t.added(1), t.added(2)
 	fmt.Printf("trace mode adds %.3f µs per call, %.2f x the entry+return floor (%.3f µs); recorded %d of %d calls, lost %d\n",
 		trace, trace/floor, floor, recorded, expected, lost)
 	b.ReportMetric(trace, "µs-trace-per-call")
@@ -104,19 +85,8 @@ func allreduceJob(b *testing.B, iters int) (bin string, argv []string) {
 func allreduceSetup(b *testing.B, iters int) (bin string, argv []string, floor func() func()) {
 	b.Helper()
 	bin, argv = allreduceJob(b, iters)
-	var objs bpf.MpiprobeObjects
-	if err := bpf.LoadMpiprobeObjects(&objs, nil); err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { objs.Close() })
-	libmpi, err := findLibmpi()
-	if err != nil {
-		b.Fatal(err)
-	}
-	ex, err := link.OpenExecutable(libmpi)
-	if err != nil {
-		b.Fatal(err)
-	}
+	objs := loadObjects(b)
+	ex := openLibmpi(b)
 	return bin, argv, func() func() {
 		in, err := ex.Uprobe("PMPI_Allreduce", objs.Empty, nil)
 		if err != nil {
