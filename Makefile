@@ -51,25 +51,25 @@ demo: deps build
 
 # Overhead of the probes, traced against untraced runs interleaved in one run (as root).
 bench:
-	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 60m ./bench/
-	$(GO) test -run '^$$' -bench 'Compress|Analyze' -benchtime 3x ./loops/ ./traceview/
+	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 60m ./internal/bench/
+	$(GO) test -run '^$$' -bench 'Compress|Analyze' -benchtime 3x ./internal/trace/loops/ ./internal/trace/traceview/
 
 fuzz:
-	$(GO) test -run '^$$' -fuzz FuzzParseMaps -fuzztime 30s ./procfs/
-	$(GO) test -run '^$$' -fuzz FuzzParseStat -fuzztime 30s ./procfs/
-	$(GO) test -run '^$$' -fuzz FuzzParseEnviron -fuzztime 30s ./procfs/
-	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime 30s ./config/
-	$(GO) test -run '^$$' -fuzz FuzzEncode -fuzztime 30s ./journal/
-	$(GO) test -run '^$$' -fuzz FuzzEncodeLabels -fuzztime 30s ./metrics/
-	$(GO) test -run '^$$' -fuzz FuzzFileName -fuzztime 30s ./jobstore/
+	$(GO) test -run '^$$' -fuzz FuzzParseMaps -fuzztime 30s ./internal/procfs/
+	$(GO) test -run '^$$' -fuzz FuzzParseStat -fuzztime 30s ./internal/procfs/
+	$(GO) test -run '^$$' -fuzz FuzzParseEnviron -fuzztime 30s ./internal/procfs/
+	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime 30s ./internal/config/
+	$(GO) test -run '^$$' -fuzz FuzzEncode -fuzztime 30s ./internal/journal/
+	$(GO) test -run '^$$' -fuzz FuzzEncodeLabels -fuzztime 30s ./internal/metrics/
+	$(GO) test -run '^$$' -fuzz FuzzFileName -fuzztime 30s ./internal/jobstore/
 	$(GO) test -run '^$$' -fuzz FuzzParseEventSpec -fuzztime 30s ./thresholds/
 	$(GO) test -run '^$$' -fuzz FuzzDiscover -fuzztime 30s ./probes/
-	$(GO) test -run '^$$' -fuzz FuzzSites -fuzztime 30s ./elfcall/
+	$(GO) test -run '^$$' -fuzz FuzzSites -fuzztime 30s ./internal/elfx/
 	$(GO) test -run '^$$' -fuzz FuzzFindBuildID -fuzztime 30s ./probes/
-	$(GO) test -run '^$$' -fuzz FuzzLoad -fuzztime 30s ./unwind/
-	$(GO) test -run '^$$' -fuzz FuzzEhFrame -fuzztime 30s ./unwind/
-	$(GO) test -run '^$$' -fuzz FuzzStack -fuzztime 30s ./unwind/
-	$(GO) test -run '^$$' -fuzz FuzzDiagnose -fuzztime 30s ./hang/
+	$(GO) test -run '^$$' -fuzz FuzzLoad -fuzztime 30s ./internal/status/unwind/
+	$(GO) test -run '^$$' -fuzz FuzzEhFrame -fuzztime 30s ./internal/status/unwind/
+	$(GO) test -run '^$$' -fuzz FuzzStack -fuzztime 30s ./internal/status/unwind/
+	$(GO) test -run '^$$' -fuzz FuzzDiagnose -fuzztime 30s ./internal/status/hang/
 
 # The binary, the agent's systemd unit (dist/mpiprobe.service with the paths
 # filled in) and README.md; the sample configuration only where none is yet,
@@ -80,14 +80,14 @@ install: build
 	sed -e 's|@BINDIR@|$(BINDIR)|g' -e 's|@DOCDIR@|$(DOCDIR)|g' dist/mpiprobe.service > bin/mpiprobe.service
 	install -m 0644 bin/mpiprobe.service "$(DESTDIR)$(UNITDIR)/mpiprobe.service"
 	install -m 0644 README.md "$(DESTDIR)$(DOCDIR)/README.md"
-	@if [ ! -f config/testdata/config.conf ]; then \
-		echo "no config/testdata/config.conf: the agent runs with its defaults until $(CONFDIR)/config.conf exists"; \
+	@if [ ! -f internal/config/testdata/config.conf ]; then \
+		echo "no internal/config/testdata/config.conf: the agent runs with its defaults until $(CONFDIR)/config.conf exists"; \
 	elif [ -e "$(DESTDIR)$(CONFDIR)/config.conf" ]; then \
 		echo "kept the existing $(DESTDIR)$(CONFDIR)/config.conf"; \
 	else \
-		echo "install -m 0640 config/testdata/config.conf $(DESTDIR)$(CONFDIR)/config.conf"; \
+		echo "install -m 0640 internal/config/testdata/config.conf $(DESTDIR)$(CONFDIR)/config.conf"; \
 		install -d -m 0755 "$(DESTDIR)$(CONFDIR)" && \
-		install -m 0640 config/testdata/config.conf "$(DESTDIR)$(CONFDIR)/config.conf"; \
+		install -m 0640 internal/config/testdata/config.conf "$(DESTDIR)$(CONFDIR)/config.conf"; \
 	fi
 	@if [ -z "$(DESTDIR)" ] && [ -d /run/systemd/system ]; then \
 		systemctl daemon-reload && echo "enable with: systemctl enable --now mpiprobe"; \

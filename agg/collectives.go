@@ -4,8 +4,6 @@ import (
 	"cmp"
 	"slices"
 	"time"
-
-	"github.com/mpiprobe/mpiprobe/hang"
 )
 
 // CommCalls is what collective tracking (--collectives) counted on one
@@ -14,7 +12,7 @@ type CommCalls struct {
 	// PID is the process.
 	PID int
 	// Comm identifies the communicator across ranks.
-	Comm hang.Comm
+	Comm Comm
 	// Rank is the process's rank in the communicator, -1 if unknown.
 	Rank int
 	// Calls are the collectives called on it, ordered by name.
@@ -60,8 +58,8 @@ func (s *Summary) AddCollectives(cs []CommCalls) {
 
 // CompareComms orders communicators for display: WORLD, SELF, then named
 // ones by name, then by local flag, id and size.
-func CompareComms(a, b hang.Comm) int {
-	rank := func(c hang.Comm) int {
+func CompareComms(a, b Comm) int {
+	rank := func(c Comm) int {
 		switch c.Name {
 		case "WORLD":
 			return 0

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/mpiprobe/mpiprobe/identity"
+	"github.com/mpiprobe/mpiprobe/internal/identity"
 )
 
 // Merge joins the summaries that the nodes of one job wrote, one per node,

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mpiprobe/mpiprobe/identity"
+	"github.com/mpiprobe/mpiprobe/internal/identity"
 )
 
 // node builds one node's summary of job 7 with the given rank -> pid.

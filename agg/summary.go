@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/mpiprobe/mpiprobe/identity"
+	"github.com/mpiprobe/mpiprobe/internal/identity"
 )
 
 // Summary is everything mpiprobe reports for one run on one host.

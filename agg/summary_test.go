@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mpiprobe/mpiprobe/identity"
+	"github.com/mpiprobe/mpiprobe/internal/identity"
 )
 
 var t0 = time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)

@@ -1,9 +1,12 @@
 package agg
 
 import (
+	"strconv"
+	"syscall"
 	"time"
 
-	"github.com/mpiprobe/mpiprobe/identity"
+	"github.com/mpiprobe/mpiprobe/internal/identity"
+	"golang.org/x/sys/unix"
 )
 
 // Sample is one counter read from the BPF maps: how often one event happened in one process.
@@ -49,6 +52,30 @@ type End struct {
 	Signal int
 	// At is when the end was observed (zero for Running).
 	At time.Time
+}
+
+// String says how a process ended in a few words: "running", "exit 0",
+// "killed by SIGKILL" or "exit status unknown".
+func (e End) String() string {
+	switch e.Kind {
+	case Running:
+		return "running"
+	case Exited:
+		return "exit " + strconv.Itoa(e.Code)
+	case Signaled:
+		return "killed by " + SignalName(e.Signal)
+	default:
+		return "exit status unknown"
+	}
+}
+
+// SignalName names a signal number, e.g. "SIGKILL", or "signal 99" when the
+// number has no name.
+func SignalName(sig int) string {
+	if n := unix.SignalName(syscall.Signal(sig)); n != "" {
+		return n
+	}
+	return "signal " + strconv.Itoa(sig)
 }
 
 // Proc is a traced process as the loader knows it.

@@ -13,7 +13,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mpiprobe/mpiprobe/config"
+	"github.com/mpiprobe/mpiprobe/internal/config"
 	"github.com/mpiprobe/mpiprobe/internal/mpitest"
 )
 
@@ -125,7 +125,7 @@ func TestUnitVerifies(t *testing.T) {
 			t.Errorf("%s differs from %s", conf, src)
 		}
 	} else if _, err := os.Stat(conf); err == nil {
-		t.Errorf("%s installed although config/testdata/config.conf does not exist", conf)
+		t.Errorf("%s installed although internal/config/testdata/config.conf does not exist", conf)
 	}
 
 	// The installed unit is the template with the two paths filled in.

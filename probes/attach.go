@@ -16,7 +16,7 @@ import (
 	"github.com/cilium/ebpf/link"
 
 	"github.com/mpiprobe/mpiprobe/bpf"
-	"github.com/mpiprobe/mpiprobe/elfcall"
+	"github.com/mpiprobe/mpiprobe/internal/elfx"
 )
 
 // Target is one library file to attach the catalog's probes to.
@@ -247,7 +247,7 @@ func (a *Attacher) attachFile(t Target) ([]link.Link, []Status, error) {
 			address = off
 		}
 		if p.CallTo != "" {
-			if offsets, err = elfcall.Sites(file, p.Symbol, p.CallTo); err != nil || len(offsets) == 0 {
+			if offsets, err = elfx.Sites(file, p.Symbol, p.CallTo); err != nil || len(offsets) == 0 {
 				return false, nil
 			}
 		}

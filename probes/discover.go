@@ -6,7 +6,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/mpiprobe/mpiprobe/procfs"
+	"github.com/mpiprobe/mpiprobe/internal/procfs"
 )
 
 // Mapped is an MPI library file found in a process's memory map.

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mpiprobe/mpiprobe/procfs"
+	"github.com/mpiprobe/mpiprobe/internal/procfs"
 )
 
 func TestClassify(t *testing.T) {

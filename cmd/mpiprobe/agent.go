@@ -13,12 +13,12 @@ import (
 	"strings"
 	"time"
 
-	"github.com/mpiprobe/mpiprobe/agent"
-	configfile "github.com/mpiprobe/mpiprobe/config"
-	"github.com/mpiprobe/mpiprobe/journal"
-	"github.com/mpiprobe/mpiprobe/metrics"
+	"github.com/mpiprobe/mpiprobe/internal/agent"
+	configfile "github.com/mpiprobe/mpiprobe/internal/config"
+	"github.com/mpiprobe/mpiprobe/internal/journal"
+	"github.com/mpiprobe/mpiprobe/internal/metrics"
+	"github.com/mpiprobe/mpiprobe/internal/procfs"
 	"github.com/mpiprobe/mpiprobe/probes"
-	"github.com/mpiprobe/mpiprobe/procfs"
 	"github.com/mpiprobe/mpiprobe/thresholds"
 )
 

@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/mpiprobe/mpiprobe/internal/mpitest"
-	"github.com/mpiprobe/mpiprobe/procfs"
+	"github.com/mpiprobe/mpiprobe/internal/procfs"
 )
 
 // agentSummary is the part of a stored job summary the tests read.

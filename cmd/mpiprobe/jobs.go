@@ -19,8 +19,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/mpiprobe/mpiprobe/agg"
-	"github.com/mpiprobe/mpiprobe/jobstore"
-	"github.com/mpiprobe/mpiprobe/report"
+	"github.com/mpiprobe/mpiprobe/internal/jobstore"
+	"github.com/mpiprobe/mpiprobe/internal/report"
 )
 
 // jobsTime is how START and LAST UPDATE are shown, in local time.
@@ -161,7 +161,7 @@ func jobsEnded(ranks []agg.Rank) string {
 				g.text = "exited with " + strconv.Itoa(r.End.Code)
 			}
 		case agg.Signaled:
-			g.value, g.text = r.End.Signal, report.EndString(r.End)
+			g.value, g.text = r.End.Signal, r.End.String()
 		default:
 			g.kind, g.text = agg.Vanished, "status unknown"
 		}

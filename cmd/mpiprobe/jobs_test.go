@@ -16,9 +16,9 @@ import (
 	"time"
 
 	"github.com/mpiprobe/mpiprobe/agg"
-	"github.com/mpiprobe/mpiprobe/identity"
-	"github.com/mpiprobe/mpiprobe/jobstore"
-	"github.com/mpiprobe/mpiprobe/report"
+	"github.com/mpiprobe/mpiprobe/internal/identity"
+	"github.com/mpiprobe/mpiprobe/internal/jobstore"
+	"github.com/mpiprobe/mpiprobe/internal/report"
 )
 
 var jobsT0 = time.Date(2025, 3, 1, 12, 0, 0, 0, time.Local)

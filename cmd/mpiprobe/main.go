@@ -43,9 +43,9 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/mpiprobe/mpiprobe/monitor"
+	"github.com/mpiprobe/mpiprobe/internal/report"
+	"github.com/mpiprobe/mpiprobe/internal/session"
 	"github.com/mpiprobe/mpiprobe/probes"
-	"github.com/mpiprobe/mpiprobe/report"
 )
 
 func main() {
@@ -97,7 +97,7 @@ func main() {
 
 // config is the parsed command line.
 type config struct {
-	monitor monitor.Config
+	monitor session.Config
 	json    bool
 	verbose bool
 }
@@ -145,7 +145,7 @@ func parseArgs(args []string, stderr io.Writer) (config, error) {
 	fs.BoolVar(&cfg.json, "json", false, "print the summary as JSON on stdout (warnings go to stderr)")
 	fs.BoolVar(&cfg.verbose, "v", false, "log attach details")
 	fs.BoolVar(&cfg.monitor.Collectives, "collectives", false, "also track every collective per communicator (hot path: about 0.1 µs per call on top of the probe; see make bench); `mpiprobe status` reads it")
-	fs.IntVar(&cfg.monitor.CommSlots, "comm-slots", monitor.DefaultCommSlots, "with --collectives: how many communicators, over all processes, can be tracked at once")
+	fs.IntVar(&cfg.monitor.CommSlots, "comm-slots", session.DefaultCommSlots, "with --collectives: how many communicators, over all processes, can be tracked at once")
 	events := fs.String("events", string(probes.Default), "comma-separated event `LEVELS` to enable: default, retries, messages, or all")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: mpiprobe [flags] -p PID [-p PID ...]\n       mpiprobe [flags] --job JOBID\n       mpiprobe [flags] -- COMMAND [ARGS...]\n       mpiprobe trace -h    (record and show every MPI call)\n       mpiprobe status -h   (who waits where in a running or hung job)\n       mpiprobe probes -p PID (every catalog entry: attached or unavailable, and why)\n       mpiprobe agent -h    (node-wide agent: every MPI job on this node)\n       mpiprobe jobs | report JOBID | report --merge DIR...   (the agent's job summaries)\n\nflags:\n")
@@ -218,7 +218,7 @@ func run(ctx context.Context, cfg config) error {
 	} else {
 		cfg.monitor.Out = out
 	}
-	sum, err := monitor.Run(ctx, cfg.monitor)
+	sum, err := session.Run(ctx, cfg.monitor)
 	if len(sum.Jobs) > 0 || err == nil {
 		var werr error
 		if cfg.json {

@@ -9,9 +9,9 @@ import (
 	"io"
 	"text/tabwriter"
 
-	"github.com/mpiprobe/mpiprobe/monitor"
+	"github.com/mpiprobe/mpiprobe/internal/procfs"
+	"github.com/mpiprobe/mpiprobe/internal/session"
 	"github.com/mpiprobe/mpiprobe/probes"
-	"github.com/mpiprobe/mpiprobe/procfs"
 )
 
 // probesMain runs `mpiprobe probes -p PID`: every catalog entry, attached
@@ -57,7 +57,7 @@ func probesMain(_ context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	var all []result
 	for _, pid := range pids {
-		es, err := monitor.ProbeEntries(procfs.FS{Root: "/proc"}, pid, cat, debugDirs(debug, nil))
+		es, err := session.ProbeEntries(procfs.FS{Root: "/proc"}, pid, cat, debugDirs(debug, nil))
 		if err != nil {
 			fmt.Fprintf(stderr, "mpiprobe probes: %v\n", err)
 			return 1

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"slices"
 
-	configfile "github.com/mpiprobe/mpiprobe/config"
+	configfile "github.com/mpiprobe/mpiprobe/internal/config"
 	"github.com/mpiprobe/mpiprobe/probes"
 	"github.com/mpiprobe/mpiprobe/thresholds"
 )

@@ -8,7 +8,7 @@ import (
 	"io"
 	"log/slog"
 
-	"github.com/mpiprobe/mpiprobe/status"
+	"github.com/mpiprobe/mpiprobe/internal/status"
 )
 
 // statusMain runs `mpiprobe status`: who waits where in a running or hung

@@ -13,14 +13,14 @@ import (
 	"strings"
 	"time"
 
-	"github.com/mpiprobe/mpiprobe/monitor"
-	"github.com/mpiprobe/mpiprobe/tracefile"
-	"github.com/mpiprobe/mpiprobe/traceview"
+	"github.com/mpiprobe/mpiprobe/internal/session"
+	"github.com/mpiprobe/mpiprobe/internal/trace/tracefile"
+	"github.com/mpiprobe/mpiprobe/internal/trace/traceview"
 )
 
 // traceConfig is the parsed command line of "mpiprobe trace".
 type traceConfig struct {
-	monitor  monitor.Config
+	monitor  session.Config
 	output   string
 	duration time.Duration
 	ring     string
@@ -62,7 +62,7 @@ func parseTraceArgs(args []string, stderr io.Writer) (traceConfig, error) {
 	cfg.monitor.PIDs = pids
 	cfg.monitor.Command = fs.Args()
 	cfg.monitor.Libraries = libs
-	cfg.monitor.Trace = &monitor.TraceConfig{RingBytes: ring}
+	cfg.monitor.Trace = &session.TraceConfig{RingBytes: ring}
 	return cfg, nil
 }
 
@@ -130,7 +130,7 @@ func runTrace(ctx context.Context, cfg traceConfig, stdout, stderr io.Writer) er
 		ctx, cancel = context.WithTimeout(ctx, cfg.duration)
 		defer cancel()
 	}
-	_, err = monitor.Run(ctx, cfg.monitor)
+	_, err = session.Run(ctx, cfg.monitor)
 	if ferr := bw.Flush(); err == nil && ferr != nil {
 		err = fmt.Errorf("write %s: %w", cfg.output, ferr)
 	}

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mpiprobe/mpiprobe/tracefile"
+	"github.com/mpiprobe/mpiprobe/internal/trace/tracefile"
 )
 
 // writeTrace writes a trace of two ranks, each a loop of `iters`

@@ -17,7 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mpiprobe/mpiprobe/procfs"
+	"github.com/mpiprobe/mpiprobe/internal/procfs"
 )
 
 // Impl is one MPI implementation as Debian installs it.

@@ -1,0 +1,718 @@
+package agent
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/ringbuf"
+	"golang.org/x/sys/unix"
+
+	"github.com/mpiprobe/mpiprobe/agg"
+	"github.com/mpiprobe/mpiprobe/bpf"
+	"github.com/mpiprobe/mpiprobe/internal/config"
+	"github.com/mpiprobe/mpiprobe/internal/identity"
+	"github.com/mpiprobe/mpiprobe/internal/jobstore"
+	"github.com/mpiprobe/mpiprobe/internal/journal"
+	"github.com/mpiprobe/mpiprobe/internal/metrics"
+	"github.com/mpiprobe/mpiprobe/internal/session"
+	"github.com/mpiprobe/mpiprobe/probes"
+	"github.com/mpiprobe/mpiprobe/internal/procfs"
+	"github.com/mpiprobe/mpiprobe/internal/report"
+	"github.com/mpiprobe/mpiprobe/thresholds"
+)
+
+// Config is how the agent runs. Zero fields take the defaults of package
+// config (config.Default, the configuration file's keys).
+type Config struct {
+	// Host names this node (default: the hostname).
+	Host string
+	// Catalog is the probe catalog (default probes.DefaultCatalog()).
+	Catalog probes.Catalog
+	// Overrides of the catalog's C/T rules, weakest first.
+	Overrides []thresholds.Overrides
+	// Interval is how often counters are read (default 1s).
+	Interval time.Duration
+	// StateDir holds agent-state.json, agent.lock and jobs/ (default /var/lib/mpiprobe).
+	StateDir string
+	// PinDir is where maps and links are pinned (default /sys/fs/bpf/mpiprobe/agent).
+	PinDir string
+	// LibraryPaths are files or directories searched for MPI libraries at
+	// start, besides the ones ldconfig knows.
+	LibraryPaths []string
+	// DebugDirs are searched for the separate debug file of a library whose
+	// struct layout mpiprobe does not know; nil means
+	// probes.DefaultDebugDirs.
+	DebugDirs []string
+	// Metrics, when non-nil, is where the Prometheus metrics are served.
+	Metrics net.Listener
+	// MetricsTTL is how long a finished job stays in the metrics (default 10m).
+	MetricsTTL time.Duration
+	// MaxSeries caps the number of metric samples (default 20000).
+	MaxSeries int
+	// RetentionJobs and RetentionAge bound the job summaries kept.
+	RetentionJobs int
+	RetentionAge  time.Duration
+	// Rescan is how often every process's memory map is read again for MPI
+	// libraries (default 30s); new processes are read when they exec.
+	Rescan time.Duration
+	// RunningEvery is how often running jobs' summaries are written (default 10s).
+	RunningEvery time.Duration
+	// Proc reads /proc (default /proc).
+	Proc procfs.FS
+	// Log receives diagnostics.
+	Log *slog.Logger
+	// Journal receives warnings and job summaries.
+	Journal journal.Sink
+	// Clock is the C/T rule's clock (default the system clock).
+	Clock thresholds.Clock
+}
+
+// counterKey names one counter: an event in one process. The event is the
+// catalog id, so that a saved limiter state survives catalog changes.
+type counterKey struct {
+	PID    uint32 `json:"pid"`
+	Event  string `json:"event"`
+	Detail uint64 `json:"detail,omitempty"`
+}
+
+// agent is the state of one Run. mu guards everything the metrics handler
+// reads; the loop holds it while it works.
+type agent struct {
+	cfg     Config
+	cat     probes.Catalog
+	rules   map[string]thresholds.Rule
+	k       *kernel
+	att     *probes.Attacher
+	satt    *probes.StartupAttacher
+	store   jobstore.Store
+	monoOff time.Duration
+
+	mu       sync.Mutex
+	t        *tracker
+	samples  map[counterKey]agg.Sample
+	limiter  *thresholds.Limiter[counterKey]
+	drops    []uint64
+	finished uint64
+	files    map[[2]uint64]bool  // library files attached (device, inode), for metrics
+	pending  map[int][]time.Time // scans due for processes that exec'd
+	lastScan time.Time
+	lastRun  time.Time
+	lastSave time.Time
+	// lastAlive is when processes were last checked for being alive.
+	lastAlive time.Time
+}
+
+// Run watches every MPI process on the node until ctx ends. On return the
+// pinned maps and links stay in place while MPI processes still run, so
+// that a restarted agent continues without losing counts.
+func Run(ctx context.Context, cfg Config) error {
+	a, err := newAgent(cfg)
+	if err != nil {
+		return err
+	}
+	lk, err := takeLock(a.cfg.StateDir)
+	if err != nil {
+		return err
+	}
+	defer lk.release()
+	if a.k, err = openKernel(a.cfg.PinDir, a.cfg.Log); err != nil {
+		return err
+	}
+	keep := true
+	defer func() { a.k.close(!keep) }()
+	if err := a.start(); err != nil {
+		keep = a.k.reused
+		return err
+	}
+	defer a.att.Close()
+	defer a.satt.Close()
+
+	rd, err := ringbuf.NewReader(a.k.objs.ProcEvents)
+	if err != nil {
+		return fmt.Errorf("open process event ring buffer: %w", err)
+	}
+	defer rd.Close()
+	events := make(chan bpf.MpiprobeProcEvent, 4096)
+	go session.ReadProcEvents(rd, events)
+
+	if a.cfg.Metrics != nil {
+		h := metrics.Handler(a.collect, a.cfg.MaxSeries, a.cfg.Log)
+		go func() {
+			if err := metrics.Serve(ctx, a.cfg.Metrics, h); err != nil {
+				a.cfg.Log.Error("metrics server stopped", "err", err)
+			}
+		}()
+	}
+
+	tick := time.NewTicker(a.cfg.Interval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			keep = a.stop()
+			return nil
+		case e, ok := <-events:
+			if !ok {
+				a.cfg.Log.Warn("process notifications stopped; exits are detected by polling")
+				events = nil
+				continue
+			}
+			a.mu.Lock()
+			a.procEvent(e)
+			a.mu.Unlock()
+		case <-tick.C:
+			a.mu.Lock()
+			a.poll()
+			a.mu.Unlock()
+		}
+	}
+}
+
+func newAgent(cfg Config) (*agent, error) {
+	if cfg.Catalog.Events == nil {
+		cfg.Catalog = probes.DefaultCatalog()
+	}
+	if err := cfg.Catalog.Validate(); err != nil {
+		return nil, fmt.Errorf("catalog: %w", err)
+	}
+	if cfg.Host == "" {
+		cfg.Host, _ = os.Hostname()
+	}
+	def := config.Default()
+	if cfg.Interval <= 0 {
+		cfg.Interval = def.Interval
+	}
+	if cfg.StateDir == "" {
+		cfg.StateDir = def.StateDir
+	}
+	if cfg.PinDir == "" {
+		cfg.PinDir = def.PinDir
+	}
+	if cfg.MetricsTTL == 0 {
+		cfg.MetricsTTL = def.MetricsTTL
+	}
+	if cfg.MaxSeries <= 0 {
+		cfg.MaxSeries = 20000
+	}
+	if cfg.RetentionJobs <= 0 {
+		cfg.RetentionJobs = def.RetentionJobs
+	}
+	if cfg.RetentionAge <= 0 {
+		cfg.RetentionAge = def.RetentionAge
+	}
+	if cfg.Rescan <= 0 {
+		cfg.Rescan = 30 * time.Second
+	}
+	if cfg.RunningEvery <= 0 {
+		cfg.RunningEvery = 10 * time.Second
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.NewTextHandler(os.Stderr, nil))
+	}
+	if cfg.Journal == nil {
+		cfg.Journal = journal.NewText(os.Stderr)
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = thresholds.SystemClock{}
+	}
+	a := &agent{
+		cfg:     cfg,
+		cat:     cfg.Catalog,
+		rules:   map[string]thresholds.Rule{},
+		store:   jobstore.Store{Dir: filepath.Join(cfg.StateDir, "jobs"), Keep: cfg.RetentionJobs, MaxAge: cfg.RetentionAge, Now: cfg.Clock.Now},
+		t:       newTracker(),
+		samples: map[counterKey]agg.Sample{},
+		limiter: thresholds.NewLimiter[counterKey](cfg.Clock),
+		drops:   make([]uint64, len(session.DropReasons())),
+		files:   map[[2]uint64]bool{},
+		pending: map[int][]time.Time{},
+	}
+	for _, e := range a.cat.Events {
+		a.rules[e.ID] = thresholds.Resolve(e.ID, thresholds.Rule{C: e.C, T: e.T}, cfg.Overrides...)
+	}
+	a.monoOff = session.MonotonicOffset()
+	return a, nil
+}
+
+// start attaches to the libraries known now, restores a previous agent's
+// state and finds the MPI processes that already run.
+func (a *agent) start() error {
+	var err error
+	if a.att, err = probes.NewAttacher(a.k.objs.Programs, a.cat); err != nil {
+		return err
+	}
+	a.att.OnFile = a.k.pinner("c")
+	a.att.DebugDirs = a.cfg.DebugDirs
+	a.satt = probes.NewStartupAttacher(a.k.objs.StartupMark)
+	a.satt.OnFile = a.k.pinner("s")
+	for _, f := range a.k.attached["c"] {
+		a.att.Skip(f[0], f[1])
+		a.files[f] = true
+	}
+	for _, f := range a.k.attached["s"] {
+		a.satt.Skip(f[0], f[1])
+	}
+
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.restore()
+	targets, err := session.SystemTargets(a.libraries(), a.libraryFiles())
+	if err != nil {
+		a.cfg.Log.Warn("no MPI library installed where ldconfig looks; libraries are found in the processes that map them", "err", err)
+	}
+	if err := a.attach(targets); err != nil {
+		return err
+	}
+	a.scanAll()
+	a.cfg.Log.Info("agent started", "host", a.cfg.Host, "libraries", len(a.files), "probes", a.k.pinnedLinks(),
+		"processes", len(a.t.procs), "restarted", a.k.reused)
+	return nil
+}
+
+// libraries are the library kinds the agent probes: the catalog's and the
+// startup probes'.
+func (a *agent) libraries() []probes.Library {
+	return append(a.cat.Libraries(), probes.StartupLibraries()...)
+}
+
+// libraryFiles expands the configured library paths into the MPI library
+// files they hold.
+func (a *agent) libraryFiles() []string {
+	var out []string
+	for _, p := range a.cfg.LibraryPaths {
+		st, err := os.Stat(p)
+		if err != nil {
+			a.cfg.Log.Warn("library path unreadable", "path", p, "err", err)
+			continue
+		}
+		if !st.IsDir() {
+			out = append(out, p)
+			continue
+		}
+		ents, err := os.ReadDir(p)
+		if err != nil {
+			a.cfg.Log.Warn("library path unreadable", "path", p, "err", err)
+			continue
+		}
+		for _, e := range ents {
+			if _, ok := probes.Classify(e.Name()); ok && !e.IsDir() {
+				out = append(out, filepath.Join(p, e.Name()))
+			}
+		}
+	}
+	return out
+}
+
+// attach attaches the catalog and the startup probes to new library files.
+// A failure is logged and the other files and processes go on, but for a
+// refusal of the kernel to let the agent attach at all, which is returned.
+func (a *agent) attach(targets []probes.Target) error {
+	for _, t := range targets {
+		one := []probes.Target{t}
+		if err := a.att.Add(one); err != nil {
+			if errors.Is(err, unix.EPERM) || errors.Is(err, unix.EACCES) {
+				return session.ExplainLoad("attach probes to "+t.Display, err)
+			}
+			a.cfg.Log.Warn("library not attached", "file", t.Display, "err", err)
+			continue
+		}
+		if err := a.satt.Add(one); err != nil {
+			a.cfg.Log.Warn("startup probes not attached", "file", t.Display, "err", err)
+		}
+		key := [2]uint64{t.Dev, t.Inode}
+		if !a.files[key] {
+			a.files[key] = true
+			a.cfg.Log.Debug("library attached", "file", t.Display, "library", t.Library)
+		}
+	}
+	return nil
+}
+
+// scanAll reads every process's memory map for MPI libraries.
+func (a *agent) scanAll() {
+	pids, err := a.cfg.Proc.PIDs()
+	if err != nil {
+		a.cfg.Log.Warn("list processes", "err", err)
+		return
+	}
+	self := os.Getpid()
+	for _, pid := range pids {
+		if pid != self {
+			a.scan(pid)
+		}
+	}
+	a.lastScan = a.cfg.Clock.Now()
+}
+
+// scan looks at one process: if it maps an MPI library, the library is
+// attached and the process traced.
+func (a *agent) scan(pid int) {
+	if p, ok := a.t.procs[pid]; ok && p.End.Kind == agg.Running {
+		return
+	}
+	maps, err := a.cfg.Proc.Maps(pid)
+	if err != nil {
+		return // gone, or a kernel thread
+	}
+	libs := probes.Discover(maps)
+	if !probes.IsMPI(libs) {
+		return
+	}
+	targets, errs := session.ProcessTargets(a.cfg.Proc, pid, libs, a.libraries())
+	for _, err := range errs {
+		a.cfg.Log.Warn("library not attachable", "pid", pid, "err", err)
+	}
+	if err := a.attach(targets); err != nil {
+		a.cfg.Log.Error("cannot attach", "pid", pid, "err", err)
+	}
+	if err := a.k.objs.Traced.Update(uint32(pid), uint32(0), ebpf.UpdateNoExist); err != nil && !errors.Is(err, ebpf.ErrKeyExist) {
+		a.cfg.Log.Warn("cannot trace process", "pid", pid, "err", err)
+		return
+	}
+	a.addProc(pid)
+}
+
+// addProc registers a traced process with its identity.
+func (a *agent) addProc(pid int) {
+	st, err := a.cfg.Proc.Stat(pid)
+	if err != nil {
+		return
+	}
+	p := agg.Proc{PID: pid, Comm: st.Comm, Identity: identity.Resolve(pid, a.cfg.Proc, a.cfg.Host)}
+	ps, isNew := a.t.add(p, st.StartTime, a.cfg.Clock.Now())
+	if isNew {
+		a.cfg.Log.Info("MPI process", "pid", pid, "comm", journal.Escape(st.Comm), "job", journal.Escape(ps.Identity.Job), "rank", journal.Escape(ps.Identity.Rank))
+	}
+}
+
+func (a *agent) wall(ns uint64) time.Time { return time.Unix(0, int64(ns)+int64(a.monoOff)) }
+
+func (a *agent) procEvent(e bpf.MpiprobeProcEvent) {
+	pid := int(e.Tgid)
+	switch e.Type {
+	case session.ProcMPI:
+		// Entered MPI_Init: BPF traces it already.
+		a.addProc(pid)
+	case session.ProcExec:
+		// A new program: its libraries are mapped by the dynamic linker
+		// right after exec, so look at it shortly, and once more later.
+		now := a.cfg.Clock.Now()
+		a.pending[pid] = []time.Time{now.Add(200 * time.Millisecond), now.Add(2 * time.Second)}
+	case session.ProcExit:
+		a.ended(pid, session.DecodeExit(e.ExitCode, a.wall(e.TsNs)))
+	}
+}
+
+// ended records a process's end and finishes its job when it was the last.
+func (a *agent) ended(pid int, e agg.End) {
+	_ = a.k.objs.Exits.Delete(uint32(pid))
+	delete(a.pending, pid)
+	if j := a.t.end(pid, e); j != nil {
+		a.readCounts() // the last counts of the job's processes
+		a.finishJob(j)
+	}
+}
+
+// poll reads the maps, applies the C/T rule, and does what is due.
+func (a *agent) poll() {
+	now := a.cfg.Clock.Now()
+	a.readCounts()
+	a.readDrops()
+	a.readExits()
+	a.readStartups(false)
+	for pid, due := range a.pending {
+		if len(due) > 0 && !now.Before(due[0]) {
+			a.pending[pid] = due[1:]
+			a.scan(pid)
+		}
+		if p, ok := a.t.procs[pid]; len(a.pending[pid]) == 0 || (ok && p.End.Kind == agg.Running) {
+			delete(a.pending, pid)
+		}
+	}
+	if now.Sub(a.lastScan) >= a.cfg.Rescan {
+		a.scanAll()
+	}
+	// Processes gone without an exit record (e.g. exited before the agent
+	// traced them): rare, so looked for every 10 s only.
+	if now.Sub(a.lastAlive) >= 10*time.Second {
+		a.endVanished(now)
+	}
+	if now.Sub(a.lastRun) >= a.cfg.RunningEvery {
+		a.lastRun = now
+		for _, j := range a.t.running() {
+			a.saveJob(j, a.summaryOf(j))
+		}
+	}
+	for _, j := range a.t.jobs {
+		if !j.Finished.IsZero() && j.final != nil && now.Sub(j.Finished) > a.cfg.MetricsTTL {
+			a.t.forget(j)
+		}
+	}
+	if now.Sub(a.lastSave) >= 10*time.Second {
+		a.saveState()
+	}
+}
+
+// endVanished ends the running processes that are gone although no exit
+// was recorded for them.
+func (a *agent) endVanished(now time.Time) {
+	a.lastAlive = now
+	for pid, p := range a.t.procs {
+		if p.End.Kind == agg.Running && !alive(pid, p.StartTicks, a.cfg.Proc) {
+			a.ended(pid, agg.End{Kind: agg.Vanished, At: now})
+		}
+	}
+}
+
+// alive reports whether pid is still the process that started at ticks.
+func alive(pid int, ticks uint64, pfs procfs.FS) bool {
+	st, err := pfs.Stat(pid)
+	if err != nil {
+		return false
+	}
+	return ticks == 0 || st.StartTime == ticks
+}
+
+func (a *agent) readCounts() {
+	var k bpf.MpiprobeCountKey
+	var v bpf.MpiprobeCountVal
+	it := a.k.objs.Counts.Iterate()
+	for it.Next(&k, &v) {
+		if int(k.Event) >= len(a.cat.Events) {
+			continue
+		}
+		ev := a.cat.Events[k.Event]
+		key := counterKey{PID: k.Tgid, Event: ev.ID, Detail: k.Detail}
+		prev, seen := a.samples[key]
+		if !seen { // the name is read once, when the counter appears
+			prev.Detail = a.cat.DetailOf(int(k.Event), k.Detail, session.CString(v.Name[:]))
+		}
+		a.samples[key] = agg.Sample{PID: k.Tgid, Event: ev.ID, Count: v.Count, Peak: v.Peak,
+			Detail: prev.Detail, First: a.wall(v.FirstNs), Last: a.wall(v.LastNs)}
+		if _, ok := a.t.procs[int(k.Tgid)]; !ok {
+			a.addProc(int(k.Tgid))
+		}
+		if r, ok := a.limiter.Observe(key, a.rules[ev.ID], v.Count); ok {
+			a.warn(r)
+		}
+	}
+	if err := it.Err(); err != nil {
+		a.cfg.Log.Warn("read counters", "err", err)
+	}
+}
+
+func (a *agent) readDrops() {
+	reasons := session.DropReasons()
+	for i, sum := range session.DropCounts(a.k.objs.Drops) {
+		if sum > a.drops[i] {
+			a.cfg.Log.Warn("BPF map full: updates dropped", "what", reasons[i], "dropped", sum)
+		}
+		a.drops[i] = sum
+	}
+}
+
+// readExits takes the exits the kernel recorded, also those of a time the
+// agent was not running.
+func (a *agent) readExits() {
+	var pid uint32
+	var r bpf.MpiprobeExitRec
+	type rec struct {
+		pid uint32
+		r   bpf.MpiprobeExitRec
+	}
+	var all []rec
+	it := a.k.objs.Exits.Iterate()
+	for it.Next(&pid, &r) {
+		all = append(all, rec{pid, r})
+	}
+	for _, e := range all {
+		if _, ok := a.t.procs[int(e.pid)]; !ok {
+			_ = a.k.objs.Exits.Delete(e.pid)
+			continue
+		}
+		a.ended(int(e.pid), session.DecodeExit(e.r.Code, a.wall(e.r.TsNs)))
+	}
+}
+
+// readStartups reads the startup marks of the processes still in
+// MPI_Init, or with all, of every process (when a job ends, for its
+// MPI_Finalize times).
+func (a *agent) readStartups(all bool) {
+	for pid, p := range a.t.procs {
+		if !all && p.Startup.Init > 0 {
+			continue
+		}
+		var s bpf.MpiprobeStartup
+		if err := a.k.objs.Startups.Lookup(uint32(pid), &s); err != nil {
+			continue
+		}
+		p.Startup = startupOf(s.Ns, a.wall)
+	}
+}
+
+// warn sends a C/T report to the journal.
+func (a *agent) warn(r thresholds.Report[counterKey]) {
+	p := a.t.procs[int(r.Key.PID)]
+	id := identity.Identity{Host: a.cfg.Host, Job: identity.Unknown, Rank: identity.Unknown}
+	if p != nil {
+		id = p.Identity
+	}
+	ev, _, _ := a.cat.Lookup(r.Key.Event)
+	msg := fmt.Sprintf("%s: %s : %s", id.Label(int(r.Key.PID)), r.Prefix(), ev.Message)
+	detail := a.samples[r.Key].Detail
+	if detail != "" {
+		msg += " [" + detail + "]"
+	}
+	entry := journal.Entry{
+		Priority: journal.Warning,
+		Message:  msg,
+		Fields: []journal.Field{
+			{Name: "HOST", Value: id.Host}, {Name: "JOB", Value: id.Job}, {Name: "RANK", Value: id.Rank},
+			{Name: "PID", Value: strconv.Itoa(int(r.Key.PID))}, {Name: "EVENT", Value: r.Key.Event},
+			{Name: "COUNT", Value: strconv.FormatUint(r.Count, 10)},
+		},
+	}
+	if detail != "" {
+		entry.Fields = append(entry.Fields, journal.Field{Name: "DETAIL", Value: detail})
+	}
+	err := a.cfg.Journal.Send(entry)
+	if err != nil {
+		a.cfg.Log.Warn("journal", "err", err)
+	}
+}
+
+// keysOf returns the counters of the given processes.
+func (a *agent) keysOf(pids []int) []counterKey {
+	var out []counterKey
+	for k := range a.samples {
+		if slices.Contains(pids, int(k.PID)) {
+			out = append(out, k)
+		}
+	}
+	slices.SortFunc(out, func(x, y counterKey) int {
+		return cmp.Or(cmp.Compare(x.PID, y.PID), cmp.Compare(x.Event, y.Event), cmp.Compare(x.Detail, y.Detail))
+	})
+	return out
+}
+
+// summaryOf builds the summary of one job from what was read so far.
+func (a *agent) summaryOf(j *jobState) agg.Summary {
+	pids := map[uint32]bool{}
+	for _, pid := range j.PIDs {
+		pids[uint32(pid)] = true
+	}
+	var samples []agg.Sample
+	for k, s := range a.samples {
+		if pids[k.PID] {
+			samples = append(samples, s)
+		}
+	}
+	end := j.Finished
+	if end.IsZero() {
+		end = a.cfg.Clock.Now()
+	}
+	return agg.Build(a.cfg.Host, j.Started, end, a.t.procsOf(j), samples, a.cat.Describe, nil)
+}
+
+// saveJob writes a job's summary to the state directory.
+func (a *agent) saveJob(j *jobState, sum agg.Summary) {
+	var buf bytes.Buffer
+	if err := report.WriteJSON(&buf, sum); err != nil {
+		a.cfg.Log.Error("encode job summary", "job", journal.Escape(j.Key), "err", err)
+		return
+	}
+	if err := a.store.Save(j.Key, buf.Bytes()); err != nil {
+		a.cfg.Log.Error("save job summary", "job", journal.Escape(j.Key), "err", err)
+	}
+}
+
+// finishJob writes the summary of a job whose last rank ended, sums up
+// what was never reported, and frees the job's kernel state.
+func (a *agent) finishJob(j *jobState) {
+	a.readStartups(true)
+	keys := a.keysOf(j.PIDs)
+	for _, k := range keys {
+		if r, ok := a.limiter.FinalizeKey(k); ok {
+			a.warn(r)
+		}
+	}
+	sum := a.summaryOf(j)
+	a.saveJob(j, sum)
+	var table bytes.Buffer
+	if err := report.WriteTable(&table, sum); err != nil {
+		a.cfg.Log.Error("render job summary", "job", journal.Escape(j.Key), "err", err)
+	}
+	var events uint64
+	for _, e := range sum.Totals() {
+		events += e.Count
+	}
+	err := a.cfg.Journal.Send(journal.Entry{
+		Priority: journal.Notice,
+		Message:  table.String(),
+		Fields: []journal.Field{
+			{Name: "HOST", Value: a.cfg.Host}, {Name: "JOB", Value: j.Key},
+			{Name: "RANKS", Value: strconv.Itoa(len(j.PIDs))}, {Name: "COUNT", Value: strconv.FormatUint(events, 10)},
+			{Name: "SUMMARY_FILE", Value: a.store.Path(j.Key)},
+		},
+	})
+	if err != nil {
+		a.cfg.Log.Warn("journal", "err", err)
+	}
+	// Free the kernel's entries: a later process may reuse these pids.
+	var k bpf.MpiprobeCountKey
+	var v bpf.MpiprobeCountVal
+	var del []bpf.MpiprobeCountKey
+	it := a.k.objs.Counts.Iterate()
+	for it.Next(&k, &v) {
+		if slices.Contains(j.PIDs, int(k.Tgid)) {
+			del = append(del, k)
+		}
+	}
+	for _, k := range del {
+		_ = a.k.objs.Counts.Delete(k)
+	}
+	for _, pid := range j.PIDs {
+		_ = a.k.objs.Startups.Delete(uint32(pid))
+		_ = a.k.objs.Exits.Delete(uint32(pid))
+	}
+	for _, k := range keys {
+		delete(a.samples, k)
+	}
+	j.final = &sum
+	a.finished++
+	if removed, err := a.store.Prune(func(job string) bool { r, ok := a.t.jobs[job]; return ok && r.Finished.IsZero() }); err != nil {
+		a.cfg.Log.Warn("prune job summaries", "err", err)
+	} else if len(removed) > 0 {
+		a.cfg.Log.Info("job summaries removed by retention", "count", len(removed))
+	}
+	a.saveState()
+}
+
+// stop saves the state for the next agent and says whether the pins must
+// stay: they do while MPI processes run, so that their counts go on.
+func (a *agent) stop() bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.poll()
+	a.saveState()
+	running := a.t.running()
+	if len(running) == 0 {
+		a.cfg.Log.Info("agent stopped; no MPI job runs, probes detached")
+		return false
+	}
+	a.cfg.Log.Info("agent stopped; probes stay attached and keep counting for the next agent (mpiprobe agent --cleanup detaches them)",
+		"jobs", len(running))
+	return true
+}

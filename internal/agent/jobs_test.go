@@ -1,0 +1,106 @@
+package agent
+
+import (
+	"testing"
+	"time"
+
+	"github.com/mpiprobe/mpiprobe/agg"
+	"github.com/mpiprobe/mpiprobe/internal/identity"
+	"github.com/mpiprobe/mpiprobe/probes"
+)
+
+func proc(pid int, job, rank string) agg.Proc {
+	return agg.Proc{PID: pid, Identity: identity.Identity{Host: "n1", Job: job, Rank: rank, Size: "2"}}
+}
+
+func TestTrackerJobEnds(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	tr := newTracker()
+	tr.add(proc(10, "j1", "0"), 100, t0)
+	tr.add(proc(11, "j1", "1"), 101, t0)
+	tr.add(proc(20, "j2", "0"), 200, t0)
+	if _, isNew := tr.add(proc(10, "j1", "0"), 100, t0); isNew {
+		t.Fatal("the same process added twice counts as new")
+	}
+	if j := tr.end(10, agg.End{Kind: agg.Exited, At: t0.Add(time.Second)}); j != nil {
+		t.Fatalf("job j1 finished with rank 1 running: %+v", j)
+	}
+	if j := tr.end(10, agg.End{Kind: agg.Exited}); j != nil {
+		t.Fatal("a second end of the same process finished its job")
+	}
+	j := tr.end(11, agg.End{Kind: agg.Signaled, Signal: 9, At: t0.Add(2 * time.Second)})
+	if j == nil || j.Key != "j1" || !j.Finished.Equal(t0.Add(2*time.Second)) {
+		t.Fatalf("last rank of j1 ended: got %+v", j)
+	}
+	if got := tr.running(); len(got) != 1 || got[0].Key != "j2" {
+		t.Fatalf("running jobs = %+v, want j2", got)
+	}
+	// A late rank of a finished job reopens it.
+	tr.add(proc(12, "j1", "2"), 102, t0.Add(3*time.Second))
+	if got := tr.running(); len(got) != 2 {
+		t.Fatalf("a new rank did not reopen j1: running %+v", got)
+	}
+	tr.forget(tr.jobs["j2"])
+	if _, ok := tr.procs[20]; ok || tr.jobs["j2"] != nil {
+		t.Fatal("forget left the job or its process")
+	}
+}
+
+func TestTrackerUnknownJobAndPidReuse(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	tr := newTracker()
+	tr.add(proc(30, identity.Unknown, identity.Unknown), 300, t0)
+	tr.add(proc(31, identity.Unknown, identity.Unknown), 301, t0)
+	if len(tr.jobs) != 2 || tr.jobs["pid-30"] == nil {
+		t.Fatalf("processes without a job identity must be jobs of their own: %v", tr.jobs)
+	}
+	tr.end(30, agg.End{Kind: agg.Exited})
+	// pid 30 reused by another process (other start time) of job j3.
+	p, isNew := tr.add(proc(30, "j3", "0"), 999, t0)
+	if !isNew || p.Job != "j3" || tr.jobs["pid-30"] != nil {
+		t.Fatalf("pid reuse: got %+v new=%v, jobs %v", p, isNew, tr.jobs)
+	}
+}
+
+func TestStartupOf(t *testing.T) {
+	wall := func(ns uint64) time.Time { return time.Unix(0, int64(ns)) }
+	var ompi, mpich, partial, bogus [probes.NumMarks]uint64
+	ompi[probes.MarkInitEnter], ompi[probes.MarkInitExit] = 1000, 9000
+	ompi[probes.MarkPMIxStart], ompi[probes.MarkPMIxEnd] = 2000, 2500
+	ompi[probes.MarkFinEnter], ompi[probes.MarkFinExit] = 20000, 20700
+	mpich[probes.MarkInitEnter], mpich[probes.MarkInitExit] = 1000, 9000
+	mpich[probes.MarkUCXStart], mpich[probes.MarkUCXEnd] = 3000, 4000
+	partial[probes.MarkInitExit] = 9000 // attached in the middle of MPI_Init
+	partial[probes.MarkFinEnter] = 20000
+	bogus[probes.MarkInitEnter], bogus[probes.MarkInitExit] = 1000, 2000
+	bogus[probes.MarkUCXStart], bogus[probes.MarkUCXEnd] = 1500, 9000 // longer than MPI_Init
+	tests := []struct {
+		name string
+		ns   [probes.NumMarks]uint64
+		want agg.Startup
+	}{
+		{"open mpi", ompi, agg.Startup{InitStart: wall(1000), Init: 8000, Modex: 500, ModexVia: "PMIx fence", Finalize: 700}},
+		{"mpich", mpich, agg.Startup{InitStart: wall(1000), Init: 8000, Modex: 1000, ModexVia: "UCX address exchange"}},
+		{"partial", partial, agg.Startup{}},
+		{"modex longer than init", bogus, agg.Startup{InitStart: wall(1000), Init: 1000}},
+	}
+	for _, tt := range tests {
+		if got := startupOf(tt.ns, wall); got != tt.want {
+			t.Errorf("%s: got %+v, want %+v", tt.name, got, tt.want)
+		}
+	}
+}
+
+func TestLinkNames(t *testing.T) {
+	tg := probes.Target{Dev: 2049, Inode: 123456}
+	name := linkName("c", tg, 7)
+	prefix, dev, ino, ok := parseLinkName(name)
+	if !ok || prefix != "c" || dev != 2049 || ino != 123456 {
+		t.Fatalf("parseLinkName(%q) = %q %d %d %v", name, prefix, dev, ino, ok)
+	}
+	for _, bad := range []string{"", "c-1-2", "c-x-2-3", "-1-2-3", "c-1-2-3-4", "c-1-2-x"} {
+		if _, _, _, ok := parseLinkName(bad); ok {
+			t.Errorf("parseLinkName(%q) accepted", bad)
+		}
+	}
+}

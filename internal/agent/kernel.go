@@ -1,0 +1,273 @@
+package agent
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/btf"
+	"github.com/cilium/ebpf/link"
+
+	"github.com/mpiprobe/mpiprobe/bpf"
+	"github.com/mpiprobe/mpiprobe/internal/collstate"
+	"github.com/mpiprobe/mpiprobe/internal/session"
+	"github.com/mpiprobe/mpiprobe/probes"
+)
+
+// objects are the parts of the BPF collection the agent uses; loading only
+// these keeps the other modes' maps out of the kernel.
+type objects struct {
+	probes.Programs               // the catalog's probe programs
+	StartupMark     *ebpf.Program `ebpf:"startup_mark"`
+	OnFork          *ebpf.Program `ebpf:"on_fork"`
+	OnExec          *ebpf.Program `ebpf:"on_exec"`
+	OnExit          *ebpf.Program `ebpf:"on_exit"`
+
+	Traced     *ebpf.Map `ebpf:"traced"`
+	Counts     *ebpf.Map `ebpf:"counts"`
+	Drops      *ebpf.Map `ebpf:"drops"`
+	ProcEvents *ebpf.Map `ebpf:"proc_events"`
+	Startups   *ebpf.Map `ebpf:"startups"`
+	Exits      *ebpf.Map `ebpf:"exits"`
+}
+
+// pinnedMaps are the maps that carry the agent's state across a restart:
+// they are pinned under <pin dir>/<build>/maps by name.
+var pinnedMaps = []string{"traced", "counts", "drops", "proc_events", "startups", "exits"}
+
+func (o *objects) maps() map[string]*ebpf.Map {
+	return map[string]*ebpf.Map{
+		"traced": o.Traced, "counts": o.Counts, "drops": o.Drops,
+		"proc_events": o.ProcEvents, "startups": o.Startups, "exits": o.Exits,
+	}
+}
+
+func (o *objects) close() {
+	o.Programs.Close()
+	for _, p := range []*ebpf.Program{o.StartupMark, o.OnFork, o.OnExec, o.OnExit} {
+		if p != nil {
+			_ = p.Close()
+		}
+	}
+	for _, m := range o.maps() {
+		if m != nil {
+			_ = m.Close()
+		}
+	}
+}
+
+// kernel is the agent's BPF side: programs, maps and the links that attach
+// them, all pinned under dir so that a restarted agent carries on with
+// them instead of losing what was counted meanwhile.
+type kernel struct {
+	objs objects
+	// dir is <pin dir>/<bpf.BuildID()>.
+	dir string
+	// reused is true when the maps and links came from an earlier agent.
+	reused bool
+	// attached are the library files (device, inode) whose probes are
+	// pinned, by prefix: "c" catalog, "s" startup.
+	attached map[string][][2]uint64
+	tps      []link.Link
+}
+
+// openKernel loads the BPF programs, reusing the maps, tracepoint links and
+// uprobe links pinned by an earlier agent of the same build, or pinning new
+// ones. State pinned by another build is removed, with a warning.
+func openKernel(pinDir string, log *slog.Logger) (*kernel, error) {
+	if err := session.Preflight(); err != nil {
+		return nil, err
+	}
+	if strings.HasPrefix(pinDir, "/sys/fs/bpf/") {
+		if err := collstate.MountBPFFS("/sys/fs/bpf"); err != nil {
+			return nil, err
+		}
+	}
+	if err := os.MkdirAll(pinDir, 0o700); err != nil {
+		return nil, fmt.Errorf("create pin directory %s: %w (is the BPF file system mounted at /sys/fs/bpf?)", pinDir, err)
+	}
+	build := bpf.BuildID()
+	ents, err := os.ReadDir(pinDir)
+	if err != nil {
+		return nil, fmt.Errorf("read pin directory %s: %w", pinDir, err)
+	}
+	for _, e := range ents {
+		if e.Name() != build {
+			log.Warn("removing BPF state pinned by another mpiprobe build; counts of jobs running across the upgrade restart from zero",
+				"dir", filepath.Join(pinDir, e.Name()))
+			if err := os.RemoveAll(filepath.Join(pinDir, e.Name())); err != nil {
+				return nil, fmt.Errorf("remove stale pins in %s: %w", pinDir, err)
+			}
+		}
+	}
+	k := &kernel{dir: filepath.Join(pinDir, build), attached: map[string][][2]uint64{}}
+	spec, err := bpf.LoadMpiprobe()
+	if err != nil {
+		return nil, err
+	}
+	if err := spec.Variables["watch_all"].Set(uint32(1)); err != nil {
+		return nil, fmt.Errorf("set watch_all: %w", err)
+	}
+	repl := map[string]*ebpf.Map{}
+	mapDir := filepath.Join(k.dir, "maps")
+	if _, err := os.Stat(filepath.Join(mapDir, "counts")); err == nil {
+		for _, name := range pinnedMaps {
+			m, err := ebpf.LoadPinnedMap(filepath.Join(mapDir, name), nil)
+			if err != nil {
+				for _, m := range repl {
+					_ = m.Close()
+				}
+				return nil, fmt.Errorf("reopen pinned map %s: %w (remove the pins with mpiprobe agent --cleanup)", name, err)
+			}
+			repl[name] = m
+		}
+		k.reused = true
+	}
+	err = spec.LoadAndAssign(&k.objs, &ebpf.CollectionOptions{MapReplacements: repl})
+	for _, m := range repl {
+		_ = m.Close() // the collection holds its own reference
+	}
+	if err != nil {
+		return nil, session.ExplainLoad("load BPF programs", err)
+	}
+	// The kernel's BTF was needed for loading only: free it.
+	btf.FlushKernelSpec()
+	if !k.reused {
+		if err := os.MkdirAll(mapDir, 0o700); err != nil {
+			k.close(false)
+			return nil, fmt.Errorf("create %s: %w", mapDir, err)
+		}
+		for name, m := range k.objs.maps() {
+			if err := m.Pin(filepath.Join(mapDir, name)); err != nil {
+				k.close(false)
+				return nil, fmt.Errorf("pin map %s: %w", name, err)
+			}
+		}
+	}
+	if err := k.attachTracepoints(); err != nil {
+		k.close(!k.reused)
+		return nil, err
+	}
+	if err := k.readAttached(); err != nil {
+		k.close(!k.reused)
+		return nil, err
+	}
+	return k, nil
+}
+
+// attachTracepoints reuses the pinned process tracepoint links or makes
+// and pins new ones.
+func (k *kernel) attachTracepoints() error {
+	dir := filepath.Join(k.dir, "tp")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("create %s: %w", dir, err)
+	}
+	for name, p := range map[string]*ebpf.Program{"fork": k.objs.OnFork, "exec": k.objs.OnExec, "exit": k.objs.OnExit} {
+		pin := filepath.Join(dir, name)
+		if l, err := link.LoadPinnedLink(pin, nil); err == nil {
+			k.tps = append(k.tps, l)
+			continue
+		}
+		l, err := link.AttachTracing(link.TracingOptions{Program: p})
+		if err != nil {
+			return session.ExplainLoad("attach process tracepoints", err)
+		}
+		if err := l.Pin(pin); err != nil {
+			_ = l.Close()
+			return fmt.Errorf("pin tracepoint link %s: %w", name, err)
+		}
+		k.tps = append(k.tps, l)
+	}
+	return nil
+}
+
+// linkName names the i-th pinned link of a library file.
+func linkName(prefix string, t probes.Target, i int) string {
+	return fmt.Sprintf("%s-%d-%d-%d", prefix, t.Dev, t.Inode, i)
+}
+
+// parseLinkName is the inverse of linkName.
+func parseLinkName(name string) (prefix string, dev, ino uint64, ok bool) {
+	f := strings.Split(name, "-")
+	if len(f) != 4 {
+		return "", 0, 0, false
+	}
+	var err1, err2, err3 error
+	dev, err1 = strconv.ParseUint(f[1], 10, 64)
+	ino, err2 = strconv.ParseUint(f[2], 10, 64)
+	_, err3 = strconv.Atoi(f[3])
+	if err1 != nil || err2 != nil || err3 != nil || f[0] == "" {
+		return "", 0, 0, false
+	}
+	return f[0], dev, ino, true
+}
+
+// readAttached lists the library files an earlier agent attached.
+func (k *kernel) readAttached() error {
+	dir := filepath.Join(k.dir, "links")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("create %s: %w", dir, err)
+	}
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return fmt.Errorf("read %s: %w", dir, err)
+	}
+	seen := map[string]bool{}
+	for _, e := range ents {
+		prefix, dev, ino, ok := parseLinkName(e.Name())
+		key := fmt.Sprintf("%s-%d-%d", prefix, dev, ino)
+		if !ok || seen[key] {
+			continue
+		}
+		seen[key] = true
+		k.attached[prefix] = append(k.attached[prefix], [2]uint64{dev, ino})
+	}
+	return nil
+}
+
+// pinner returns an OnFile hook that pins a file's links under prefix.
+func (k *kernel) pinner(prefix string) func(t probes.Target, links []link.Link) error {
+	return func(t probes.Target, links []link.Link) error {
+		for i, l := range links {
+			if err := l.Pin(filepath.Join(k.dir, "links", linkName(prefix, t, i))); err != nil {
+				return fmt.Errorf("pin link of %s: %w", t.Display, err)
+			}
+		}
+		return nil
+	}
+}
+
+// pinnedLinks counts the links pinned so far (this agent's and earlier ones').
+func (k *kernel) pinnedLinks() int {
+	ents, err := os.ReadDir(filepath.Join(k.dir, "links"))
+	if err != nil {
+		return 0
+	}
+	return len(ents)
+}
+
+// close releases the agent's references. With unpin, the pins go too, so
+// that the probes detach; without it they keep counting for the next agent.
+func (k *kernel) close(unpin bool) {
+	for _, l := range k.tps {
+		_ = l.Close()
+	}
+	k.objs.close()
+	if unpin {
+		_ = os.RemoveAll(k.dir)
+	}
+}
+
+// Cleanup removes everything the agent pinned under pinDir, which detaches
+// its probes once no agent holds them.
+func Cleanup(pinDir string) error {
+	if err := os.RemoveAll(pinDir); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("remove %s: %w", pinDir, err)
+	}
+	return nil
+}

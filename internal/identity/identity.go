@@ -1,0 +1,83 @@
+package identity
+
+import (
+	"strconv"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/mpiprobe/mpiprobe/internal/procfs"
+)
+
+// Unknown is shown for any field that could not be read; it is never guessed.
+const Unknown = "?"
+
+// Identity names an MPI process: the host it runs on, its job and its rank.
+type Identity struct {
+	// Host is the node's hostname.
+	Host string `json:"host"`
+	// Job identifies the job across its ranks on this node (launcher-specific, see FromEnv).
+	Job string `json:"job"`
+	// Rank is the process's rank in MPI_COMM_WORLD as a decimal string.
+	Rank string `json:"rank"`
+	// Size is the world size as a decimal string.
+	Size string `json:"size"`
+	// Launcher names where Job and Rank came from: "openmpi", "hydra", "slurm" or "" when unknown.
+	Launcher string `json:"launcher"`
+}
+
+// Values of Identity.Launcher.
+const (
+	// LauncherOpenMPI is Open MPI's mpirun (or prterun).
+	LauncherOpenMPI = "openmpi"
+	// LauncherHydra is MPICH's (or Intel MPI's) hydra mpiexec.
+	LauncherHydra = "hydra"
+	// LauncherSlurm is a task started by srun.
+	LauncherSlurm = "slurm"
+)
+
+// Reader reads what Resolve needs about a process; procfs.FS satisfies it.
+type Reader interface {
+	// Environ returns the environment the process was started with.
+	Environ(pid int) (map[string]string, error)
+	// Stat returns the process's stat (parent pid and command name).
+	Stat(pid int) (procfs.Stat, error)
+}
+
+// Label formats id and pid as the prefix of an output line:
+// "host=node1 job=12345@0 rank=3 pid=4242". Empty fields are shown as
+// Unknown. Values that are empty, contain spaces, quotes, backslashes,
+// control or other non-printable characters, or invalid UTF-8 are written
+// as Go quoted strings (strconv.Quote), since environment values are
+// chosen by users.
+func (id Identity) Label(pid int) string {
+	var b strings.Builder
+	b.WriteString("host=")
+	b.WriteString(labelValue(id.Host))
+	b.WriteString(" job=")
+	b.WriteString(labelValue(id.Job))
+	b.WriteString(" rank=")
+	b.WriteString(labelValue(id.Rank))
+	b.WriteString(" pid=")
+	b.WriteString(strconv.Itoa(pid))
+	return b.String()
+}
+
+// labelValue returns s as it appears in a Label: Unknown for "", quoted
+// when it could break the key=value layout or the terminal.
+func labelValue(s string) string {
+	if s == "" {
+		return Unknown
+	}
+	for i, r := range s {
+		if r == utf8.RuneError {
+			if _, size := utf8.DecodeRuneInString(s[i:]); size == 1 {
+				return strconv.Quote(s)
+			}
+		}
+		if r == ' ' || r == '"' || r == '\\' || !unicode.IsPrint(r) {
+			return strconv.Quote(s)
+		}
+	}
+	return s
+}

@@ -1,0 +1,16 @@
+// Package session runs one mpiprobe session: it checks the kernel, loads the
+// BPF programs, attaches the probe catalog to the MPI libraries of the
+// targets (processes given by pid or job, or a command it starts), follows
+// their processes, applies the C/T rule to the counters it reads, and builds
+// the per-job summary when the targets are gone or the context ends.
+//
+// In trace mode (Config.Trace) it attaches the trace programs instead of the
+// catalog and records every MPI call of the targets to a trace file: a
+// recorder goroutine drains the trace ring buffer, symbolizes call sites and
+// writes the file; processes are read (identity, memory map, code files) on
+// their first MPI call, while they live.
+//
+// Everything that can be decided without the kernel lives in other packages
+// (procfs, identity, probes, thresholds, agg); this package is the thin edge
+// that ties them to the BPF maps.
+package session

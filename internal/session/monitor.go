@@ -1,0 +1,656 @@
+package session
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/link"
+	"github.com/cilium/ebpf/ringbuf"
+	"golang.org/x/sys/unix"
+
+	"github.com/mpiprobe/mpiprobe/agg"
+	"github.com/mpiprobe/mpiprobe/bpf"
+	"github.com/mpiprobe/mpiprobe/internal/identity"
+	"github.com/mpiprobe/mpiprobe/internal/procfs"
+	"github.com/mpiprobe/mpiprobe/probes"
+	"github.com/mpiprobe/mpiprobe/thresholds"
+)
+
+// Config is what one session traces and how it reports.
+type Config struct {
+	// PIDs are running processes to trace.
+	PIDs []int
+	// Job takes every rank of this job on this node.
+	Job string
+	// Command is started and followed with all its descendants.
+	Command []string
+	// Libraries are extra MPI library files to attach to in command mode.
+	Libraries []string
+	// Catalog is the probe catalog; zero means probes.Default().
+	Catalog probes.Catalog
+	// Overrides of the catalog's C/T rules, weakest first (config file, command line).
+	Overrides []thresholds.Overrides
+	// Interval is how often the counters are read (default 1s).
+	Interval time.Duration
+	// Host names this node in output (default: the hostname).
+	Host string
+	// Proc reads /proc (default /proc).
+	Proc procfs.FS
+	// Out receives the warning lines.
+	Out io.Writer
+	// Log receives diagnostics.
+	Log *slog.Logger
+	// Clock is the C/T rule's clock (default the system clock).
+	Clock thresholds.Clock
+	// Stdout and Stderr of the command (default os.Stdout / os.Stderr).
+	Stdout, Stderr io.Writer
+	// Trace, when set, records every MPI call to a trace file instead of
+	// counting the catalog's events.
+	Trace *TraceConfig
+	// Collectives turns on collective tracking: per process, communicator
+	// and collective, calls and time inside. Its maps are pinned under
+	// collstate.PinRoot for `mpiprobe status` while the session runs.
+	Collectives bool
+	// CommSlots is how many communicators (all processes together) can be
+	// tracked at once (default DefaultCommSlots).
+	CommSlots int
+	// DebugDirs are searched for the separate debug file of a library whose
+	// struct layout mpiprobe does not know (probes.Attacher.DebugDirs); nil
+	// means probes.DefaultDebugDirs.
+	DebugDirs []string
+}
+
+// DefaultCommSlots is the default number of communicator slots: 64 ranks
+// with 64 communicators each.
+const DefaultCommSlots = 4096
+
+// counterKey names one counter: an event in one process.
+type counterKey struct {
+	pid    uint32
+	event  uint32
+	detail uint64
+}
+
+// session is the state of one Run.
+type session struct {
+	cfg     Config
+	cat     probes.Catalog
+	rules   []thresholds.Rule
+	objs    bpf.MpiprobeObjects
+	limiter *thresholds.Limiter[counterKey]
+	procs   map[int]*agg.Proc
+	order   []int
+	samples map[counterKey]agg.Sample
+	drops   []uint64
+	monoOff time.Duration // wall clock minus CLOCK_MONOTONIC
+	start   time.Time
+	rec     *recorder // trace mode only
+	coll    *collTracker
+}
+
+// Run traces the configured targets until they have all exited or ctx is
+// done, and returns the summary of what was counted. Counts read before a
+// failure in the middle of a run are kept in the summary it returns along with
+// the error.
+func Run(ctx context.Context, cfg Config) (agg.Summary, error) {
+	s, err := newSession(cfg)
+	if err != nil {
+		return agg.Summary{}, err
+	}
+	defer s.objs.Close()
+	err = s.run(ctx)
+	return s.summary(), err
+}
+
+func newSession(cfg Config) (*session, error) {
+	if cfg.Catalog.Events == nil {
+		cfg.Catalog = probes.DefaultCatalog()
+	}
+	if cfg.Interval <= 0 {
+		cfg.Interval = time.Second
+	}
+	if cfg.Host == "" {
+		cfg.Host, _ = os.Hostname()
+	}
+	if cfg.Out == nil {
+		cfg.Out = os.Stdout
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.NewTextHandler(os.Stderr, nil))
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = thresholds.SystemClock{}
+	}
+	if cfg.Stdout == nil {
+		cfg.Stdout = os.Stdout
+	}
+	if cfg.Stderr == nil {
+		cfg.Stderr = os.Stderr
+	}
+	if len(cfg.PIDs) == 0 && cfg.Job == "" && len(cfg.Command) == 0 {
+		return nil, errors.New("nothing to trace: give -p PID, --job JOBID or -- COMMAND")
+	}
+	if len(cfg.Command) > 0 && (len(cfg.PIDs) > 0 || cfg.Job != "") {
+		return nil, errors.New("give either -p/--job or a command after --, not both")
+	}
+	if err := cfg.Catalog.Validate(); err != nil {
+		return nil, fmt.Errorf("catalog: %w", err)
+	}
+	s := &session{
+		cfg:     cfg,
+		cat:     cfg.Catalog,
+		limiter: thresholds.NewLimiter[counterKey](cfg.Clock),
+		procs:   map[int]*agg.Proc{},
+		samples: map[counterKey]agg.Sample{},
+		start:   cfg.Clock.Now(),
+	}
+	for _, e := range s.cat.Events {
+		s.rules = append(s.rules, thresholds.Resolve(e.ID, thresholds.Rule{C: e.C, T: e.T}, cfg.Overrides...))
+	}
+	s.monoOff = MonotonicOffset()
+	return s, nil
+}
+
+func (s *session) run(ctx context.Context) error {
+	cfg := s.cfg
+	// Resolve and check the targets before touching the kernel, so that a
+	// typo in a pid is reported as such.
+	pids := slices.Clone(cfg.PIDs)
+	if cfg.Job != "" {
+		jp, err := JobPIDs(cfg.Proc, cfg.Job, cfg.Host)
+		if err != nil {
+			return err
+		}
+		pids = append(pids, jp...)
+	}
+	var targets []probes.Target
+	var live []int
+	var problems []error
+	for _, pid := range pids {
+		libs, err := CheckTarget(cfg.Proc, pid)
+		if err != nil {
+			problems = append(problems, err)
+			continue
+		}
+		t, errs := ProcessTargets(cfg.Proc, pid, libs, s.cat.Libraries())
+		for _, e := range errs {
+			cfg.Log.Warn("library not attachable", "pid", pid, "err", e)
+		}
+		targets = append(targets, t...)
+		live = append(live, pid)
+	}
+	if len(pids) > 0 && len(live) == 0 {
+		return errors.Join(problems...)
+	}
+	for _, e := range problems {
+		cfg.Log.Warn("target skipped", "err", e)
+	}
+	if len(cfg.Command) > 0 {
+		t, err := SystemTargets(s.cat.Libraries(), cfg.Libraries)
+		if err != nil {
+			return err
+		}
+		targets = t
+	}
+
+	if err := Preflight(); err != nil {
+		return err
+	}
+	if err := s.load(); err != nil {
+		return ExplainLoad("load BPF programs", err)
+	}
+	s.drops = make([]uint64, len(dropNames))
+
+	var tplinks []link.Link
+	defer func() {
+		for _, l := range tplinks {
+			_ = l.Close()
+		}
+	}()
+	for _, p := range []*ebpf.Program{s.objs.OnFork, s.objs.OnExec, s.objs.OnExit} {
+		l, err := link.AttachTracing(link.TracingOptions{Program: p})
+		if err != nil {
+			return ExplainLoad("attach process tracepoints", err)
+		}
+		tplinks = append(tplinks, l)
+	}
+
+	var probeCount int
+	if cfg.Trace != nil {
+		rec, n, closeTrace, err := s.startTrace(targets)
+		if err != nil {
+			return err
+		}
+		defer closeTrace()
+		probeCount = n
+		s.rec = rec
+	} else {
+		att, err := probes.NewAttacher(probes.ProgramsOf(&s.objs.MpiprobePrograms), s.cat)
+		if err != nil {
+			return err
+		}
+		att.DebugDirs = cfg.DebugDirs
+		defer att.Close()
+		if err := att.Add(targets); err != nil {
+			return ExplainLoad("attach probes", err)
+		}
+		if cfg.Collectives {
+			ct, err := s.startCollectives(targets)
+			if err != nil {
+				return err
+			}
+			defer ct.close()
+			s.coll = ct
+			probeCount += ct.att.Links()
+		}
+		attached := 0
+		for _, st := range att.Status() {
+			if st.Attached {
+				attached++
+				cfg.Log.Debug("probe attached", "event", st.Event, "file", st.File, "missing", st.Reason)
+			} else {
+				cfg.Log.Warn("event unavailable", "event", st.Event, "file", st.File, "reason", st.Reason)
+			}
+		}
+		if attached == 0 && s.coll == nil {
+			return fmt.Errorf("no catalog event could be attached in %s: this MPI build lacks the probed symbols (see warnings above); mpiprobe knows Open MPI 4.x with pml ob1", describeTargets(targets))
+		}
+		probeCount += att.Attached()
+	}
+
+	rd, err := ringbuf.NewReader(s.objs.ProcEvents)
+	if err != nil {
+		return fmt.Errorf("open process event ring buffer: %w", err)
+	}
+	defer rd.Close()
+	events := make(chan bpf.MpiprobeProcEvent, 1024)
+	go ReadProcEvents(rd, events)
+
+	for _, pid := range live {
+		if err := s.trace(pid, 0); err != nil {
+			return err
+		}
+		s.addProc(pid)
+	}
+	var cmdDone chan error
+	if len(cfg.Command) > 0 {
+		cmdDone, err = s.startCommand(ctx)
+		if err != nil {
+			return err
+		}
+	}
+	cfg.Log.Info("tracing", "processes", len(live), "libraries", len(targets), "probes", probeCount)
+
+	tick := time.NewTicker(cfg.Interval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return s.finish(events)
+		case e, ok := <-events:
+			if !ok {
+				// The ring buffer reader failed: stop selecting on a closed
+				// channel (it would spin); exits are still noticed by poll.
+				cfg.Log.Warn("process notifications stopped; exits are detected by polling")
+				events = nil
+				continue
+			}
+			s.procEvent(e)
+		case err := <-cmdDone:
+			if err != nil {
+				cfg.Log.Info("command ended", "err", err)
+			}
+			cmdDone = nil
+			return s.finish(events)
+		case <-tick.C:
+			s.poll()
+			if cmdDone == nil && s.allEnded() {
+				return s.finish(events)
+			}
+		}
+	}
+}
+
+func describeTargets(ts []probes.Target) string {
+	var names []string
+	for _, t := range ts {
+		names = append(names, t.Display)
+	}
+	if len(names) == 0 {
+		return "no library"
+	}
+	return strings.Join(names, ", ")
+}
+
+// trace adds pid to the BPF set of traced processes.
+func (s *session) trace(pid int, flags uint32) error {
+	if err := s.objs.Traced.Put(uint32(pid), flags); err != nil {
+		return fmt.Errorf("trace pid %d: %w", pid, err)
+	}
+	return nil
+}
+
+// startCommand starts the command with mpiprobe's own process marked as
+// followed, so that the BPF fork hook traces the child, and all its
+// descendants, from their first instruction.
+func (s *session) startCommand(ctx context.Context) (chan error, error) {
+	self := os.Getpid()
+	if err := s.trace(self, 1); err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(s.cfg.Command[0], s.cfg.Command[1:]...)
+	cmd.Stdin = os.Stdin
+	cmd.Stdout = s.cfg.Stdout
+	cmd.Stderr = s.cfg.Stderr
+	err := cmd.Start()
+	_ = s.objs.Traced.Delete(uint32(self))
+	if err != nil {
+		return nil, fmt.Errorf("start %s: %w", s.cfg.Command[0], err)
+	}
+	s.addProc(cmd.Process.Pid)
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	go func() {
+		// Pass a stop request on to the command, as a terminal would.
+		<-ctx.Done()
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+	}()
+	return done, nil
+}
+
+// ReadProcEvents decodes the process notifications of the ring buffer
+// into out until the reader is closed, then closes out.
+func ReadProcEvents(rd *ringbuf.Reader, out chan<- bpf.MpiprobeProcEvent) {
+	for {
+		rec, err := rd.Read()
+		if err != nil {
+			close(out)
+			return
+		}
+		var e bpf.MpiprobeProcEvent
+		if err := binary.Read(bytes.NewReader(rec.RawSample), binary.NativeEndian, &e); err != nil {
+			continue
+		}
+		out <- e
+	}
+}
+
+// addProc registers a process and reads who it is.
+func (s *session) addProc(pid int) *agg.Proc {
+	p, ok := s.procs[pid]
+	if !ok {
+		p = &agg.Proc{PID: pid, Identity: identity.Identity{Host: s.cfg.Host, Job: identity.Unknown, Rank: identity.Unknown, Size: identity.Unknown}}
+		s.procs[pid] = p
+		s.order = append(s.order, pid)
+	}
+	s.identify(p)
+	return p
+}
+
+func (s *session) identify(p *agg.Proc) {
+	if comm, err := s.cfg.Proc.Comm(p.PID); err == nil {
+		p.Comm = comm
+	}
+	id := identity.Resolve(p.PID, s.cfg.Proc, s.cfg.Host)
+	if id.Rank != identity.Unknown || p.Identity.Rank == identity.Unknown {
+		p.Identity = id
+	}
+}
+
+func (s *session) procEvent(e bpf.MpiprobeProcEvent) {
+	pid := int(e.Tgid)
+	switch e.Type {
+	case ProcFork:
+		s.addProc(pid)
+	case ProcExec:
+		s.addProc(pid)
+	case ProcMPI:
+		s.addProc(pid)
+		if s.rec != nil {
+			s.rec.note(pid)
+		}
+	case ProcExit:
+		p, ok := s.procs[pid]
+		if !ok {
+			return
+		}
+		p.End = DecodeExit(e.ExitCode, s.wall(e.TsNs))
+		if s.coll != nil {
+			s.coll.ended(pid)
+		}
+	}
+}
+
+// The proc_event types of bpf/mpiprobe.bpf.c.
+const (
+	// ProcFork: a followed process forked a child, now traced.
+	ProcFork = 1
+	// ProcExec: a process executed a new program.
+	ProcExec = 2
+	// ProcExit: the last thread of a traced process exited.
+	ProcExit = 3
+	// ProcMPI: a traced process made its first MPI call (trace mode), or
+	// entered MPI_Init and became traced (the agent).
+	ProcMPI = 4
+)
+
+// DecodeExit turns a task's exit_code into how the process ended.
+func DecodeExit(code int32, at time.Time) agg.End {
+	if sig := int(code & 0x7f); sig != 0 {
+		return agg.End{Kind: agg.Signaled, Signal: sig, At: at}
+	}
+	return agg.End{Kind: agg.Exited, Code: int(code>>8) & 0xff, At: at}
+}
+
+func (s *session) wall(ns uint64) time.Time {
+	return time.Unix(0, int64(ns)+int64(s.monoOff))
+}
+
+// poll reads every counter, applies the C/T rule, prints what is due, and
+// notices processes that ended without an exit event.
+func (s *session) poll() {
+	var k bpf.MpiprobeCountKey
+	var v bpf.MpiprobeCountVal
+	it := s.objs.Counts.Iterate()
+	for it.Next(&k, &v) {
+		key := counterKey{pid: k.Tgid, event: k.Event, detail: k.Detail}
+		if int(k.Event) >= len(s.cat.Events) {
+			continue
+		}
+		prev, seen := s.samples[key]
+		if !seen { // the name is read once, when the counter appears
+			prev.Detail = s.cat.DetailOf(int(k.Event), k.Detail, CString(v.Name[:]))
+		}
+		s.samples[key] = agg.Sample{
+			PID: k.Tgid, Event: s.cat.Events[k.Event].ID, Count: v.Count, Peak: v.Peak,
+			Detail: prev.Detail, First: s.wall(v.FirstNs), Last: s.wall(v.LastNs),
+		}
+		if _, ok := s.procs[int(k.Tgid)]; !ok {
+			s.addProc(int(k.Tgid))
+		}
+		if r, ok := s.limiter.Observe(key, s.rules[k.Event], v.Count); ok {
+			s.print(r)
+		}
+	}
+	if err := it.Err(); err != nil {
+		s.cfg.Log.Warn("read counters", "err", err)
+	}
+	s.readDrops()
+	for _, pid := range s.order {
+		p := s.procs[pid]
+		if p.End.Kind != agg.Running {
+			continue
+		}
+		if err := unix.Kill(pid, 0); errors.Is(err, unix.ESRCH) {
+			p.End = agg.End{Kind: agg.Vanished, At: s.cfg.Clock.Now()}
+		}
+	}
+}
+
+func (s *session) readDrops() {
+	for i, sum := range DropCounts(s.objs.Drops) {
+		if sum > s.drops[i] {
+			s.cfg.Log.Warn("BPF map full: updates dropped", "what", dropNames[i], "dropped", sum)
+		}
+		s.drops[i] = sum
+	}
+}
+
+// DropCounts returns, for each reason of DropReasons, how many updates the
+// BPF side could not record so far, summed over the CPUs of the drops map.
+func DropCounts(m *ebpf.Map) []uint64 {
+	out := make([]uint64, len(dropNames))
+	for i := range out {
+		var per []uint64
+		if err := m.Lookup(uint32(i), &per); err != nil {
+			continue
+		}
+		for _, n := range per {
+			out[i] += n
+		}
+	}
+	return out
+}
+
+// MonotonicOffset returns the wall clock minus CLOCK_MONOTONIC, the clock
+// of bpf_ktime_get_ns: add it to a BPF timestamp to get wall-clock time.
+func MonotonicOffset() time.Duration {
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts); err != nil {
+		return 0
+	}
+	return time.Duration(time.Now().UnixNano() - ts.Nano())
+}
+
+// DropReasons says what each index of the drops map counts, and what to do.
+func DropReasons() []string { return dropNames[:] }
+
+// dropNames says what each index of the drops map counts, and what to do.
+var dropNames = [...]string{
+	"event counters (counts map full: too many processes x events)",
+	"followed child processes (traced map full)",
+	"process notifications (ring buffer full: mpiprobe fell behind)",
+	"collective calls (no free communicator slot: raise --comm-slots)",
+}
+
+func (s *session) print(r thresholds.Report[counterKey]) {
+	p := s.procs[int(r.Key.pid)]
+	label := fmt.Sprintf("pid=%d", r.Key.pid)
+	if p != nil {
+		label = p.Identity.Label(p.PID)
+	}
+	msg := s.cat.Events[r.Key.event].Message
+	if d := s.samples[r.Key].Detail; d != "" {
+		msg += " [" + d + "]"
+	}
+	fmt.Fprintf(s.cfg.Out, "[%s] %s: %s : %s\n", r.Time.Format("2006-01-02 15:04:05.000"), label, r.Prefix(), msg)
+}
+
+func (s *session) allEnded() bool {
+	if len(s.order) == 0 {
+		return false
+	}
+	for _, pid := range s.order {
+		if s.procs[pid].End.Kind == agg.Running {
+			return false
+		}
+	}
+	return true
+}
+
+// finish takes the last reading and sums up what was never reported.
+func (s *session) finish(events <-chan bpf.MpiprobeProcEvent) error {
+	// Let exit notifications already in the ring buffer arrive.
+	deadline := time.After(200 * time.Millisecond)
+drain:
+	for {
+		select {
+		case e, ok := <-events:
+			if !ok {
+				break drain
+			}
+			s.procEvent(e)
+		case <-deadline:
+			break drain
+		}
+	}
+	s.poll()
+	if s.coll != nil {
+		s.coll.final()
+	}
+	for _, r := range s.limiter.Finalize() {
+		s.print(r)
+	}
+	if s.rec != nil {
+		st, err := s.rec.stop(s.objs.TraceLost, s.endOf)
+		s.cfg.Trace.Stats = st
+		s.rec = nil
+		if err != nil {
+			return fmt.Errorf("trace file: %w", err)
+		}
+	}
+	return nil
+}
+
+// summary builds the per-job summary of the session.
+func (s *session) summary() agg.Summary {
+	var procs []agg.Proc
+	for _, pid := range s.order {
+		p := s.procs[pid]
+		// Launchers and helpers the command started are not ranks; keep
+		// them only if something was counted in them.
+		if p.Identity.Rank == identity.Unknown && !s.hasSamples(pid) && len(s.cfg.Command) > 0 {
+			continue
+		}
+		procs = append(procs, *p)
+	}
+	var samples []agg.Sample
+	for _, sm := range s.samples {
+		samples = append(samples, sm)
+	}
+	var drops []agg.Drop
+	for i, n := range s.drops {
+		if n > 0 {
+			drops = append(drops, agg.Drop{What: dropNames[i], Count: n})
+		}
+	}
+	sum := agg.Build(s.cfg.Host, s.start, s.cfg.Clock.Now(), procs, samples, s.cat.Describe, drops)
+	if s.coll != nil {
+		sum.AddCollectives(s.coll.result())
+	}
+	return sum
+}
+
+func (s *session) hasSamples(pid int) bool {
+	for k := range s.samples {
+		if int(k.pid) == pid {
+			return true
+		}
+	}
+	return false
+}
+
+// CString returns the NUL-terminated string at the start of b, as the BPF
+// side stores names read from the process.
+func CString(b []int8) string {
+	out := make([]byte, 0, len(b))
+	for _, c := range b {
+		if c == 0 {
+			break
+		}
+		out = append(out, byte(c))
+	}
+	return string(out)
+}

@@ -1,0 +1,405 @@
+package session
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/ringbuf"
+	"golang.org/x/sys/unix"
+
+	"github.com/mpiprobe/mpiprobe/agg"
+	"github.com/mpiprobe/mpiprobe/bpf"
+	"github.com/mpiprobe/mpiprobe/internal/collstate"
+	"github.com/mpiprobe/mpiprobe/internal/identity"
+	"github.com/mpiprobe/mpiprobe/internal/procfs"
+	"github.com/mpiprobe/mpiprobe/internal/symbolize"
+	"github.com/mpiprobe/mpiprobe/internal/trace/tracefile"
+	"github.com/mpiprobe/mpiprobe/probes"
+)
+
+// TraceConfig turns a session into trace mode: every MPI call of the traced
+// processes is recorded to a trace file instead of counting unusual events.
+type TraceConfig struct {
+	// Out receives the trace file.
+	Out io.Writer
+	// RingBytes is the size of the BPF ring buffer that carries calls to
+	// mpiprobe (a power of two; default DefaultRingBytes).
+	RingBytes uint32
+	// Stats is filled in when Run returns.
+	Stats TraceStats
+}
+
+// DefaultRingBytes is the default trace ring buffer: 1 Mi calls of 64 bytes.
+const DefaultRingBytes = 64 << 20
+
+// TraceStats says what a trace recorded.
+type TraceStats struct {
+	// Ranks is how many processes made MPI calls.
+	Ranks int
+	// Events is how many calls were written.
+	Events uint64
+	// Lost is how many calls the BPF side could not hand over (ring buffer full).
+	Lost uint64
+	// Unresolved is how many distinct call sites could not be symbolized.
+	Unresolved int
+}
+
+// readEvery is the longest a recorded call waits in the ring buffer.
+const readEvery = 100 * time.Millisecond
+
+// traceEventSize is the size of struct trace_event in bpf/mpiprobe.bpf.c.
+const traceEventSize = 64
+
+// recorder turns trace ring buffer records into trace file events. It runs
+// on its own goroutine; the session talks to it only through start/stop.
+type recorder struct {
+	rd       *ringbuf.Reader
+	w        *tracefile.Writer
+	proc     procfs.FS
+	host     string
+	monoZero uint64 // CLOCK_MONOTONIC ns of the trace's time zero
+	log      *slog.Logger
+	calls    []string
+
+	ranks    map[uint32]int    // tgid -> rank index in the file
+	sites    map[siteKey]int   // (tgid, address) -> site index
+	siteIdx  map[[2]string]int // (object, offset) -> site index
+	maps     map[uint32][]procfs.Mapping
+	resolver *symbolize.Resolver
+	batch    []tracefile.Event
+	stats    TraceStats
+	tgids    []uint32
+	done     chan error
+
+	mu    sync.Mutex // guards noted, written by the session's goroutine
+	noted map[uint32]procInfo
+}
+
+type siteKey struct {
+	tgid uint32
+	addr uint64
+}
+
+func newRecorder(rd *ringbuf.Reader, out io.Writer, hdr tracefile.Header, calls []string, monoZero uint64, proc procfs.FS, log *slog.Logger) (*recorder, error) {
+	w, err := tracefile.NewWriter(out, hdr)
+	if err != nil {
+		return nil, fmt.Errorf("write trace file: %w", err)
+	}
+	for _, c := range calls {
+		if _, err := w.AddCall(c); err != nil {
+			return nil, fmt.Errorf("write trace file: %w", err)
+		}
+	}
+	return &recorder{
+		rd: rd, w: w, proc: proc, host: hdr.Host, monoZero: monoZero, log: log, calls: calls,
+		ranks: map[uint32]int{}, sites: map[siteKey]int{}, siteIdx: map[[2]string]int{},
+		maps: map[uint32][]procfs.Mapping{}, resolver: symbolize.NewResolver(),
+		done: make(chan error, 1), noted: map[uint32]procInfo{},
+	}, nil
+}
+
+// run reads the ring buffer until it is closed or, after stop, empty.
+func (r *recorder) run() {
+	var rec ringbuf.Record
+	var err error
+	// The BPF side wakes the reader only when the ring fills up; the
+	// deadline makes it read what arrived at least every readEvery. Read
+	// returns records while there are any, so the deadline is renewed only
+	// once the ring is empty.
+	r.rd.SetDeadline(time.Now().Add(readEvery))
+	for {
+		if err = r.rd.ReadInto(&rec); errors.Is(err, os.ErrDeadlineExceeded) {
+			r.rd.SetDeadline(time.Now().Add(readEvery))
+			continue
+		}
+		if err != nil {
+			break
+		}
+		if len(rec.RawSample) < traceEventSize {
+			continue
+		}
+		if err = r.add(rec.RawSample); err != nil {
+			break
+		}
+	}
+	if errors.Is(err, ringbuf.ErrFlushed) || errors.Is(err, ringbuf.ErrClosed) {
+		err = nil
+	}
+	if err == nil && len(r.batch) > 0 {
+		err = r.w.WriteEvents(r.batch)
+		r.batch = r.batch[:0]
+	}
+	r.done <- err
+}
+
+// decodeTraceEvent reads a struct trace_event of bpf/mpiprobe.bpf.c: the
+// process, the return address, and the call with its rank and site left
+// to fill in.
+func decodeTraceEvent(b []byte) (tgid uint32, addr uint64, e tracefile.Event) {
+	ne := binary.NativeEndian
+	return ne.Uint32(b[0:]), ne.Uint64(b[8:]), tracefile.Event{
+		TID:      int32(ne.Uint32(b[4:])),
+		Enter:    int64(ne.Uint64(b[16:])),
+		Exit:     int64(ne.Uint64(b[24:])),
+		Count:    int64(ne.Uint64(b[32:])),
+		Peer:     int32(ne.Uint32(b[40:])),
+		Root:     int32(ne.Uint32(b[44:])),
+		ElemSize: int32(ne.Uint32(b[48:])),
+		Ret:      int32(ne.Uint32(b[52:])),
+		Call:     int(ne.Uint16(b[56:])),
+	}
+}
+
+func (r *recorder) add(b []byte) error {
+	tgid, addr, e := decodeTraceEvent(b)
+	e.Enter -= int64(r.monoZero)
+	e.Exit -= int64(r.monoZero)
+	if e.Call >= len(r.calls) {
+		return nil
+	}
+	rank, err := r.rank(tgid)
+	if err != nil {
+		return err
+	}
+	e.Rank = rank
+	if e.Site, err = r.site(tgid, addr); err != nil {
+		return err
+	}
+	r.batch = append(r.batch, e)
+	r.stats.Events++
+	if len(r.batch) >= 4096 {
+		err := r.w.WriteEvents(r.batch)
+		r.batch = r.batch[:0]
+		return err
+	}
+	return nil
+}
+
+// procInfo is what the recorder needs to know of a process, read while
+// it lives.
+type procInfo struct {
+	id   identity.Identity
+	exe  string
+	maps []procfs.Mapping
+}
+
+// read reads who a process is and its memory map.
+func (r *recorder) read(pid int) procInfo {
+	info := procInfo{id: identity.Resolve(pid, r.proc, r.host)}
+	info.exe, _ = r.proc.Exe(pid)
+	if m, err := r.proc.Maps(pid); err == nil {
+		info.maps = m
+	}
+	return info
+}
+
+// note reads a process on its first MPI call, called from the session as
+// soon as BPF tells: the recorder may see its calls only after it exited.
+func (r *recorder) note(pid int) {
+	info := r.read(pid)
+	// Open its code files now (once per file for all ranks): after it
+	// exits, /proc/PID/map_files is gone.
+	open := symbolize.ProcOpener(r.proc, pid)
+	for _, m := range info.maps {
+		if m.Executable() && strings.HasPrefix(m.Path, "/") {
+			_, _ = r.resolver.Resolve(info.maps, open, m.Start+1)
+		}
+	}
+	r.mu.Lock()
+	r.noted[uint32(pid)] = info
+	r.mu.Unlock()
+}
+
+// rank returns the file's rank index of a process, adding it on its first call.
+func (r *recorder) rank(tgid uint32) (int, error) {
+	if i, ok := r.ranks[tgid]; ok {
+		return i, nil
+	}
+	r.mu.Lock()
+	info, ok := r.noted[tgid]
+	r.mu.Unlock()
+	if !ok {
+		info = r.read(int(tgid))
+	}
+	i, err := r.w.AddRank(tracefile.Rank{PID: int(tgid), Host: info.id.Host, Job: info.id.Job, Rank: info.id.Rank, Exe: info.exe})
+	if err != nil {
+		return 0, fmt.Errorf("write trace file: %w", err)
+	}
+	r.ranks[tgid] = i
+	r.tgids = append(r.tgids, tgid)
+	r.stats.Ranks++
+	r.maps[tgid] = info.maps
+	return i, nil
+}
+
+// site returns the file's site index of a return address in a process.
+func (r *recorder) site(tgid uint32, addr uint64) (int, error) {
+	k := siteKey{tgid, addr}
+	if i, ok := r.sites[k]; ok {
+		return i, nil
+	}
+	s, err := r.resolver.Resolve(r.maps[tgid], symbolize.ProcOpener(r.proc, int(tgid)), addr)
+	if err != nil {
+		// Code mapped after the first call (dlopen): read the map again.
+		if m, merr := r.proc.Maps(int(tgid)); merr == nil {
+			r.maps[tgid] = m
+			s, err = r.resolver.Resolve(m, symbolize.ProcOpener(r.proc, int(tgid)), addr)
+		}
+	}
+	if err != nil {
+		r.log.Debug("call site not symbolized", "pid", tgid, "addr", fmt.Sprintf("%#x", addr), "err", err)
+		r.stats.Unresolved++
+		s = symbolize.Site{Object: "?", Offset: addr}
+	}
+	key := [2]string{s.Object, strconv.FormatUint(s.Offset, 16)}
+	i, ok := r.siteIdx[key]
+	if !ok {
+		i, err = r.w.AddSite(tracefile.Site{Object: s.Object, Offset: s.Offset, Function: s.Function,
+			FuncOffset: s.FuncOffset, File: s.File, Line: s.Line})
+		if err != nil {
+			return 0, fmt.Errorf("write trace file: %w", err)
+		}
+		r.siteIdx[key] = i
+	}
+	r.sites[k] = i
+	return i, nil
+}
+
+// stop lets the reader drain what the ring buffer holds, then closes the
+// file with each rank's losses and end.
+func (r *recorder) stop(lost *ebpf.Map, end func(pid int) string) (TraceStats, error) {
+	if ferr := r.rd.Flush(); ferr != nil {
+		_ = r.rd.Close() // unblocks the reader; what it held is lost
+		r.log.Warn("trace ring buffer could not be drained", "err", ferr)
+	}
+	err := <-r.done
+	var ends []tracefile.RankEnd
+	for _, tgid := range r.tgids {
+		var n uint64
+		_ = lost.Lookup(tgid, &n)
+		r.stats.Lost += n
+		ends = append(ends, tracefile.RankEnd{Rank: r.ranks[tgid], Lost: n, End: end(int(tgid))})
+	}
+	// Processes that lost every call still count as lost calls.
+	var k uint32
+	var n uint64
+	it := lost.Iterate()
+	for it.Next(&k, &n) {
+		if _, ok := r.ranks[k]; !ok {
+			r.stats.Lost += n
+		}
+	}
+	_ = r.resolver.Close()
+	if cerr := r.w.Close(ends); err == nil {
+		err = cerr
+	}
+	return r.stats, err
+}
+
+// load loads the BPF objects, sizing the trace ring buffer for the mode.
+func (s *session) load() error {
+	spec, err := bpf.LoadMpiprobe()
+	if err != nil {
+		return err
+	}
+	size := uint32(4096) // counting mode never writes to it
+	if s.cfg.Trace != nil {
+		size = s.cfg.Trace.RingBytes
+		if size == 0 {
+			size = DefaultRingBytes
+		}
+		if size < 4096 || size&(size-1) != 0 {
+			return fmt.Errorf("trace ring buffer of %d bytes: give a power of two of at least 4096", size)
+		}
+	}
+	m, ok := spec.Maps["trace_events"]
+	if !ok {
+		return errors.New("BPF object has no trace_events map: regenerate bpf/ (make generate)")
+	}
+	m.MaxEntries = size
+	if s.cfg.Collectives {
+		slots := s.cfg.CommSlots
+		if slots <= 0 {
+			slots = DefaultCommSlots
+		}
+		if err := collstate.Size(spec, slots); err != nil {
+			return err
+		}
+	}
+	return spec.LoadAndAssign(&s.objs, nil)
+}
+
+// startTrace attaches trace mode's probes to the targets and starts the
+// recorder. The returned function detaches and stops everything.
+func (s *session) startTrace(targets []probes.Target) (*recorder, int, func(), error) {
+	att := probes.NewTraceAttacher(probes.TracePrograms{
+		Enter: s.objs.TraceEnter, Exit: s.objs.TraceExit, Fortran: s.objs.TraceFortranEnter,
+		EnterMulti: s.objs.TraceEnterMulti, ExitMulti: s.objs.TraceExitMulti, FortranMulti: s.objs.TraceFortranEnterMulti,
+	})
+	if err := att.Add(targets); err != nil {
+		_ = att.Close()
+		return nil, 0, nil, ExplainLoad("attach trace probes", err)
+	}
+	if att.Links() == 0 {
+		_ = att.Close()
+		return nil, 0, nil, fmt.Errorf("no MPI C library to trace in %s: trace mode knows Open MPI's libmpi.so.40 and MPICH's libmpich.so.12", describeTargets(targets))
+	}
+	rd, err := ringbuf.NewReader(s.objs.TraceEvents)
+	if err != nil {
+		_ = att.Close()
+		return nil, 0, nil, fmt.Errorf("open trace ring buffer: %w", err)
+	}
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts); err != nil {
+		_ = rd.Close()
+		_ = att.Close()
+		return nil, 0, nil, fmt.Errorf("read the monotonic clock: %w", err)
+	}
+	mono := uint64(ts.Nano())
+	hdr := tracefile.Header{Host: s.cfg.Host, Start: s.wall(mono), Command: s.describeCommand()}
+	rec, err := newRecorder(rd, s.cfg.Trace.Out, hdr, att.Calls(), mono, s.cfg.Proc, s.cfg.Log)
+	if err != nil {
+		_ = rd.Close()
+		_ = att.Close()
+		return nil, 0, nil, err
+	}
+	go rec.run()
+	return rec, att.Links(), func() {
+		_ = rd.Close()
+		_ = att.Close()
+	}, nil
+}
+
+// describeCommand says what a session traces, for the trace file's header.
+func (s *session) describeCommand() []string {
+	if len(s.cfg.Command) > 0 {
+		return slices.Clone(s.cfg.Command)
+	}
+	var out []string
+	for _, pid := range s.cfg.PIDs {
+		out = append(out, "-p", strconv.Itoa(pid))
+	}
+	if s.cfg.Job != "" {
+		out = append(out, "--job", s.cfg.Job)
+	}
+	return out
+}
+
+// endOf says how a process ended, "" while it runs or if it is unknown.
+func (s *session) endOf(pid int) string {
+	p, ok := s.procs[pid]
+	if !ok || p.End.Kind == agg.Running {
+		return ""
+	}
+	return p.End.String()
+}

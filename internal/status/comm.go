@@ -1,0 +1,161 @@
+package status
+
+import (
+	"bytes"
+	"encoding/binary"
+
+	"github.com/mpiprobe/mpiprobe/agg"
+	"github.com/mpiprobe/mpiprobe/probes"
+)
+
+// memory reads a process's memory at a runtime address.
+type memory func(addr uint64, p []byte) error
+
+// commReader reads communicator objects of one process with the layout of
+// its MPI library build.
+type commReader struct {
+	layout probes.CommLayout
+	bias   uint64 // the library's load bias: runtime address minus file address
+	mem    memory
+}
+
+func (r commReader) u32(addr uint64) (uint32, bool) {
+	var b [4]byte
+	if r.mem(addr, b[:]) != nil {
+		return 0, false
+	}
+	return binary.LittleEndian.Uint32(b[:]), true
+}
+
+func (r commReader) u64(addr uint64) (uint64, bool) {
+	var b [8]byte
+	if r.mem(addr, b[:]) != nil {
+		return 0, false
+	}
+	return binary.LittleEndian.Uint64(b[:]), true
+}
+
+// mpichObject returns the address of the MPIR_Comm an MPICH handle names.
+func (r commReader) mpichObject(h uint32) (uint64, bool) {
+	l := r.layout
+	if (h>>26)&0xf != 1 || l.ObjSize == 0 {
+		return 0, false
+	}
+	idx := uint64(h & 0x03ffffff)
+	switch h >> 30 {
+	case 1:
+		return r.bias + l.Builtin + idx*uint64(l.ObjSize), true
+	case 2:
+		if l.DirectCount != 0 && idx >= uint64(l.DirectCount) {
+			return 0, false
+		}
+		return r.bias + l.Direct + idx*uint64(l.ObjSize), true
+	case 3:
+		if l.IndIndexMask == 0 {
+			return 0, false
+		}
+		blocks, ok := r.u64(r.bias + l.Mem + uint64(l.IndBlocksOff))
+		if !ok || blocks == 0 {
+			return 0, false
+		}
+		block, ok := r.u64(blocks + 8*uint64((h>>l.IndShift)&l.IndBlockMask))
+		if !ok || block == 0 {
+			return 0, false
+		}
+		return block + uint64(h&l.IndIndexMask)*uint64(l.ObjSize), true
+	}
+	return 0, false
+}
+
+// isComm reports whether addr is a communicator object: Open MPI's start
+// with the class pointer of ompi_communicator_t; MPICH's start with their
+// own handle, which must decode back to addr.
+func (r commReader) isComm(addr uint64) bool {
+	if addr%8 != 0 {
+		return false
+	}
+	switch r.layout.Kind {
+	case probes.LayoutOMPI:
+		cls, ok := r.u64(addr)
+		return ok && r.layout.ClassAddr != 0 && cls == r.bias+r.layout.ClassAddr
+	case probes.LayoutMPICH:
+		h, ok := r.u32(addr)
+		if !ok {
+			return false
+		}
+		obj, ok := r.mpichObject(h)
+		if !ok || obj != addr {
+			return false
+		}
+		// MPICH's collectives also work on hidden per-node
+		// sub-communicators (node_comm: context id + 2, node_roots_comm:
+		// + 4; bits 1-2 of the id): they are not the application's.
+		cid, ok := r.u32(addr + uint64(r.layout.CIDOff))
+		return ok && cid&r.layout.CIDMask&mpichSubcommBits == 0
+	}
+	return false
+}
+
+// mpichSubcommBits are the bits of an MPICH context id that mark a hidden
+// sub-communicator.
+const mpichSubcommBits = 0x6
+
+// comm reads the identity of the communicator object at addr and the
+// caller's rank in it.
+func (r commReader) comm(addr uint64) (agg.Comm, int, bool) {
+	l := r.layout
+	cid, ok := r.u32(addr + uint64(l.CIDOff))
+	if !ok {
+		return agg.Comm{}, -1, false
+	}
+	c := agg.Comm{ID: uint64(cid & l.CIDMask), Size: -1}
+	rank := -1
+	if v, ok := r.u32(addr + uint64(l.RankOff)); ok {
+		rank = int(int32(v))
+	}
+	switch l.Kind {
+	case probes.LayoutOMPI:
+		if g, ok := r.u64(addr + uint64(l.GroupOff)); ok && g != 0 {
+			if v, ok := r.u32(g + uint64(l.SizeOff)); ok {
+				c.Size = int(int32(v))
+			}
+		}
+		switch c.ID {
+		case 0:
+			c.Name = "WORLD"
+		case 1:
+			c.Name = "SELF"
+		}
+	case probes.LayoutMPICH:
+		if v, ok := r.u32(addr + uint64(l.SizeOff)); ok {
+			c.Size = int(int32(v))
+		}
+		if h, ok := r.u32(addr); ok {
+			switch h {
+			case 0x44000000:
+				c.Name = "WORLD"
+			case 0x44000001:
+				c.Name = "SELF"
+			}
+		}
+	default:
+		return agg.Comm{}, -1, false
+	}
+	return c, rank, true
+}
+
+// userName reads the name the application gave the communicator, "" if none.
+func (r commReader) userName(addr uint64) string {
+	l := r.layout
+	if l.NameLen == 0 {
+		return ""
+	}
+	b := make([]byte, l.NameLen)
+	if r.mem(addr+uint64(l.NameOff), b) != nil {
+		return ""
+	}
+	if i := bytes.IndexByte(b, 0); i >= 0 {
+		b = b[:i]
+	}
+	return string(b)
+}

@@ -1,0 +1,130 @@
+package status
+
+import (
+	"fmt"
+	"path"
+	"strings"
+
+	"github.com/mpiprobe/mpiprobe/internal/symbolize"
+	"github.com/mpiprobe/mpiprobe/probes"
+)
+
+// apiLibrary reports whether a mapped file is an MPI API library: one
+// whose exported functions are the MPI calls an application makes.
+func apiLibrary(object string) bool {
+	base := path.Base(object)
+	if l, ok := probes.Classify(base); ok {
+		switch l {
+		case probes.OMPILibMPI, probes.MPICHLib, probes.OMPIFortran, probes.MPICHFortran:
+			return true
+		}
+	}
+	for _, p := range []string{"libmpi_usempi", "libmpi_usempif08", "libmpifort.so", "libmpicxx.so", "libmpi_cxx.so"} {
+		if strings.HasPrefix(base, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// inMPI is where a stack says a thread is.
+type inMPI struct {
+	// Call is the MPI call ("MPI_Barrier"); "" when the thread is in no
+	// MPI call.
+	Call string
+	// API is the index of the call's outermost frame in the MPI library.
+	API int
+	// Site is the application's call site, "" when the unwinding stopped
+	// before leaving the library.
+	Site string
+	// SitePC is the return address into the application (0 if unknown).
+	SitePC uint64
+	// Hidden says a uretprobe (mpiprobe's own, or another tool's) has
+	// replaced the return address: the site is not on the stack.
+	Hidden bool
+}
+
+// uprobesPage is the mapping the kernel's uretprobe trampoline lives in.
+const uprobesPage = "[uprobes]"
+
+// findCall finds the MPI call a stack (innermost frame first) is in: the
+// outermost frame in an MPI API library whose function is an MPI API
+// function. Internal functions of the libraries (progress threads,
+// libevent) are not calls: a thread whose frames are only those is not in
+// an MPI call.
+func findCall(frames []symbolize.Site, pcs []uint64) inMPI {
+	out := inMPI{API: -1}
+	for i, f := range frames {
+		if !apiLibrary(f.Object) {
+			continue
+		}
+		name, ok := probes.APIName(f.Function)
+		if !ok {
+			continue
+		}
+		out.Call, out.API = name, i
+	}
+	if out.API >= 0 && out.API+1 < len(frames) && frames[out.API+1].Object == uprobesPage {
+		out.Hidden = true
+		if out.API+1 < len(pcs) {
+			out.SitePC = pcs[out.API+1]
+		}
+		return out
+	}
+	if out.API >= 0 && out.API+1 < len(frames) {
+		out.Site = siteText(frames[out.API+1])
+		if out.API+1 < len(pcs) {
+			out.SitePC = pcs[out.API+1]
+		}
+	}
+	return out
+}
+
+// siteText renders a call site: "main+0x1e4 (hang.c:32)", or the object
+// and offset when no symbol covers it.
+func siteText(s symbolize.Site) string {
+	var b strings.Builder
+	if s.Function != "" {
+		fmt.Fprintf(&b, "%s+%#x", s.Function, s.FuncOffset)
+	} else {
+		fmt.Fprintf(&b, "%s+%#x", path.Base(s.Object), s.Offset)
+	}
+	if s.File != "" && s.Line > 0 {
+		fmt.Fprintf(&b, " (%s:%d)", path.Base(s.File), s.Line)
+	}
+	return b.String()
+}
+
+// voteComm returns the communicator object most words point to, among
+// those valid accepts; ok is false when none is valid or when two tie.
+func voteComm(words []uint64, valid func(addr uint64) bool) (uint64, bool) {
+	votes := map[uint64]int{}
+	checked := map[uint64]bool{}
+	for _, w := range words {
+		if w == 0 {
+			continue
+		}
+		ok, seen := checked[w]
+		if !seen {
+			ok = valid(w)
+			checked[w] = ok
+		}
+		if ok {
+			votes[w]++
+		}
+	}
+	var best uint64
+	bestN, tie := 0, false
+	for a, n := range votes {
+		switch {
+		case n > bestN:
+			best, bestN, tie = a, n, false
+		case n == bestN:
+			tie = true
+		}
+	}
+	if bestN == 0 || tie {
+		return 0, false
+	}
+	return best, true
+}

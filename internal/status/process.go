@@ -1,0 +1,267 @@
+package status
+
+import (
+	"debug/elf"
+	"encoding/binary"
+	"fmt"
+	"os"
+	"path"
+
+	"github.com/mpiprobe/mpiprobe/internal/procfs"
+	"github.com/mpiprobe/mpiprobe/internal/status/unwind"
+	"github.com/mpiprobe/mpiprobe/internal/symbolize"
+	"github.com/mpiprobe/mpiprobe/probes"
+)
+
+// maxFrames bounds an unwound stack.
+const maxFrames = 128
+
+// fileID identifies a mapped file.
+type fileID struct {
+	major, minor uint32
+	inode        uint64
+}
+
+// tables caches the unwind tables and program headers of files, shared by
+// all processes.
+type tables struct {
+	byFile map[fileID]*fileInfo
+}
+
+type fileInfo struct {
+	table *unwind.Table
+	progs []*elf.Prog
+	build string
+	err   error
+}
+
+// process is one rank seen through /proc: its memory map, memory, and the
+// layout of its MPI library.
+type process struct {
+	pid   int
+	maps  []procfs.Mapping
+	mem   *os.File
+	open  symbolize.Opener
+	files *tables
+	// comms reads communicator objects; its layout Kind is LayoutUnknown
+	// when the MPI library build is not known.
+	comms commReader
+	// lib is the MPI C library's path and build id.
+	lib, build string
+}
+
+func openProcess(fs procfs.FS, pid int, files *tables) (*process, error) {
+	maps, err := fs.Maps(pid)
+	if err != nil {
+		return nil, err
+	}
+	mem, err := os.Open(fmt.Sprintf("%s/%d/mem", fsRoot(fs), pid))
+	if err != nil {
+		return nil, fmt.Errorf("open the memory of pid %d: %w", pid, err)
+	}
+	p := &process{pid: pid, maps: maps, mem: mem, open: symbolize.ProcOpener(fs, pid), files: files}
+	p.comms = commReader{mem: p.read}
+	for _, m := range probes.Discover(maps) {
+		if m.Library != probes.OMPILibMPI && m.Library != probes.MPICHLib {
+			continue
+		}
+		mp := m.Mapping
+		fi := p.file(mp)
+		p.lib, p.build = mp.Path, fi.build
+		if l, ok := probes.CommLayoutOf(fi.build); ok {
+			if bias, ok := p.bias(mp); ok {
+				p.comms.layout, p.comms.bias = l, bias
+			}
+		}
+		break
+	}
+	return p, nil
+}
+
+// fsRoot is the proc root of fs.
+func fsRoot(fs procfs.FS) string {
+	if fs.Root == "" {
+		return "/proc"
+	}
+	return fs.Root
+}
+
+func (p *process) close() { _ = p.mem.Close() }
+
+// read reads the process's memory.
+func (p *process) read(addr uint64, b []byte) error {
+	if addr > 1<<63 {
+		return fmt.Errorf("address %#x out of range", addr)
+	}
+	n, err := p.mem.ReadAt(b, int64(addr))
+	if n == len(b) {
+		return nil
+	}
+	if err == nil {
+		err = fmt.Errorf("short read at %#x", addr)
+	}
+	return err
+}
+
+func (p *process) mapping(addr uint64) (procfs.Mapping, bool) {
+	for _, m := range p.maps {
+		if addr >= m.Start && addr < m.End {
+			return m, true
+		}
+	}
+	return procfs.Mapping{}, false
+}
+
+// file returns the parsed unwind table and headers of a mapping's file.
+func (p *process) file(m procfs.Mapping) *fileInfo {
+	id := fileID{m.Major, m.Minor, m.Inode}
+	if fi, ok := p.files.byFile[id]; ok {
+		return fi
+	}
+	fi := &fileInfo{}
+	p.files.byFile[id] = fi
+	f, err := p.open(m)
+	if err != nil {
+		fi.err = err
+		return fi
+	}
+	defer f.Close()
+	ef, err := elf.NewFile(f)
+	if err != nil {
+		fi.err = err
+		return fi
+	}
+	fi.progs = ef.Progs
+	fi.build, _ = probes.BuildID(ef)
+	fi.table, fi.err = unwind.Load(f)
+	return fi
+}
+
+// bias returns a file mapping's load bias.
+func (p *process) bias(m procfs.Mapping) (uint64, bool) {
+	fi := p.file(m)
+	if fi.progs == nil {
+		return 0, false
+	}
+	return loadBias(fi.progs, m.Start, m.Offset)
+}
+
+// module finds the unwind table for a code address.
+func (p *process) module(addr uint64) (unwind.Module, bool) {
+	m, ok := p.mapping(addr)
+	if !ok || m.Inode == 0 || !m.Executable() {
+		return unwind.Module{}, false
+	}
+	fi := p.file(m)
+	if fi.table == nil {
+		return unwind.Module{}, false
+	}
+	b, ok := p.bias(m)
+	if !ok {
+		return unwind.Module{}, false
+	}
+	return unwind.Module{Table: fi.table, Bias: b}, true
+}
+
+// thread is what one thread is doing, as read from its stack.
+type thread struct {
+	tid    int
+	regs   unwind.Regs
+	pcs    []uint64
+	frames []symbolize.Site
+	in     inMPI
+	// comm is the communicator object the call works on, 0 if unknown.
+	comm uint64
+	// unwindErr says why the stack could not be followed to its end.
+	unwindErr error
+}
+
+// patch is a return address a pending uretprobe replaced on a thread's
+// stack with its trampoline: the 8 bytes at address at are really value.
+type patch struct {
+	at, value uint64
+}
+
+// threadMemory reads the process's memory as the thread's stack really
+// is: with the return addresses uretprobes hid put back.
+func (p *process) threadMemory(patches []patch) memory {
+	if len(patches) == 0 {
+		return p.read
+	}
+	return func(addr uint64, b []byte) error {
+		if err := p.read(addr, b); err != nil {
+			return err
+		}
+		end := addr + uint64(len(b))
+		for _, pt := range patches {
+			if pt.at >= addr && pt.at+8 <= end {
+				binary.LittleEndian.PutUint64(b[pt.at-addr:], pt.value)
+			}
+		}
+		return nil
+	}
+}
+
+// stack unwinds and symbolizes a thread's stack and finds its MPI call.
+func (p *process) stack(tid int, regs unwind.Regs, patches []patch, res *symbolize.Resolver) thread {
+	t := thread{tid: tid, regs: regs}
+	mem := p.threadMemory(patches)
+	t.pcs, t.unwindErr = unwind.Stack(regs, p.module, unwind.Memory(mem), maxFrames)
+	for i, pc := range t.pcs {
+		addr := pc
+		if i == 0 {
+			addr++ // Resolve looks up addr-1, made for return addresses
+		}
+		s, err := res.Resolve(p.maps, p.open, addr)
+		if err != nil {
+			s = symbolize.Site{}
+			if m, ok := p.mapping(pc); ok {
+				s.Object = m.Path
+			}
+		}
+		t.frames = append(t.frames, s)
+	}
+	t.in = findCall(t.frames, t.pcs)
+	if t.in.Call != "" {
+		t.comm = p.commOnStack(mem, regs.SP, t.in.SitePC)
+	}
+	return t
+}
+
+// maxScan bounds the stack bytes read to find a communicator.
+const maxScan = 64 << 10
+
+// commOnStack finds the communicator object that the words between sp and
+// the return address into the application (the MPI library's frames)
+// point to most often.
+func (p *process) commOnStack(mem memory, sp, ret uint64) uint64 {
+	if p.comms.layout.Kind == probes.LayoutUnknown || sp == 0 {
+		return 0
+	}
+	buf := make([]byte, maxScan)
+	m, ok := p.mapping(sp)
+	if !ok {
+		return 0
+	}
+	n := min(uint64(len(buf)), m.End-sp)
+	buf = buf[:n&^7]
+	if mem(sp, buf) != nil {
+		return 0
+	}
+	var words []uint64
+	for i := 0; i+8 <= len(buf); i += 8 {
+		w := binary.LittleEndian.Uint64(buf[i:])
+		if ret != 0 && w == ret {
+			break // the application's frame starts here
+		}
+		words = append(words, w)
+	}
+	c, ok := voteComm(words, p.comms.isComm)
+	if !ok {
+		return 0
+	}
+	return c
+}
+
+// libName is the base name of the MPI library, for messages.
+func (p *process) libName() string { return path.Base(p.lib) }

@@ -1,0 +1,564 @@
+package status
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/mpiprobe/mpiprobe/agg"
+	"github.com/mpiprobe/mpiprobe/internal/collstate"
+	"github.com/mpiprobe/mpiprobe/internal/identity"
+	"github.com/mpiprobe/mpiprobe/internal/procfs"
+	"github.com/mpiprobe/mpiprobe/internal/session"
+	"github.com/mpiprobe/mpiprobe/internal/status/hang"
+	"github.com/mpiprobe/mpiprobe/internal/status/unwind"
+	"github.com/mpiprobe/mpiprobe/internal/symbolize"
+	"github.com/mpiprobe/mpiprobe/probes"
+)
+
+// Config says which ranks status looks at and how.
+type Config struct {
+	// PIDs are ranks to look at.
+	PIDs []int
+	// Job takes every rank of the job on this node.
+	Job string
+	// Window is how long threads are watched when no history says how long
+	// they have been inside their call (default DefaultWindow).
+	Window time.Duration
+	// MinWait is how long a rank must be inside a call to count as blocked
+	// (default: the window).
+	MinWait time.Duration
+	// Host names this node (default: the hostname).
+	Host string
+	// Proc reads /proc.
+	Proc procfs.FS
+	// PinRoot is where sessions pin their collective maps (default
+	// collstate.PinRoot).
+	PinRoot string
+	// Log receives diagnostics.
+	Log *slog.Logger
+}
+
+// DefaultWindow is how long status watches threads by default.
+const DefaultWindow = time.Second
+
+// Thread is one thread of a rank that is inside an MPI call.
+type Thread struct {
+	TID int `json:"tid"`
+	// Call is the MPI call ("MPI_Barrier").
+	Call string `json:"call"`
+	// Comm is the communicator, nil if unknown.
+	Comm *agg.Comm `json:"comm,omitempty"`
+	// CommName is the name the application gave it (MPI_Comm_set_name),
+	// read from the stack's communicator object; "" if none.
+	CommName string `json:"comm_name,omitempty"`
+	// Seq numbers a collective on Comm (1-based), 0 if unknown.
+	Seq uint64 `json:"seq,omitempty"`
+	// Since is how long the thread has been inside; a lower bound when
+	// AtLeast.
+	Since   time.Duration `json:"since_ns"`
+	AtLeast bool          `json:"at_least,omitempty"`
+	// Moving says the thread entered other MPI calls during the window:
+	// it is making progress, Since is not meaningful.
+	Moving bool `json:"moving,omitempty"`
+	// Via is the completion call (MPI_Wait, ...) the thread is in when
+	// Call is the nonblocking collective it completes.
+	Via string `json:"via,omitempty"`
+	// Site is the application's call site.
+	Site string `json:"site,omitempty"`
+	// Stack is the symbolized stack, innermost first.
+	Stack []string `json:"stack,omitempty"`
+	// Note says what could not be read.
+	Note string `json:"note,omitempty"`
+}
+
+// Rank is one rank's state.
+type Rank struct {
+	Rank int    `json:"rank"`
+	PID  int    `json:"pid"`
+	Job  string `json:"job"`
+	Host string `json:"host"`
+	// Threads are its threads inside MPI calls; none means computing.
+	Threads []Thread `json:"threads"`
+	// Ended is set when the rank ended while status looked at it.
+	Ended string `json:"ended,omitempty"`
+	// Counts are the collective calls per communicator, from a
+	// --collectives session; nil without history.
+	Counts []CommCount `json:"counts,omitempty"`
+	// Library is the MPI library and its build; Note says when its
+	// communicator layout is unknown.
+	Library string `json:"library,omitempty"`
+	Note    string `json:"note,omitempty"`
+}
+
+// CommCount is how many times a rank called each collective on one
+// communicator.
+type CommCount struct {
+	Comm  agg.Comm          `json:"comm"`
+	Calls map[string]uint64 `json:"calls"`
+}
+
+// Result is what status found.
+type Result struct {
+	Host string `json:"host"`
+	// Window is how long threads were watched.
+	Window time.Duration `json:"window_ns"`
+	// History names the mpiprobe sessions whose collective counts were
+	// used; empty without history.
+	History []int  `json:"history_sessions,omitempty"`
+	Ranks   []Rank `json:"ranks"`
+	// Report is the verdict.
+	Report hang.Report `json:"report"`
+	// Notes are one-line remarks (threads in several calls, unknown builds).
+	Notes []string `json:"notes,omitempty"`
+}
+
+// Collect looks at the ranks and decides who waits where.
+func Collect(ctx context.Context, cfg Config) (Result, error) {
+	if cfg.Window <= 0 {
+		cfg.Window = DefaultWindow
+	}
+	if cfg.MinWait <= 0 {
+		cfg.MinWait = cfg.Window
+	}
+	if cfg.Host == "" {
+		cfg.Host, _ = os.Hostname()
+	}
+	if cfg.PinRoot == "" {
+		cfg.PinRoot = collstate.PinRoot
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	res := Result{Host: cfg.Host, Window: cfg.Window}
+
+	pids := slices.Clone(cfg.PIDs)
+	if cfg.Job != "" {
+		jp, err := session.JobPIDs(cfg.Proc, cfg.Job, cfg.Host)
+		if err != nil {
+			return res, err
+		}
+		pids = append(pids, jp...)
+	}
+	if len(pids) == 0 {
+		return res, errors.New("no target: give -p PID or --job JOBID")
+	}
+	var targets []probes.Target
+	var live []int
+	var problems []error
+	for _, pid := range pids {
+		libs, err := session.CheckTarget(cfg.Proc, pid)
+		if err != nil {
+			problems = append(problems, err)
+			continue
+		}
+		t, _ := session.ProcessTargets(cfg.Proc, pid, libs, nil)
+		targets = append(targets, t...)
+		live = append(live, pid)
+	}
+	if len(live) == 0 {
+		return res, errors.Join(problems...)
+	}
+	for _, e := range problems {
+		res.Notes = append(res.Notes, e.Error())
+	}
+	if err := session.Preflight(); err != nil {
+		return res, err
+	}
+
+	k, err := openKernel()
+	if err != nil {
+		return res, err
+	}
+	defer k.close()
+	if err := k.watch(live); err != nil {
+		return res, err
+	}
+	if err := k.countCalls(targets); err != nil {
+		return res, fmt.Errorf("attach the MPI call counter: %w", err)
+	}
+
+	history := readHistory(cfg, live, &res)
+
+	files := &tables{byFile: map[fileID]*fileInfo{}}
+	procs := map[int]*process{}
+	defer func() {
+		for _, p := range procs {
+			p.close()
+		}
+	}()
+	ids := map[int]identity.Identity{}
+	for _, pid := range live {
+		ids[pid] = identity.Resolve(pid, cfg.Proc, cfg.Host)
+		p, err := openProcess(cfg.Proc, pid, files)
+		if err != nil {
+			res.Notes = append(res.Notes, fmt.Sprintf("pid %d: %v", pid, err))
+			continue
+		}
+		procs[pid] = p
+	}
+	resolver := symbolize.NewResolver()
+	defer resolver.Close()
+
+	first, err := sample(k, procs, resolver)
+	if err != nil {
+		return res, err
+	}
+	start := time.Now()
+	select {
+	case <-ctx.Done():
+		return res, ctx.Err()
+	case <-time.After(cfg.Window):
+	}
+	last, err := sample(k, procs, resolver)
+	if err != nil {
+		return res, err
+	}
+	watched := time.Since(start)
+	calls, err := k.calls()
+	if err != nil {
+		return res, err
+	}
+	now := monotonic()
+
+	var hr []hang.Rank
+	for _, pid := range live {
+		id := ids[pid]
+		r := Rank{PID: pid, Job: id.Job, Host: id.Host, Rank: -1}
+		if n, err := strconv.Atoi(id.Rank); err == nil {
+			r.Rank = n
+		}
+		p := procs[pid]
+		if p != nil {
+			r.Library = p.libName()
+			if p.comms.layout.Kind == probes.LayoutUnknown {
+				r.Note = fmt.Sprintf("unknown %s build %s: communicators are not read", p.libName(), shortID(p.build))
+			}
+		}
+		if gone(pid) {
+			r.Ended = "exited during status"
+		}
+		hist := history[pid]
+		if hist != nil {
+			r.Counts = counts(hist)
+		}
+		for tid, t := range last[pid] {
+			if t.in.Call == "" && t.unwindErr != nil && len(t.frames) > 0 && apiLibrary(t.frames[0].Object) {
+				res.Notes = append(res.Notes, fmt.Sprintf("rank %s (pid %d) thread %d is in %s but its stack could not be followed (%v): it may be inside an MPI call",
+					id.Rank, pid, tid, path.Base(t.frames[0].Object), t.unwindErr))
+			}
+			if t.in.Call == "" {
+				var fs []string
+				for _, f := range t.frames {
+					fs = append(fs, frameText(f))
+				}
+				cfg.Log.Debug("thread in no MPI call", "pid", pid, "tid", tid, "ip", fmt.Sprintf("%#x", t.regs.IP),
+					"sp", fmt.Sprintf("%#x", t.regs.SP), "stack", strings.Join(fs, " <- "), "unwind", t.unwindErr)
+				continue
+			}
+			th := Thread{TID: tid, Call: t.in.Call, Site: t.in.Site}
+			for _, f := range t.frames {
+				th.Stack = append(th.Stack, frameText(f))
+			}
+			switch {
+			case t.in.Hidden:
+				th.Note = "call site hidden by a uretprobe"
+			case t.unwindErr != nil && t.in.Site == "":
+				th.Note = t.unwindErr.Error()
+			}
+			if p != nil && t.comm != 0 {
+				if c, _, ok := p.comms.comm(t.comm); ok {
+					th.Comm = &c
+					if c.Name == "" {
+						th.CommName = p.comms.userName(t.comm)
+					}
+				}
+			}
+			before, seen := first[pid][tid]
+			switch {
+			case calls[tid] > 0 || !seen || before.in.Call != t.in.Call || before.in.SitePC != t.in.SitePC:
+				th.Moving = true
+			default:
+				th.Since, th.AtLeast = watched, true
+			}
+			if e, st, ok := completing(hist, th); ok && !th.Moving {
+				// In MPI_Wait & co. for the only nonblocking collective
+				// this rank has not completed: that collective is what it
+				// waits for.
+				c := e.Comm
+				th.Via, th.Call, th.Comm, th.Seq = th.Call, st.Name, &c, st.Calls
+				if st.PendingSince != 0 && st.PendingSince <= now {
+					th.Since, th.AtLeast = time.Duration(now-st.PendingSince), false
+				}
+			}
+			if e, st, ok := inFlight(hist, th); ok && !th.Moving {
+				c := e.Comm
+				th.Comm, th.Seq = &c, st.Calls
+				if st.Since <= now {
+					th.Since, th.AtLeast = time.Duration(now-st.Since), false
+				}
+
+			}
+			r.Threads = append(r.Threads, th)
+		}
+		slices.SortFunc(r.Threads, func(a, b Thread) int { return a.TID - b.TID })
+		if len(r.Threads) > 1 {
+			res.Notes = append(res.Notes, fmt.Sprintf("rank %d (pid %d) has %d threads in MPI calls; the verdict uses the one inside longest", r.Rank, pid, len(r.Threads)))
+		}
+		res.Ranks = append(res.Ranks, r)
+		hr = append(hr, hangRank(r))
+	}
+	slices.SortFunc(res.Ranks, func(a, b Rank) int {
+		if a.Rank != b.Rank {
+			return a.Rank - b.Rank
+		}
+		return a.PID - b.PID
+	})
+	res.Report = hang.Diagnose(hr, cfg.MinWait)
+	return res, nil
+}
+
+// sampleTries bounds how often a thread whose stack could not be followed
+// is read again.
+const sampleTries = 8
+
+// sample reads the registers of every thread and what each is doing, by
+// pid and tid. The registers of a thread running on another CPU are read
+// while they may change: a read whose stack cannot be followed (instruction
+// pointer and stack pointer from two different moments) is retried.
+func sample(k *kernel, procs map[int]*process, res *symbolize.Resolver) (map[int]map[int]thread, error) {
+	out, err := sampleOnce(k, procs, res)
+	for try := 1; err == nil && try < sampleTries; try++ {
+		if !torn(out) {
+			break
+		}
+		time.Sleep(time.Duration(try) * time.Millisecond)
+		again, aerr := sampleOnce(k, procs, res)
+		if aerr != nil {
+			return out, nil
+		}
+		for pid, ts := range out {
+			for tid, t := range ts {
+				if t.in.Call == "" && t.unwindErr != nil {
+					if a, ok := again[pid][tid]; ok {
+						ts[tid] = a
+					}
+				}
+			}
+		}
+	}
+	return out, err
+}
+
+// torn reports whether a thread's stack could not be followed.
+func torn(s map[int]map[int]thread) bool {
+	for _, ts := range s {
+		for _, t := range ts {
+			if t.in.Call == "" && t.unwindErr != nil {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func sampleOnce(k *kernel, procs map[int]*process, res *symbolize.Resolver) (map[int]map[int]thread, error) {
+	regs, err := k.regs()
+	if err != nil {
+		return nil, err
+	}
+	out := map[int]map[int]thread{}
+	for _, r := range regs {
+		p := procs[int(r.Tgid)]
+		if p == nil {
+			continue
+		}
+		if out[p.pid] == nil {
+			out[p.pid] = map[int]thread{}
+		}
+		n := min(int(r.Nret), len(r.RetStack))
+		patches := make([]patch, 0, n)
+		for i := range n {
+			patches = append(patches, patch{at: r.RetStack[i], value: r.RetOrig[i]})
+		}
+		out[p.pid][int(r.Tid)] = p.stack(int(r.Tid), unwind.Regs{IP: r.Ip, SP: r.Sp, BP: r.Bp}, patches, res)
+	}
+	return out, nil
+}
+
+// readHistory returns, per pid, the collective counts of running
+// --collectives sessions.
+func readHistory(cfg Config, pids []int, res *Result) map[int][]collstate.Entry {
+	want := map[int]bool{}
+	for _, p := range pids {
+		want[p] = true
+	}
+	sessions, err := collstate.OpenPinned(cfg.PinRoot, func(pid int) bool { return !gone(pid) })
+	if err != nil {
+		res.Notes = append(res.Notes, "collective history: "+err.Error())
+	}
+	out := map[int][]collstate.Entry{}
+	for _, s := range sessions {
+		es, err := collstate.Read(s.Maps, func(pid int) bool { return want[pid] })
+		s.Close()
+		if err != nil {
+			res.Notes = append(res.Notes, fmt.Sprintf("collective history of mpiprobe pid %d: %v", s.PID, err))
+			continue
+		}
+		if len(es) > 0 {
+			res.History = append(res.History, s.PID)
+		}
+		for _, e := range es {
+			out[e.PID] = append(out[e.PID], e)
+		}
+	}
+	return out
+}
+
+// inFlight finds the history entry of the collective a thread is in: same
+// name and a thread inside. When several communicators qualify, the one
+// the stack shows decides; a single entry wins over the stack's vote, since
+// the probe read the communicator from the call's own argument.
+func inFlight(hist []collstate.Entry, th Thread) (collstate.Entry, collstate.Stat, bool) {
+	var found []struct {
+		e  collstate.Entry
+		st collstate.Stat
+	}
+	for _, e := range hist {
+		for _, st := range e.Stats {
+			if st.Name == th.Call && st.Inside > 0 {
+				found = append(found, struct {
+					e  collstate.Entry
+					st collstate.Stat
+				}{e, st})
+			}
+		}
+	}
+	if len(found) > 1 && th.Comm != nil {
+		for _, f := range found {
+			if f.e.Comm.ID == th.Comm.ID && f.e.Comm.Size == th.Comm.Size {
+				return f.e, f.st, true
+			}
+		}
+	}
+	if len(found) == 1 {
+		return found[0].e, found[0].st, true
+	}
+	return collstate.Entry{}, collstate.Stat{}, false
+}
+
+// completionCalls complete requests.
+var completionCalls = map[string]bool{
+	"MPI_Wait": true, "MPI_Test": true, "MPI_Waitall": true, "MPI_Testall": true,
+	"MPI_Waitany": true, "MPI_Testany": true, "MPI_Waitsome": true, "MPI_Testsome": true,
+}
+
+// completing finds the nonblocking collective a thread in a completion
+// call waits for: the only one of the rank with a request not completed.
+func completing(hist []collstate.Entry, th Thread) (collstate.Entry, collstate.Stat, bool) {
+	if !completionCalls[th.Call] {
+		return collstate.Entry{}, collstate.Stat{}, false
+	}
+	var e collstate.Entry
+	var st collstate.Stat
+	n := 0
+	for _, h := range hist {
+		for _, s := range h.Stats {
+			if s.Pending > 0 {
+				e, st = h, s
+				n++
+			}
+		}
+	}
+	return e, st, n == 1
+}
+
+// counts turns history entries into per-communicator counts.
+func counts(es []collstate.Entry) []CommCount {
+	var out []CommCount
+	for _, e := range es {
+		c := CommCount{Comm: e.Comm, Calls: map[string]uint64{}}
+		for _, st := range e.Stats {
+			c.Calls[st.Name] = st.Calls
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// hangRank is the rank as package hang sees it: the thread inside its call
+// longest stands for the rank.
+func hangRank(r Rank) hang.Rank {
+	h := hang.Rank{Rank: r.Rank, PID: r.PID, Host: r.Host, Ended: r.Ended}
+	if r.Counts != nil {
+		h.Counts = map[agg.Comm]map[string]uint64{}
+		for _, c := range r.Counts {
+			m := h.Counts[c.Comm]
+			if m == nil {
+				m = map[string]uint64{}
+				h.Counts[c.Comm] = m
+			}
+			for n, v := range c.Calls {
+				m[n] += v
+			}
+		}
+	}
+	var best *Thread
+	for i := range r.Threads {
+		t := &r.Threads[i]
+		if best == nil || t.Since > best.Since {
+			best = t
+		}
+	}
+	if best != nil {
+		call := &hang.Call{Name: best.Call, Comm: best.Comm, Seq: best.Seq, Peer: -1,
+			Since: best.Since, AtLeast: best.AtLeast, Site: best.Site}
+		if best.Moving {
+			call.Since = 0
+		}
+		h.In = call
+	}
+	return h
+}
+
+// frameText renders one frame for --verbose and JSON.
+func frameText(s symbolize.Site) string {
+	if s.Object == "" {
+		return "?"
+	}
+	return siteText(s) + " in " + s.Object
+}
+
+// gone reports whether a process no longer exists.
+func gone(pid int) bool {
+	err := unix.Kill(pid, 0)
+	return errors.Is(err, unix.ESRCH) || errors.Is(err, fs.ErrNotExist)
+}
+
+// monotonic is CLOCK_MONOTONIC in nanoseconds, the clock of BPF's
+// bpf_ktime_get_ns.
+func monotonic() uint64 {
+	var ts unix.Timespec
+	_ = unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
+	return uint64(ts.Nano())
+}
+
+func shortID(id string) string {
+	if len(id) > 12 {
+		return id[:12]
+	}
+	if id == "" {
+		return "(no build id)"
+	}
+	return id
+}
