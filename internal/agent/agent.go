@@ -26,10 +26,10 @@ import (
 	"github.com/mpiprobe/mpiprobe/internal/jobstore"
 	"github.com/mpiprobe/mpiprobe/internal/journal"
 	"github.com/mpiprobe/mpiprobe/internal/metrics"
-	"github.com/mpiprobe/mpiprobe/internal/session"
-	"github.com/mpiprobe/mpiprobe/probes"
 	"github.com/mpiprobe/mpiprobe/internal/procfs"
 	"github.com/mpiprobe/mpiprobe/internal/report"
+	"github.com/mpiprobe/mpiprobe/internal/session"
+	"github.com/mpiprobe/mpiprobe/probes"
 	"github.com/mpiprobe/mpiprobe/thresholds"
 )
 

@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mpiprobe/mpiprobe/internal/mpitest"
 	"github.com/mpiprobe/mpiprobe/internal/metrics"
+	"github.com/mpiprobe/mpiprobe/internal/mpitest"
 )
 
 // nastyValues are label values a job id, host name or event name could

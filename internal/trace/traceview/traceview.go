@@ -10,8 +10,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/mpiprobe/mpiprobe/internal/trace/loops"
 	"github.com/mpiprobe/mpiprobe/internal/ranks"
+	"github.com/mpiprobe/mpiprobe/internal/trace/loops"
 	"github.com/mpiprobe/mpiprobe/internal/trace/tracefile"
 )
 
