@@ -5,6 +5,7 @@ go 1.26.8
 require (
 	github.com/cilium/ebpf v0.20.0
 	github.com/olekukonko/tablewriter v1.1.5
+	golang.org/x/arch v0.32.0
 	golang.org/x/sys v0.49.0
 )
 

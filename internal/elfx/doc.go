@@ -7,10 +7,25 @@
 // probe on the call inside mca_pml_ob1_isend fires only when a new send is
 // queued, while one on the callee would also fire on every retry.
 //
-// The scan reads the function's bytes without a full disassembler: a call
-// site is an E8 (call rel32) or E9 (jmp rel32) opcode byte whose 32-bit
-// displacement lands exactly on the callee or its PLT entry. A stray byte
-// inside another instruction matches only if its next four bytes happen to
-// equal that displacement (about one chance in 2^32 per byte), and matches
-// that overlap are rejected.
+// Sites are found by decoding the function, from its symbol's value to
+// its end, as consecutive x86-64 instructions with golang.org/x/arch's
+// x86asm (the Go team's maintained decoder; objdump would be an external
+// tool to run and parse, and debug/elf reads no code). A site is a call
+// (rel32) or jump (rel32, or rel8, which reaches only a local function
+// within 128 bytes, never a PLT entry in another section) whose
+// destination is the callee or its PLT or .plt.got entry. Only decoding
+// tells instruction boundaries: the byte scan it replaced, which looked
+// for E8/E9 bytes whose displacement landed on the callee, could match
+// inside an immediate or displacement, and a uprobe there corrupts the
+// instruction. Two cases x86asm leaves open are closed by hand: it does
+// not know endbr64/endbr32, read here as 4-byte no-ops, and it returns a
+// lone prefix or an instruction cut short as a one-byte instruction
+// without error, taken here as undecodable.
+//
+// Decoding has no way to resynchronise after bytes it cannot read, so a
+// function that does not decode to its end, or that reaches the callee by
+// a conditional jump (a probe there fires whether or not it jumps), yields
+// no sites and an error naming the function and offset (ErrUnreliable):
+// a probe on only some of the calls would undercount without saying so.
+// Fill bytes (int3, nop, zero) after the last instruction are accepted.
 package elfx

@@ -6,20 +6,24 @@ import (
 	"errors"
 	"fmt"
 	"io"
+
+	"golang.org/x/arch/x86/x86asm"
 )
 
 // ErrNoFunction means the named function is not defined in the file.
 var ErrNoFunction = errors.New("function not defined")
 
-// Opcodes of the two instructions that transfer control to a rel32 target.
-const (
-	opCall = 0xe8
-	opJmp  = 0xe9
-)
+// ErrUnreliable means a function's call sites to a callee cannot all be
+// found: its bytes do not decode, from its start to its end, as a sequence
+// of x86-64 instructions, or it reaches the callee by a conditional jump,
+// where no probe can tell a jump from a fall-through.
+var ErrUnreliable = errors.New("call sites cannot be found reliably")
 
 // Sites returns the offsets, relative to the start of function fn, of the
 // call and jump instructions in fn that reach function callee, in order.
 // None found is not an error: the caller decides what an absent call means.
+// When they cannot all be found (ErrUnreliable) it returns none, even those
+// found before the problem, and an error naming fn and the offset.
 func Sites(f *elf.File, fn, callee string) ([]uint64, error) {
 	if f.Machine != elf.EM_X86_64 {
 		return nil, fmt.Errorf("machine %s: only x86-64 is supported", f.Machine)
@@ -48,26 +52,95 @@ func Sites(f *elf.File, fn, callee string) ([]uint64, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", fn, err)
 	}
-	return scan(code, caller.Value, targets), nil
+	sites, err := scan(code, caller.Value, targets)
+	if err != nil {
+		return nil, fmt.Errorf("%s%w", fn, err)
+	}
+	return sites, nil
 }
 
-// scan returns the offsets in code (loaded at addr) of E8/E9 rel32
-// instructions whose destination is in targets, dropping overlapping matches.
-func scan(code []byte, addr uint64, targets map[uint64]bool) []uint64 {
+// scan decodes code (loaded at addr) and returns the offsets of the calls
+// and unconditional jumps whose destination is in targets. A conditional
+// jump to a target is an error: a probe on it would fire whether or not
+// it jumps, and leaving it out would miss calls.
+func scan(code []byte, addr uint64, targets map[uint64]bool) ([]uint64, error) {
 	var out []uint64
-	next := 0 // first offset a new match may start at
-	for i := 0; i+5 <= len(code); i++ {
-		if (code[i] != opCall && code[i] != opJmp) || i < next {
-			continue
+	err := walk(code, func(off int, in x86asm.Inst) error {
+		rel, ok := in.Args[0].(x86asm.Rel)
+		if !ok || in.PCRel == 0 {
+			return nil
 		}
-		rel := int32(binary.LittleEndian.Uint32(code[i+1 : i+5]))
-		dest := addr + uint64(i) + 5 + uint64(int64(rel))
-		if targets[dest] {
-			out = append(out, uint64(i))
-			next = i + 5
+		dest := addr + uint64(off+in.Len) + uint64(int64(rel))
+		switch {
+		case !targets[dest]:
+		case in.Op == x86asm.CALL || in.Op == x86asm.JMP:
+			out = append(out, uint64(off))
+		default:
+			return fmt.Errorf("+%#x: conditional jump %s to the callee: %w", off, in.Op, ErrUnreliable)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// walk decodes code as consecutive 64-bit instructions from its first
+// byte and calls visit with each one and its offset. It fails at the first
+// bytes that are not a whole instruction (unknown, or cut short by the end
+// of code), unless every byte from there on is fill (int3, nop, zero).
+func walk(code []byte, visit func(off int, in x86asm.Inst) error) error {
+	for off := 0; off < len(code); {
+		in, err := decode(code[off:])
+		if err != nil {
+			if isFill(code[off:]) {
+				return nil
+			}
+			return fmt.Errorf("+%#x: %w (bytes % x): %w", off, err, code[off:min(off+8, len(code))], ErrUnreliable)
+		}
+		if err := visit(off, in); err != nil {
+			return err
+		}
+		off += in.Len
+	}
+	return nil
+}
+
+// endbr64 and endbr32 (f3 0f 1e fa/fb, read little-endian) mark CET
+// branch targets; x86asm does not know them.
+const (
+	endbr64 = 0xfa1e0ff3
+	endbr32 = 0xfb1e0ff3
+)
+
+// decode decodes the instruction at the start of b. x86asm returns a
+// one-byte instruction without an opcode, and no error, for a lone prefix
+// and for an instruction cut short: both are errors here, or the walk
+// would go on in the middle of an instruction.
+func decode(b []byte) (x86asm.Inst, error) {
+	if len(b) >= 4 && (binary.LittleEndian.Uint32(b) == endbr64 || binary.LittleEndian.Uint32(b) == endbr32) {
+		return x86asm.Inst{Op: x86asm.NOP, Len: 4, Mode: 64}, nil
+	}
+	in, err := x86asm.Decode(b, 64)
+	if err != nil {
+		return in, err
+	}
+	if in.Op == 0 {
+		return in, errors.New("truncated instruction or lone prefix")
+	}
+	return in, nil
+}
+
+// isFill reports whether b is all int3, nop or zero bytes: padding after
+// the last instruction, not code.
+func isFill(b []byte) bool {
+	for _, c := range b {
+		if c != 0xcc && c != 0x90 && c != 0 {
+			return false
 		}
 	}
-	return out
+	return true
 }
 
 // symbols returns the defined function symbols of the dynamic and the static

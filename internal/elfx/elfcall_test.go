@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"debug/elf"
 	"encoding/binary"
+	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"golang.org/x/arch/x86/x86asm"
 
 	"github.com/mpiprobe/mpiprobe/internal/mpitest"
 )
@@ -21,28 +25,112 @@ func rel32(from, to uint64) []byte {
 	return b
 }
 
+// The code of the scan tests is loaded at addr; it reaches the callee at
+// target (a PLT entry far away) or near (a local function right after it).
+const (
+	addr   = 0x1000
+	target = 0x41d0
+	near   = 0x1040
+)
+
+func call(at, to uint64) []byte { return append([]byte{0xe8}, rel32(addr+at+5, to)...) }
+func jmp(at, to uint64) []byte  { return append([]byte{0xe9}, rel32(addr+at+5, to)...) }
+
 func TestScan(t *testing.T) {
-	const addr = 0x1000
-	call := func(at, to uint64) []byte { return append([]byte{opCall}, rel32(addr+at+5, to)...) }
-	jmp := func(at, to uint64) []byte { return append([]byte{opJmp}, rel32(addr+at+5, to)...) }
-	targets := map[uint64]bool{0x41d0: true}
+	targets := map[uint64]bool{target: true, near: true}
+	padding := []byte{0xcc, 0xcc, 0x0f, 0x0b, 0x90, 0x66, 0x2e, 0x0f, 0x1f, 0x84, 0, 0, 0, 0, 0, 0}
 	tests := []struct {
-		name string
-		code []byte
-		want []uint64
+		name    string
+		code    []byte
+		want    []uint64
+		wantErr string // the error's text after the offset, "" for none
 	}{
-		{"empty", nil, nil},
-		{"call at start", call(0, 0x41d0), []uint64{0}},
-		{"call elsewhere ignored", call(0, 0x5000), nil},
-		{"after other bytes", append([]byte{0x90, 0xbf, 1, 0, 0, 0}, call(6, 0x41d0)...), []uint64{6}},
-		{"tail jump", append([]byte{0x5b}, jmp(1, 0x41d0)...), []uint64{1}},
-		{"two calls", append(call(0, 0x41d0), call(5, 0x41d0)...), []uint64{0, 5}},
-		{"truncated", call(0, 0x41d0)[:4], nil},
+		{"empty", nil, nil, ""},
+		{"call at start", call(0, target), []uint64{0}, ""},
+		{"call elsewhere ignored", call(0, 0x5000), nil, ""},
+		{"after other bytes", slices.Concat([]byte{0x90, 0xbf, 1, 0, 0, 0}, call(6, target)), []uint64{6}, ""},
+		{"tail jump", slices.Concat([]byte{0x5b}, jmp(1, target)), []uint64{1}, ""},
+		{"short tail jump to a near function", []byte{0x5b, 0xeb, byte(near - addr - 3)}, []uint64{1}, ""},
+		{"bnd jmp", slices.Concat([]byte{0xf2}, jmp(1, target)), []uint64{0}, ""},
+		{"two calls", slices.Concat(call(0, target), call(5, target)), []uint64{0, 5}, ""},
+		{"after endbr64", slices.Concat([]byte{0xf3, 0x0f, 0x1e, 0xfa}, call(4, target)), []uint64{4}, ""},
+		{"int3, ud2 and nop padding after the last instruction", slices.Concat(call(0, target), padding), []uint64{0}, ""},
+		{"a lone zero byte of fill at the end", slices.Concat(call(0, target), []byte{0xcc, 0}), []uint64{0}, ""},
+		{"conditional jump elsewhere", slices.Concat([]byte{0x74, 0x05}, call(2, target)), []uint64{2}, ""},
+		{"call cut short by the end", slices.Concat([]byte{0x90}, call(1, target)[:4]), nil,
+			"+0x1: truncated instruction or lone prefix (bytes e8 ca 31 00)"},
+		{"undecodable bytes between two calls", slices.Concat(call(0, target), []byte{0x0f, 0x04}, call(7, target)), nil,
+			"+0x5: unrecognized instruction (bytes 0f 04 e8 c4 31 00 00)"},
+		{"lone prefix at the end", slices.Concat(call(0, target), []byte{0x66}), nil,
+			"+0x5: truncated instruction or lone prefix (bytes 66)"},
+		{"conditional tail jump to the callee", slices.Concat(call(0, target), []byte{0x0f, 0x85}, rel32(addr+11, target)), nil,
+			"+0x5: conditional jump JNE to the callee"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := scan(tc.code, addr, targets); !slices.Equal(got, tc.want) {
+			got, err := scan(tc.code, addr, targets)
+			if !slices.Equal(got, tc.want) {
 				t.Errorf("scan = %v, want %v", got, tc.want)
+			}
+			switch {
+			case tc.wantErr == "" && err != nil:
+				t.Errorf("scan: %v", err)
+			case tc.wantErr != "" && (err == nil || err.Error() != tc.wantErr+": "+ErrUnreliable.Error() || !errors.Is(err, ErrUnreliable)):
+				t.Errorf("scan error = %v, want %q wrapping ErrUnreliable", err, tc.wantErr)
+			}
+		})
+	}
+}
+
+// bytePatternSites are the offsets where the byte scan that decoding
+// replaced matched: an E8 or E9 byte whose next four bytes, read as a
+// rel32, land on a target, wherever it lies.
+func bytePatternSites(code []byte, addr uint64, targets map[uint64]bool) []uint64 {
+	var out []uint64
+	for i := 0; i+5 <= len(code); i++ {
+		rel := int32(binary.LittleEndian.Uint32(code[i+1:]))
+		if (code[i] == 0xe8 || code[i] == 0xe9) && targets[addr+uint64(i)+5+uint64(int64(rel))] {
+			out = append(out, uint64(i))
+		}
+	}
+	return out
+}
+
+// TestNoSiteInsideInstruction gives scan instructions that hold a call or
+// jump to the target in their immediate or displacement bytes: the byte
+// scan took those for call sites, where a uprobe would corrupt the
+// instruction.
+func TestNoSiteInsideInstruction(t *testing.T) {
+	// Reached from a call at +3 whose rel32's high byte is 5b (pop %rbx).
+	const far = addr + 3 + 5 + 0x5b000010
+	tests := []struct {
+		name   string
+		code   []byte
+		target uint64
+		false  uint64 // the offset the byte scan matched
+		want   []uint64
+	}{
+		// movabs $imm64, %rax whose immediate starts with a call.
+		{"mov immediate", slices.Concat([]byte{0x48, 0xb8}, call(2, target), []byte{0, 0, 0}), target, 2, nil},
+		// cmpl $imm32, disp32(%rip) whose displacement ends in e9 and
+		// whose immediate is the rel32; then a real call.
+		{"cmp displacement and immediate", slices.Concat([]byte{0x81, 0x3d, 0, 0, 0}, jmp(5, target), call(10, target)), target, 5, []uint64{10}},
+		// lea disp32(%rip), %rdi whose displacement holds e8 and three
+		// bytes of a rel32 whose fourth is the next instruction, pop %rbx.
+		{"lea displacement and the next opcode", slices.Concat([]byte{0x48, 0x8d, 0x3d}, call(3, far)[:4], []byte{0x5b}), far, 3, nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			targets := map[uint64]bool{tc.target: true}
+			if !slices.Contains(bytePatternSites(tc.code, addr, targets), tc.false) {
+				t.Fatalf("the bytes hold no call to the target at +%#x: the test tests nothing", tc.false)
+			}
+			got, err := scan(tc.code, addr, targets)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("scan = %v, want %v (a site inside an instruction?)", got, tc.want)
 			}
 		})
 	}
@@ -72,6 +160,8 @@ __attribute__((noinline)) void tail(int n) { enable(n + 1); }
 __attribute__((noinline)) void taken(int n) { counter -= n; }
 void *taken_addr(void) { return (void *)taken; }
 __attribute__((noinline)) int usetaken(int x) { if (x > 1) taken(x); return x + 1; }
+/* calls enable, then holds bytes that are no instruction (0f 04) */
+__attribute__((noinline)) int broken(int x) { if (x > 3) enable(1); __asm__ volatile(".byte 0x0f, 0x04"); return x; }
 `
 	if err := os.WriteFile(src, []byte(code), 0o644); err != nil {
 		t.Fatal(err)
@@ -84,16 +174,13 @@ __attribute__((noinline)) int usetaken(int x) { if (x > 1) taken(x); return x + 
 		t.Fatal(err)
 	}
 	defer f.Close()
-	dis, err := exec.Command("objdump", "-d", "--no-show-raw-insn", so).Output()
-	if err != nil {
-		t.Fatal(err)
-	}
+	dis := Objdump(t, so)
 	for _, fn := range []string{"isend", "progress", "quiet", "tail"} {
 		got, err := Sites(f, fn, "enable")
 		if err != nil {
 			t.Fatalf("Sites(%s): %v", fn, err)
 		}
-		want := objdumpSites(t, string(dis), fn, "enable")
+		want := dis.Sites(fn, "enable")
 		if !slices.Equal(got, want) {
 			t.Errorf("Sites(%s) = %v, objdump says %v", fn, got, want)
 		}
@@ -108,61 +195,195 @@ __attribute__((noinline)) int usetaken(int x) { if (x > 1) taken(x); return x + 
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := objdumpSites(t, string(dis), "usetaken", "taken"); len(got) == 0 || !slices.Equal(got, want) {
+	if want := dis.Sites("usetaken", "taken"); len(got) == 0 || !slices.Equal(got, want) {
 		t.Errorf("Sites(usetaken, taken) through .plt.got = %v, objdump says %v", got, want)
 	}
 	if _, err := Sites(f, "nosuch", "enable"); err == nil {
 		t.Error("Sites of an undefined function: want an error")
 	}
+
+	// broken has a call to enable before its bad bytes: no site, and an
+	// error naming the function and where objdump sees "(bad)".
+	if len(dis.Sites("broken", "enable")) == 0 {
+		t.Fatal("objdump sees no call to enable in broken: the test does not test a site before the bad bytes")
+	}
+	bad := slices.IndexFunc(dis.Funcs["broken"].Insts, func(i ObjdumpInst) bool { return i.Mnemonic == "(bad)" })
+	if bad < 0 {
+		t.Fatal("objdump sees no (bad) instruction in broken")
+	}
+	got, err = Sites(f, "broken", "enable")
+	prefix := fmt.Sprintf("broken+%#x: ", dis.Funcs["broken"].Insts[bad].Off)
+	if got != nil || !errors.Is(err, ErrUnreliable) || !strings.HasPrefix(err.Error(), prefix) {
+		t.Errorf("Sites(broken) = %v, %v; want no sites and an error %q… wrapping ErrUnreliable", got, err, prefix)
+	}
 }
 
-// objdumpSites lists the offsets in fn of calls and jumps to callee or callee@plt.
-func objdumpSites(t *testing.T, dis, fn, callee string) []uint64 {
-	var out []uint64
-	var start uint64
-	in := false
-	for _, line := range strings.Split(dis, "\n") {
+// ObjdumpInst is one instruction in objdump's disassembly.
+type ObjdumpInst struct {
+	Off      uint64 // from the start of its function
+	Mnemonic string
+	Line     string
+}
+
+// ObjdumpFunc is one function, or other symbol, in objdump's disassembly.
+type ObjdumpFunc struct {
+	Start uint64
+	Insts []ObjdumpInst
+}
+
+// ObjdumpFile is objdump's reading of a file's code, by symbol name.
+type ObjdumpFile struct {
+	Funcs map[string]ObjdumpFunc
+}
+
+// Objdump reads `objdump -d` of a file. It is exported for the catalog
+// test of package elfx_test.
+func Objdump(t testing.TB, file string) ObjdumpFile {
+	t.Helper()
+	out, err := exec.Command("objdump", "-d", "-w", "--no-show-raw-insn", file).Output()
+	if err != nil {
+		t.Fatalf("objdump %s: %v", file, err)
+	}
+	d := ObjdumpFile{Funcs: map[string]ObjdumpFunc{}}
+	var name string
+	for _, line := range strings.Split(string(out), "\n") {
 		if strings.HasSuffix(line, ">:") {
-			name := line[strings.Index(line, "<")+1 : strings.Index(line, ">")]
-			in = name == fn
-			if in {
-				v, err := strconv.ParseUint(strings.Fields(line)[0], 16, 64)
-				if err != nil {
-					t.Fatal(err)
-				}
-				start = v
+			start, err := strconv.ParseUint(strings.Fields(line)[0], 16, 64)
+			if err != nil {
+				t.Fatalf("objdump %s: %q: %v", file, line, err)
 			}
-			continue
-		}
-		if !in {
+			name = line[strings.Index(line, "<")+1 : len(line)-2]
+			d.Funcs[name] = ObjdumpFunc{Start: start}
 			continue
 		}
 		fields := strings.Fields(line)
-		if len(fields) < 3 || !strings.HasSuffix(fields[0], ":") {
+		if name == "" || len(fields) < 2 || !strings.HasSuffix(fields[0], ":") {
 			continue
 		}
-		if (fields[1] == "call" || fields[1] == "jmp") &&
-			(strings.Contains(line, "<"+callee+">") || strings.Contains(line, "<"+callee+"@plt>")) {
-			v, err := strconv.ParseUint(strings.TrimSuffix(fields[0], ":"), 16, 64)
-			if err != nil {
-				t.Fatal(err)
-			}
-			out = append(out, v-start)
+		at, err := strconv.ParseUint(strings.TrimSuffix(fields[0], ":"), 16, 64)
+		if err != nil {
+			continue
+		}
+		mnemonic := fields[1]
+		if (mnemonic == "bnd" || mnemonic == "notrack") && len(fields) > 2 {
+			mnemonic = fields[2]
+		}
+		fn := d.Funcs[name]
+		fn.Insts = append(fn.Insts, ObjdumpInst{Off: at - fn.Start, Mnemonic: mnemonic, Line: line})
+		d.Funcs[name] = fn
+	}
+	return d
+}
+
+// Sites lists the offsets in fn of calls and jumps (not conditional ones)
+// to callee or callee@plt.
+func (d ObjdumpFile) Sites(fn, callee string) []uint64 {
+	var out []uint64
+	for _, in := range d.Funcs[fn].Insts {
+		if (in.Mnemonic == "call" || in.Mnemonic == "jmp") &&
+			(strings.HasSuffix(in.Line, "<"+callee+">") || strings.HasSuffix(in.Line, "<"+callee+"@plt>")) {
+			out = append(out, in.Off)
 		}
 	}
 	return out
 }
 
-func FuzzSites(f *testing.F) {
-	f.Add([]byte("\x7fELF"))
-	if self, err := os.ReadFile("/proc/self/exe"); err == nil && len(self) < 64<<20 {
-		f.Add(self[:min(len(self), 8192)])
+// debianLibraries are Debian's Open MPI and UCX libraries, whose call
+// sites the catalog probes, and Open MPI's own libraries.
+var debianLibraries = []string{
+	"/usr/lib/x86_64-linux-gnu/openmpi/lib/openmpi3/mca_pml_ob1.so",
+	"/usr/lib/x86_64-linux-gnu/libucp.so.0",
+	"/usr/lib/x86_64-linux-gnu/libmpi.so.40",
+	"/usr/lib/x86_64-linux-gnu/libopen-pal.so.40",
+}
+
+// TestDecodeDebianLibraries decodes every function of Debian's MPI
+// libraries: each must decode to its end, and its instructions must start
+// where objdump's do.
+func TestDecodeDebianLibraries(t *testing.T) {
+	if _, err := exec.LookPath("objdump"); err != nil {
+		mpitest.Require(t, "objdump not installed")
 	}
-	f.Fuzz(func(t *testing.T, data []byte) {
-		ef, err := elf.NewFile(bytes.NewReader(data))
+	for _, lib := range debianLibraries {
+		t.Run(filepath.Base(lib), func(t *testing.T) {
+			if _, err := os.Stat(lib); err != nil {
+				mpitest.Require(t, "Debian's "+lib)
+			}
+			f, err := elf.Open(lib)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			syms, err := symbols(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			starts := map[uint64][]uint64{} // objdump's instruction offsets by function address
+			for _, fn := range Objdump(t, lib).Funcs {
+				for _, in := range fn.Insts {
+					starts[fn.Start] = append(starts[fn.Start], in.Off)
+				}
+			}
+			n := 0
+			for name, s := range syms {
+				code, err := functionBytes(f, s)
+				if err != nil {
+					t.Fatalf("%s: %v", name, err)
+				}
+				var got []uint64
+				if err := walk(code, func(off int, _ x86asm.Inst) error {
+					got = append(got, uint64(off))
+					return nil
+				}); err != nil {
+					t.Errorf("%s%v", name, err)
+					continue
+				}
+				want := slices.DeleteFunc(slices.Clone(starts[s.Value]), func(off uint64) bool { return off >= s.Size })
+				if !slices.Equal(got, want) {
+					i := 0
+					for i < min(len(got), len(want)) && got[i] == want[i] {
+						i++
+					}
+					t.Errorf("%s: instructions start at %#x, objdump's at %#x (first %d agree)", name, got[i:min(i+3, len(got))], want[i:min(i+3, len(want))], i)
+				}
+				n++
+			}
+			if n < 50 {
+				t.Errorf("only %d functions decoded: the test tests little", n)
+			}
+			t.Logf("%d functions decode as objdump reads them", n)
+		})
+	}
+}
+
+func FuzzSites(f *testing.F) {
+	f.Add([]byte("\x7fELF"), uint64(addr), uint64(target))
+	f.Add(slices.Concat([]byte{0x48, 0xb8}, call(2, target), []byte{0, 0, 0}, call(10, target)), uint64(addr), uint64(target))
+	f.Add(slices.Concat([]byte{0xf3, 0x0f, 0x1e, 0xfa, 0xf2}, jmp(5, target), []byte{0xeb, 0xfe, 0xcc, 0x0f, 0x0b, 0x66}), uint64(addr), uint64(target))
+	if self, err := os.ReadFile("/proc/self/exe"); err == nil && len(self) < 64<<20 {
+		f.Add(self[:min(len(self), 8192)], uint64(addr), uint64(target))
+	}
+	f.Fuzz(func(t *testing.T, code []byte, pc, dest uint64) {
+		if ef, err := elf.NewFile(bytes.NewReader(code)); err == nil {
+			_, _ = Sites(ef, "main", "enable")
+		}
+		sites, err := scan(code, pc, map[uint64]bool{dest: true})
 		if err != nil {
+			if sites != nil || !errors.Is(err, ErrUnreliable) {
+				t.Fatalf("scan = %v, %v: want no sites with an ErrUnreliable", sites, err)
+			}
 			return
 		}
-		_, _ = Sites(ef, "main", "enable")
+		for i, off := range sites {
+			if i > 0 && off <= sites[i-1] || off >= uint64(len(code)) {
+				t.Fatalf("sites %v out of order or outside %d bytes", sites, len(code))
+			}
+			in, err := decode(code[off:])
+			rel, ok := in.Args[0].(x86asm.Rel)
+			if err != nil || (in.Op != x86asm.CALL && in.Op != x86asm.JMP) || !ok ||
+				pc+off+uint64(in.Len)+uint64(int64(rel)) != dest {
+				t.Fatalf("site +%#x is %v (%v), not a call or jump to %#x", off, in, err, dest)
+			}
+		}
 	})
 }
