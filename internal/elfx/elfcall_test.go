@@ -252,7 +252,7 @@ func Objdump(t testing.TB, file string) ObjdumpFile {
 			if err != nil {
 				t.Fatalf("objdump %s: %q: %v", file, line, err)
 			}
-			name = line[strings.Index(line, "<")+1 : len(line)-2]
+			name = unversioned(line[strings.Index(line, "<")+1 : len(line)-2])
 			d.Funcs[name] = ObjdumpFunc{Start: start}
 			continue
 		}
@@ -280,12 +280,24 @@ func Objdump(t testing.TB, file string) ObjdumpFile {
 func (d ObjdumpFile) Sites(fn, callee string) []uint64 {
 	var out []uint64
 	for _, in := range d.Funcs[fn].Insts {
-		if (in.Mnemonic == "call" || in.Mnemonic == "jmp") &&
-			(strings.HasSuffix(in.Line, "<"+callee+">") || strings.HasSuffix(in.Line, "<"+callee+"@plt>")) {
+		if in.Mnemonic != "call" && in.Mnemonic != "jmp" || !strings.HasSuffix(in.Line, ">") {
+			continue
+		}
+		dest := in.Line[strings.LastIndex(in.Line, "<")+1 : len(in.Line)-1]
+		if unversioned(strings.TrimSuffix(dest, "@plt")) == callee {
 			out = append(out, in.Off)
 		}
 	}
 	return out
+}
+
+// unversioned strips the symbol version objdump names a dynamic symbol
+// with (mca_pml_ob1_isend@@Base).
+func unversioned(name string) string {
+	if i := strings.Index(name, "@@"); i > 0 {
+		return name[:i]
+	}
+	return name
 }
 
 // debianLibraries are Debian's Open MPI and UCX libraries, whose call
@@ -388,4 +400,20 @@ func FuzzSites(f *testing.F) {
 			}
 		}
 	})
+}
+
+// FunctionCode returns the bytes of function fn of f, and DecodeCode
+// decodes them as Sites does: for the catalog benchmark of package
+// elfx_test.
+func FunctionCode(f *elf.File, fn string) ([]byte, error) {
+	syms, err := symbols(f)
+	if err != nil {
+		return nil, err
+	}
+	return functionBytes(f, syms[fn])
+}
+
+// DecodeCode: see FunctionCode.
+func DecodeCode(code []byte) error {
+	return walk(code, func(int, x86asm.Inst) error { return nil })
 }
