@@ -49,6 +49,8 @@ func TestQuote(t *testing.T) {
 		{"bidi override", "bidi\u202e", `"bidi\u202e"`},
 		{"line separator", "a\u2028b", `"a\u2028b"`},
 		{"invalid UTF-8", "a\xffb", `"a\xffb"`},
+		{"truncated rune", "truncated\xe2\x82", `"truncated\xe2\x82"`},
+		{"replacement character kept", "é日本\uFFFD", "é日本\uFFFD"},
 	} {
 		if got := Quote(tc.in); got != tc.want {
 			t.Errorf("%s: Quote(%q) = %s, want %s", tc.name, tc.in, got, tc.want)
