@@ -62,6 +62,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzEncode -fuzztime 30s ./internal/journal/
 	$(GO) test -run '^$$' -fuzz FuzzEncodeLabels -fuzztime 30s ./internal/metrics/
 	$(GO) test -run '^$$' -fuzz FuzzFileName -fuzztime 30s ./internal/jobstore/
+	$(GO) test -run '^$$' -fuzz FuzzShow -fuzztime 30s ./internal/text/
 	$(GO) test -run '^$$' -fuzz FuzzParseEventSpec -fuzztime 30s ./thresholds/
 	$(GO) test -run '^$$' -fuzz FuzzDiscover -fuzztime 30s ./probes/
 	$(GO) test -run '^$$' -fuzz FuzzSites -fuzztime 30s ./internal/elfx/

@@ -5,11 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/mpiprobe/mpiprobe/internal/identity"
+	"github.com/mpiprobe/mpiprobe/internal/text"
 )
 
 // Merge joins the summaries that the nodes of one job wrote, one per node,
@@ -146,7 +145,7 @@ func onlyJob(sums []Summary) (string, error) {
 	}
 	slices.SortFunc(ids, compareIDs)
 	return "", fmt.Errorf("agg: merge: the summaries hold %d jobs (%s), not one; give --job JOBID",
-		len(ids), strings.Join(quoteAll(ids), ", "))
+		len(ids), quoteAll(ids))
 }
 
 // sharedRanks notes each rank number that appears on several hosts; ranks
@@ -167,7 +166,7 @@ func sharedRanks(ranks []Rank) []string {
 			where = append(where, fmt.Sprintf("%s (pid %d)", hostName(r.Host), r.PID))
 		}
 		if ranks[i].Rank != identity.Unknown && len(hosts) > 1 {
-			notes = append(notes, fmt.Sprintf("rank %s appears on %s", quote(ranks[i].Rank), andList(where)))
+			notes = append(notes, fmt.Sprintf("rank %s appears on %s", text.Quote(ranks[i].Rank), andList(where)))
 		}
 		i = n
 	}
@@ -187,27 +186,14 @@ func hostName(h string) string {
 	if h == "" {
 		return "an unnamed host"
 	}
-	return quote(h)
+	return text.Quote(h)
 }
 
-// quote returns s as is when it is plain printable text, else Go-quoted:
-// host, job and rank names come from users' environments.
-func quote(s string) string {
-	if s == "" || !utf8.ValidString(s) {
-		return strconv.Quote(s)
+// quoteAll joins ids, each as text.Quote shows it, with ", ".
+func quoteAll(ids []string) string {
+	out := make([]string, len(ids))
+	for i, s := range ids {
+		out[i] = text.Quote(s)
 	}
-	for _, r := range s {
-		if r <= ' ' || r == '"' || r == '\\' || r == ',' || !strconv.IsPrint(r) {
-			return strconv.Quote(s)
-		}
-	}
-	return s
-}
-
-func quoteAll(ss []string) []string {
-	out := make([]string, len(ss))
-	for i, s := range ss {
-		out[i] = quote(s)
-	}
-	return out
+	return strings.Join(out, ", ")
 }

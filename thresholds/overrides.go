@@ -7,7 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
+
+	"github.com/mpiprobe/mpiprobe/internal/text"
 )
 
 // Partial is a possibly incomplete override of a [Rule]: a nil field leaves
@@ -129,15 +130,15 @@ const specHelp = "use EVENT=C/T, e.g. ob1.send_pending.new=500/10s, =500/ or =/3
 func ParseEventSpec(s string) (event string, p Partial, err error) {
 	name, value, ok := strings.Cut(s, "=")
 	if !ok {
-		return "", Partial{}, errors.New("threshold " + Quote(s) + ": missing \"=\" (" + specHelp + ")")
+		return "", Partial{}, errors.New("threshold " + text.Echo(s) + ": missing \"=\" (" + specHelp + ")")
 	}
 	event = strings.TrimSpace(name)
 	if err := checkEvent(event, specHelp); err != nil {
-		return "", Partial{}, errors.New("threshold " + Quote(s) + ": " + err.Error())
+		return "", Partial{}, errors.New("threshold " + text.Echo(s) + ": " + err.Error())
 	}
 	p, err = parsePartial(value, specHelp)
 	if err != nil {
-		return "", Partial{}, errors.New("threshold " + Quote(s) + ": " + err.Error())
+		return "", Partial{}, errors.New("threshold " + text.Echo(s) + ": " + err.Error())
 	}
 	return event, p, nil
 }
@@ -145,11 +146,11 @@ func ParseEventSpec(s string) (event string, p Partial, err error) {
 // ParseC parses a count threshold: a decimal whole number such as 1000.
 func ParseC(s string) (uint64, error) {
 	if s == "" || s[0] == '+' || s[0] == '-' || !isInteger(s) {
-		return 0, errors.New(Quote(s) + " is not a count (use a whole number, e.g. 1000)")
+		return 0, errors.New(text.Echo(s) + " is not a count (use a whole number, e.g. 1000)")
 	}
 	n, err := strconv.ParseUint(s, 10, 64)
 	if err != nil { // only digits, so the number is too large
-		return 0, errors.New(Quote(s) + " is too large (the largest count is " +
+		return 0, errors.New(text.Echo(s) + " is too large (the largest count is " +
 			strconv.FormatUint(math.MaxUint64, 10) + ")")
 	}
 	return n, nil
@@ -162,18 +163,18 @@ func ParseT(s string) (time.Duration, error) {
 		n, err := strconv.ParseInt(s, 10, 64)
 		switch {
 		case err != nil || n > math.MaxInt64/int64(time.Second) || n < math.MinInt64/int64(time.Second):
-			return 0, errors.New(Quote(s) + " is too large (use e.g. 10s, 2m)")
+			return 0, errors.New(text.Echo(s) + " is too large (use e.g. 10s, 2m)")
 		case n < 0:
-			return 0, errors.New(Quote(s) + " is negative (use 0 or more, e.g. 10s)")
+			return 0, errors.New(text.Echo(s) + " is negative (use 0 or more, e.g. 10s)")
 		}
 		return time.Duration(n) * time.Second, nil
 	}
 	d, err := time.ParseDuration(s)
 	if err != nil {
-		return 0, errors.New(Quote(s) + " is not a duration (use e.g. 10s, 2m)")
+		return 0, errors.New(text.Echo(s) + " is not a duration (use e.g. 10s, 2m)")
 	}
 	if d < 0 {
-		return 0, errors.New(Quote(s) + " is negative (use 0 or more, e.g. 10s)")
+		return 0, errors.New(text.Echo(s) + " is negative (use 0 or more, e.g. 10s)")
 	}
 	return d, nil
 }
@@ -184,7 +185,7 @@ func parsePartial(s, help string) (Partial, error) {
 	cs, ts, _ := strings.Cut(s, "/")
 	cs, ts = strings.TrimSpace(cs), strings.TrimSpace(ts)
 	if cs == "" && ts == "" {
-		return Partial{}, errors.New(Quote(s) + " sets neither C nor T (" + help + ")")
+		return Partial{}, errors.New(text.Echo(s) + " sets neither C nor T (" + help + ")")
 	}
 	var p Partial
 	if cs != "" {
@@ -215,7 +216,7 @@ func checkEvent(name, help string) error {
 		switch c := name[i]; {
 		case 'a' <= c && c <= 'z', '0' <= c && c <= '9', c == '_', c == '.', c == '-':
 		default:
-			return errors.New("event name " + Quote(name) +
+			return errors.New("event name " + text.Echo(name) +
 				" is invalid (use lowercase letters, digits, '_', '.' and '-')")
 		}
 	}
@@ -236,18 +237,4 @@ func isInteger(s string) bool {
 		}
 	}
 	return true
-}
-
-// Quote quotes s for an error message, shortening it to about 60 bytes so a
-// huge line does not make a huge message.
-func Quote(s string) string {
-	const limit = 60
-	if len(s) <= limit {
-		return strconv.Quote(s)
-	}
-	cut := limit
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return strconv.Quote(s[:cut]) + "..."
 }

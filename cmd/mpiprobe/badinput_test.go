@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
+	"flag"
 	"io"
 	"os"
 	"os/exec"
@@ -162,5 +164,33 @@ func TestNoProbeForThisMPI(t *testing.T) {
 	code, stderr := runBinary(t, bin, nil, "--events", "retries", "-p", strconv.Itoa(job.Ranks[0]))
 	if code == 0 || !strings.Contains(stderr, "no catalog event could be attached") {
 		t.Errorf("exit %d, stderr:\n%s\nwant non-zero and \"no catalog event could be attached\"", code, stderr)
+	}
+}
+
+func TestSubcommands(t *testing.T) {
+	var usage strings.Builder
+	if _, err := parseArgs([]string{"-h"}, &usage); !errors.Is(err, flag.ErrHelp) {
+		t.Fatalf("-h: %v", err)
+	}
+	seen := map[string]bool{}
+	for _, sc := range subcommands() {
+		if seen[sc.name] || sc.run == nil || sc.about == "" || !strings.HasPrefix(sc.synopsis, sc.name) {
+			t.Errorf("subcommand %q: duplicate, no run, no description or a synopsis not starting with its name", sc.name)
+		}
+		seen[sc.name] = true
+		if got, ok := findSubcommand(sc.name); !ok || got.name != sc.name {
+			t.Errorf("findSubcommand(%q) = %q, %v", sc.name, got.name, ok)
+		}
+		if !strings.Contains(usage.String(), "mpiprobe "+sc.synopsis+" ") || !strings.Contains(usage.String(), "("+sc.about+")") {
+			t.Errorf("help text lacks %q:\n%s", sc.synopsis, usage.String())
+		}
+		// Each subcommand parses its own flags: -h is its usage, exit 0.
+		var out, errb bytes.Buffer
+		if code := sc.run(context.Background(), []string{"-h"}, &out, &errb); code != 0 || !strings.Contains(errb.String(), "usage: mpiprobe "+sc.name) {
+			t.Errorf("%s -h: exit %d, stderr %q", sc.name, code, errb.String())
+		}
+	}
+	if _, ok := findSubcommand("-p"); ok {
+		t.Error("findSubcommand(\"-p\") found a subcommand")
 	}
 }

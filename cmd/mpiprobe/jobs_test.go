@@ -104,10 +104,13 @@ func TestJobsList(t *testing.T) {
 		t.Fatalf("exit %d, stderr %q", code, errs)
 	}
 	clock := func(d time.Duration) string { return jobsT0.Add(d).Format("2006-01-02 15:04:05") }
-	want := "JOB  STATE       RANKS  ENDED                                           EVENTS  START                LAST UPDATE\n" +
-		"300  unreadable  -      -                                               -       -                    " + clock(3*time.Hour) + "\n" +
-		"200  running     2      1 running, 1 exited                             2,001   " + clock(0) + "  " + clock(2*time.Hour) + "\n" +
-		"100  finished    4      2 exited, 1 exited with 1, 1 killed by SIGKILL  46      " + clock(0) + "  " + clock(time.Hour) + "\n" +
+	want := "┌─────┬────────────┬───────┬────────────────────────────────────────────────┬────────┬─────────────────────┬─────────────────────┐\n" +
+		"│ JOB │   STATE    │ RANKS │                     ENDED                      │ EVENTS │        START        │     LAST UPDATE     │\n" +
+		"├─────┼────────────┼───────┼────────────────────────────────────────────────┼────────┼─────────────────────┼─────────────────────┤\n" +
+		"│ 300 │ unreadable │     - │ -                                              │      - │ -                   │ " + clock(3*time.Hour) + " │\n" +
+		"│ 200 │ running    │     2 │ 1 running, 1 exited                            │  2,001 │ " + clock(0) + " │ " + clock(2*time.Hour) + " │\n" +
+		"│ 100 │ finished   │     4 │ 2 exited, 1 exited with 1, 1 killed by SIGKILL │     46 │ " + clock(0) + " │ " + clock(time.Hour) + " │\n" +
+		"└─────┴────────────┴───────┴────────────────────────────────────────────────┴────────┴─────────────────────┴─────────────────────┘\n" +
 		"\nUnreadable summaries:\n" +
 		"  300: " + files["300"] + ": report: read summary: unexpected end of JSON input\n"
 	if out != want {
@@ -118,7 +121,7 @@ func TestJobsList(t *testing.T) {
 	if code != 0 || errs != "" {
 		t.Fatalf("--json: exit %d, stderr %q", code, errs)
 	}
-	var rows []jobsRow
+	var rows []report.JobRow
 	if err := json.Unmarshal([]byte(out), &rows); err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
@@ -384,27 +387,6 @@ func TestJobsBadInput(t *testing.T) {
 		}
 		if code, _, errs := jobsRun(main, "-h"); code != 0 || !strings.Contains(errs, "usage: mpiprobe ") {
 			t.Errorf("-h: exit %d, stderr %q", code, errs)
-		}
-	}
-}
-
-func TestJobsEnded(t *testing.T) {
-	r := func(e agg.End) agg.Rank { return agg.Rank{End: e} }
-	got := jobsEnded([]agg.Rank{
-		r(agg.End{Kind: agg.Signaled, Signal: 11}), r(agg.End{Kind: agg.Exited, Code: 2}), r(agg.End{Kind: agg.Vanished}),
-		r(agg.End{Kind: agg.Exited}), r(agg.End{}), r(agg.End{Kind: agg.Signaled, Signal: 9}), r(agg.End{Kind: agg.Exited, Code: 1}),
-		r(agg.End{Kind: agg.Exited}), r(agg.End{Kind: agg.EndKind(42)}),
-	})
-	want := "1 running, 2 exited, 1 exited with 1, 1 exited with 2, 1 killed by SIGKILL, 1 killed by SIGSEGV, 2 status unknown"
-	if got != want {
-		t.Errorf("jobsEnded = %q\nwant %q", got, want)
-	}
-	if got := jobsEnded(nil); got != "-" {
-		t.Errorf("jobsEnded(nil) = %q", got)
-	}
-	for in, want := range map[string]string{"100": "100", "12@0": "12@0", "a b": `"a b"`, "\x1b[2J": `"\x1b[2J"`, "": `""`, "\xff": `"\xff"`} {
-		if got := jobsShow(in); got != want {
-			t.Errorf("jobsShow(%q) = %s, want %s", in, got, want)
 		}
 	}
 }

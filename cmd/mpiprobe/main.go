@@ -51,35 +51,12 @@ import (
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if len(os.Args) > 1 && os.Args[1] == "trace" {
-		code := traceMain(ctx, os.Args[2:], os.Stdout, os.Stderr)
-		stop()
-		os.Exit(code)
-	}
-	if len(os.Args) > 1 && os.Args[1] == "agent" {
-		code := agentMain(ctx, os.Args[2:], os.Stderr)
-		stop()
-		os.Exit(code)
-	}
-	if len(os.Args) > 1 && os.Args[1] == "status" {
-		code := statusMain(ctx, os.Args[2:], os.Stdout, os.Stderr)
-		stop()
-		os.Exit(code)
-	}
-	if len(os.Args) > 1 && os.Args[1] == "probes" {
-		code := probesMain(ctx, os.Args[2:], os.Stdout, os.Stderr)
-		stop()
-		os.Exit(code)
-	}
-	if len(os.Args) > 1 && os.Args[1] == "jobs" {
-		code := jobsMain(ctx, os.Args[2:], os.Stdout, os.Stderr)
-		stop()
-		os.Exit(code)
-	}
-	if len(os.Args) > 1 && os.Args[1] == "report" {
-		code := reportMain(ctx, os.Args[2:], os.Stdout, os.Stderr)
-		stop()
-		os.Exit(code)
+	if len(os.Args) > 1 {
+		if sc, ok := findSubcommand(os.Args[1]); ok {
+			code := sc.run(ctx, os.Args[2:], os.Stdout, os.Stderr)
+			stop()
+			os.Exit(code)
+		}
 	}
 	cfg, err := parseArgs(os.Args[1:], os.Stderr)
 	if errors.Is(err, flag.ErrHelp) {
@@ -93,6 +70,54 @@ func main() {
 		fmt.Fprintf(os.Stderr, "mpiprobe: %v\n", err)
 		os.Exit(1)
 	}
+}
+
+// subcommand is a first argument that runs a command of its own, with its
+// own flags.
+type subcommand struct {
+	// name is the argument; synopsis how the help text shows its command
+	// line; about what it does, in one line.
+	name, synopsis, about string
+	// run runs it on the arguments after name and returns the exit code:
+	// 0, 1 on failure, 2 on bad usage.
+	run func(ctx context.Context, args []string, stdout, stderr io.Writer) int
+}
+
+// subcommands lists the subcommands in the order the help text shows them.
+func subcommands() []subcommand {
+	return []subcommand{
+		{"trace", "trace -h", "record and show every MPI call", traceMain},
+		{"status", "status -h", "who waits where in a running or hung job", statusMain},
+		{"probes", "probes -p PID", "every catalog entry: attached or unavailable, and why", probesMain},
+		{"agent", "agent -h", "node-wide agent: every MPI job on this node",
+			func(ctx context.Context, args []string, _, stderr io.Writer) int { return agentMain(ctx, args, stderr) }},
+		{"jobs", "jobs", "the job summaries the agent wrote", jobsMain},
+		{"report", "report JOBID | report --merge DIR...", "one job's summary, or several nodes' merged", reportMain},
+	}
+}
+
+// findSubcommand returns the subcommand called name.
+func findSubcommand(name string) (subcommand, bool) {
+	for _, sc := range subcommands() {
+		if sc.name == name {
+			return sc, true
+		}
+	}
+	return subcommand{}, false
+}
+
+// subcommandUsage is the help text's lines for the subcommands, their
+// descriptions aligned.
+func subcommandUsage() string {
+	width := 0
+	for _, sc := range subcommands() {
+		width = max(width, len(sc.synopsis))
+	}
+	var b strings.Builder
+	for _, sc := range subcommands() {
+		fmt.Fprintf(&b, "       mpiprobe %-*s  (%s)\n", width, sc.synopsis, sc.about)
+	}
+	return b.String()
 }
 
 // config is the parsed command line.
@@ -148,7 +173,7 @@ func parseArgs(args []string, stderr io.Writer) (config, error) {
 	fs.IntVar(&cfg.monitor.CommSlots, "comm-slots", session.DefaultCommSlots, "with --collectives: how many communicators, over all processes, can be tracked at once")
 	events := fs.String("events", string(probes.Default), "comma-separated event `LEVELS` to enable: default, retries, messages, or all")
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: mpiprobe [flags] -p PID [-p PID ...]\n       mpiprobe [flags] --job JOBID\n       mpiprobe [flags] -- COMMAND [ARGS...]\n       mpiprobe trace -h    (record and show every MPI call)\n       mpiprobe status -h   (who waits where in a running or hung job)\n       mpiprobe probes -p PID (every catalog entry: attached or unavailable, and why)\n       mpiprobe agent -h    (node-wide agent: every MPI job on this node)\n       mpiprobe jobs | report JOBID | report --merge DIR...   (the agent's job summaries)\n\nflags:\n")
+		fmt.Fprintf(stderr, "usage: mpiprobe [flags] -p PID [-p PID ...]\n       mpiprobe [flags] --job JOBID\n       mpiprobe [flags] -- COMMAND [ARGS...]\n%s\nflags:\n", subcommandUsage())
 		fs.PrintDefaults()
 		fmt.Fprintf(stderr, "\nevents:\n")
 		for _, e := range probes.Full().Events {

@@ -2,16 +2,14 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"text/tabwriter"
 
 	"github.com/mpiprobe/mpiprobe/internal/procfs"
+	"github.com/mpiprobe/mpiprobe/internal/report"
 	"github.com/mpiprobe/mpiprobe/internal/session"
-	"github.com/mpiprobe/mpiprobe/probes"
 )
 
 // probesMain runs `mpiprobe probes -p PID`: every catalog entry, attached
@@ -51,57 +49,23 @@ func probesMain(_ context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintf(stderr, "mpiprobe probes: %v\n", err)
 		return 2
 	}
-	type result struct {
-		PID     int                  `json:"pid"`
-		Entries []probes.EntryStatus `json:"entries"`
-	}
-	var all []result
+	var all []report.ProbeResult
 	for _, pid := range pids {
 		es, err := session.ProbeEntries(procfs.FS{Root: "/proc"}, pid, cat, debugDirs(debug, nil))
 		if err != nil {
 			fmt.Fprintf(stderr, "mpiprobe probes: %v\n", err)
 			return 1
 		}
-		all = append(all, result{PID: pid, Entries: es})
+		all = append(all, report.ProbeResult{PID: pid, Entries: es})
 	}
 	if asJSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(all); err != nil {
-			fmt.Fprintf(stderr, "mpiprobe probes: %v\n", err)
-			return 1
-		}
-		return 0
+		err = report.WriteProbesJSON(stdout, all)
+	} else {
+		err = report.WriteProbes(stdout, all)
 	}
-	for i, r := range all {
-		if i > 0 {
-			fmt.Fprintln(stdout)
-		}
-		attached := 0
-		for _, e := range r.Entries {
-			if e.Attached {
-				attached++
-			}
-		}
-		fmt.Fprintf(stdout, "pid %d: %d of %d entries attached\n", r.PID, attached, len(r.Entries))
-		tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "EVENT\tLEVEL\tLIBRARY\tSTATUS\tFILE OR WHY")
-		for _, e := range r.Entries {
-			st, why := "attached", e.File
-			if !e.Attached {
-				st, why = "unavailable", e.Reason
-			} else if e.Reason != "" {
-				why += " (partly: " + e.Reason + ")"
-			}
-			if e.Attached && e.Layout != "" {
-				why += " (" + e.Layout + ")"
-			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", e.Event, e.Level, e.Library, st, why)
-		}
-		if err := tw.Flush(); err != nil {
-			fmt.Fprintf(stderr, "mpiprobe probes: %v\n", err)
-			return 1
-		}
+	if err != nil {
+		fmt.Fprintf(stderr, "mpiprobe probes: %v\n", err)
+		return 1
 	}
 	return 0
 }

@@ -29,6 +29,7 @@ import (
 	"github.com/mpiprobe/mpiprobe/internal/procfs"
 	"github.com/mpiprobe/mpiprobe/internal/report"
 	"github.com/mpiprobe/mpiprobe/internal/session"
+	"github.com/mpiprobe/mpiprobe/internal/text"
 	"github.com/mpiprobe/mpiprobe/probes"
 	"github.com/mpiprobe/mpiprobe/thresholds"
 )
@@ -393,7 +394,7 @@ func (a *agent) addProc(pid int) {
 	p := agg.Proc{PID: pid, Comm: st.Comm, Identity: identity.Resolve(pid, a.cfg.Proc, a.cfg.Host)}
 	ps, isNew := a.t.add(p, st.StartTime, a.cfg.Clock.Now())
 	if isNew {
-		a.cfg.Log.Info("MPI process", "pid", pid, "comm", journal.Escape(st.Comm), "job", journal.Escape(ps.Identity.Job), "rank", journal.Escape(ps.Identity.Rank))
+		a.cfg.Log.Info("MPI process", "pid", pid, "comm", text.Quote(st.Comm), "job", text.Quote(ps.Identity.Job), "rank", text.Quote(ps.Identity.Rank))
 	}
 }
 
@@ -630,11 +631,11 @@ func (a *agent) summaryOf(j *jobState) agg.Summary {
 func (a *agent) saveJob(j *jobState, sum agg.Summary) {
 	var buf bytes.Buffer
 	if err := report.WriteJSON(&buf, sum); err != nil {
-		a.cfg.Log.Error("encode job summary", "job", journal.Escape(j.Key), "err", err)
+		a.cfg.Log.Error("encode job summary", "job", text.Quote(j.Key), "err", err)
 		return
 	}
 	if err := a.store.Save(j.Key, buf.Bytes()); err != nil {
-		a.cfg.Log.Error("save job summary", "job", journal.Escape(j.Key), "err", err)
+		a.cfg.Log.Error("save job summary", "job", text.Quote(j.Key), "err", err)
 	}
 }
 
@@ -652,7 +653,7 @@ func (a *agent) finishJob(j *jobState) {
 	a.saveJob(j, sum)
 	var table bytes.Buffer
 	if err := report.WriteTable(&table, sum); err != nil {
-		a.cfg.Log.Error("render job summary", "job", journal.Escape(j.Key), "err", err)
+		a.cfg.Log.Error("render job summary", "job", text.Quote(j.Key), "err", err)
 	}
 	var events uint64
 	for _, e := range sum.Totals() {

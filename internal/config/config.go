@@ -7,13 +7,12 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
-	"unicode"
 	"unicode/utf8"
 
+	"github.com/mpiprobe/mpiprobe/internal/text"
 	"github.com/mpiprobe/mpiprobe/thresholds"
 )
 
@@ -134,7 +133,7 @@ func Load(path string, opt Options) (Config, error) {
 // reader's error.
 func Parse(r io.Reader, name string, opt Options) (Config, error) {
 	c := Default()
-	display := displayName(name)
+	display := text.Quote(name)
 
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 4096), MaxLine+len("\r\n")) // a longest line and its end
@@ -163,14 +162,14 @@ func Parse(r io.Reader, name string, opt Options) (Config, error) {
 		}
 		key, value, ok := strings.Cut(line, "=")
 		if !ok {
-			return Config{}, at("%s is not a \"key = value\" setting (use e.g. T = 10s)", quote(line))
+			return Config{}, at("%s is not a \"key = value\" setting (use e.g. T = 10s)", text.Echo(line))
 		}
 		key, value = strings.TrimSpace(key), strings.TrimSpace(value)
 		if key == "" {
 			return Config{}, at("missing key before \"=\" (use e.g. T = 10s)")
 		}
 		bad := func(err error) error {
-			return at("key %s: %s", quote(key), err)
+			return at("key %s: %s", text.Echo(key), err)
 		}
 
 		var example string
@@ -180,7 +179,7 @@ func Parse(r io.Reader, name string, opt Options) (Config, error) {
 				return Config{}, bad(err)
 			}
 			if opt.KnownEvent != nil && !opt.KnownEvent(event) {
-				return Config{}, bad(fmt.Errorf("unknown event %s (mpiprobe -h lists them)", quote(event)))
+				return Config{}, bad(fmt.Errorf("unknown event %s (mpiprobe -h lists them)", text.Echo(event)))
 			}
 			example = key + " = 500/10s"
 			set = func(c *Config, value string) error {
@@ -198,10 +197,10 @@ func Parse(r io.Reader, name string, opt Options) (Config, error) {
 			example = k.name + " = " + k.example
 			set = func(c *Config, value string) error { return k.set(c, value, opt) }
 		} else {
-			return Config{}, at("unknown key %s (%s)", quote(key), suggest(key, opt))
+			return Config{}, at("unknown key %s (%s)", text.Echo(key), suggest(key, opt))
 		}
 		if prev, dup := c.Lines[key]; dup {
-			return Config{}, at("key %s repeats line %d (keep only one of them)", quote(key), prev)
+			return Config{}, at("key %s repeats line %d (keep only one of them)", text.Echo(key), prev)
 		}
 		c.Lines[key] = lineNo
 		if value == "" {
@@ -238,7 +237,7 @@ func readError(name string, err error) error {
 		fix = "give the path of a file, not a directory"
 	}
 	msg := strings.Join(strings.Fields(err.Error()), " ") // one line
-	return &readErr{text: fmt.Sprintf("config %s: cannot read: %s (%s)", displayName(name), msg, fix), err: err}
+	return &readErr{text: fmt.Sprintf("config %s: cannot read: %s (%s)", text.Quote(name), msg, fix), err: err}
 }
 
 // readErr is a read error with a one-line message that wraps the cause.
@@ -249,15 +248,3 @@ type readErr struct {
 
 func (e *readErr) Error() string { return e.text }
 func (e *readErr) Unwrap() error { return e.err }
-
-// displayName is name as error messages show it: quoted if it contains
-// control characters, so that a message stays on one line.
-func displayName(name string) string {
-	if strings.ContainsFunc(name, unicode.IsControl) || !utf8.ValidString(name) {
-		return strconv.Quote(name)
-	}
-	return name
-}
-
-// quote quotes s for an error message, shortened as thresholds does.
-func quote(s string) string { return thresholds.Quote(s) }

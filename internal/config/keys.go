@@ -11,6 +11,7 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/mpiprobe/mpiprobe/internal/text"
 	"github.com/mpiprobe/mpiprobe/thresholds"
 )
 
@@ -74,7 +75,7 @@ var keys = []key{
 	{"retention.age", "30d", func(c *Config, v string, _ Options) error {
 		d, err := parseDuration(v, "30d, 720h")
 		if err == nil && d < MinRetentionAge {
-			err = fmt.Errorf("%s is shorter than 1m (use e.g. 30d, 720h)", quote(v))
+			err = fmt.Errorf("%s is shorter than 1m (use e.g. 30d, 720h)", text.Echo(v))
 		}
 		c.RetentionAge = d
 		return err
@@ -85,9 +86,9 @@ var keys = []key{
 		switch {
 		case err != nil:
 		case d < MinInterval:
-			err = fmt.Errorf("%s is shorter than 100ms (%s)", quote(v), help)
+			err = fmt.Errorf("%s is shorter than 100ms (%s)", text.Echo(v), help)
 		case d > MaxInterval:
-			err = fmt.Errorf("%s is longer than 1m (%s)", quote(v), help)
+			err = fmt.Errorf("%s is longer than 1m (%s)", text.Echo(v), help)
 		}
 		c.Interval = d
 		return err
@@ -95,7 +96,7 @@ var keys = []key{
 	{"pin_dir", "/sys/fs/bpf/mpiprobe/agent", func(c *Config, v string, _ Options) error {
 		dir, err := parseAbs(v, "/sys/fs/bpf/mpiprobe/agent")
 		if err == nil && !strings.HasPrefix(dir, BPFRoot+"/") {
-			err = fmt.Errorf("%s is not below %s (use e.g. /sys/fs/bpf/mpiprobe/agent)", quote(v), BPFRoot)
+			err = fmt.Errorf("%s is not below %s (use e.g. /sys/fs/bpf/mpiprobe/agent)", text.Echo(v), BPFRoot)
 		}
 		c.PinDir = dir
 		return err
@@ -103,7 +104,7 @@ var keys = []key{
 	{"metrics_ttl", "10m", func(c *Config, v string, _ Options) error {
 		d, err := parseDuration(v, "10m, 1h")
 		if err == nil && d < 0 {
-			err = fmt.Errorf("%s is negative (use 0 or more, e.g. 10m)", quote(v))
+			err = fmt.Errorf("%s is negative (use 0 or more, e.g. 10m)", text.Echo(v))
 		}
 		c.MetricsTTL = d
 		return err
@@ -129,14 +130,14 @@ func suggest(k string, opt Options) string {
 		}
 	}
 	if len(k) > len(thresholdPrefix) && strings.EqualFold(k[:len(thresholdPrefix)], thresholdPrefix) {
-		return "keys are case-sensitive: use " + quote(thresholdPrefix+k[len(thresholdPrefix):])
+		return "keys are case-sensitive: use " + text.Echo(thresholdPrefix+k[len(thresholdPrefix):])
 	}
 	norm := normalize(k)
 	if rest, ok := strings.CutPrefix(norm, normalize(thresholdPrefix)); ok && rest != "" {
-		return "did you mean " + quote(thresholdPrefix+k[len(thresholdPrefix):]) + "?"
+		return "did you mean " + text.Echo(thresholdPrefix+k[len(thresholdPrefix):]) + "?"
 	}
 	if opt.KnownEvent != nil && thresholds.CheckEvent(k, "") == nil && opt.KnownEvent(k) {
-		return "did you mean " + quote(thresholdPrefix+k) + "?"
+		return "did you mean " + text.Echo(thresholdPrefix+k) + "?"
 	}
 	best, bestDist := "", 3 // suggest only keys at most 2 edits away
 	if len(norm) <= 64 {
@@ -205,19 +206,19 @@ func setEvents(c *Config, v string, opt Options) error {
 		l = strings.TrimSpace(l)
 		switch {
 		case l == "":
-			return fmt.Errorf("empty level in %s (separate levels with one comma, e.g. default,retries)", quote(v))
+			return fmt.Errorf("empty level in %s (separate levels with one comma, e.g. default,retries)", text.Echo(v))
 		case slices.Contains(out, l):
-			return fmt.Errorf("level %s is listed twice (list each level once)", quote(l))
+			return fmt.Errorf("level %s is listed twice (list each level once)", text.Echo(l))
 		case l == "all":
 		case levels == nil && !validLevel(l):
-			return fmt.Errorf("level %s is invalid (use lowercase letters, digits, '_' and '-')", quote(l))
+			return fmt.Errorf("level %s is invalid (use lowercase letters, digits, '_' and '-')", text.Echo(l))
 		case levels != nil && !slices.Contains(levels, l):
-			return fmt.Errorf("unknown level %s (%s)", quote(l), help)
+			return fmt.Errorf("unknown level %s (%s)", text.Echo(l), help)
 		}
 		out = append(out, l)
 	}
 	if len(out) > 1 && slices.Contains(out, "all") {
-		return fmt.Errorf("%s combines all with other levels (use all alone, or list the levels)", quote(v))
+		return fmt.Errorf("%s combines all with other levels (use all alone, or list the levels)", text.Echo(v))
 	}
 	c.Events = out
 	return nil
@@ -249,14 +250,14 @@ func parsePaths(v string) ([]string, error) {
 	for _, p := range strings.Split(v, ":") {
 		p = strings.TrimSpace(p)
 		if p == "" {
-			return nil, fmt.Errorf("empty path in %s (separate paths with one colon, e.g. /opt/openmpi/lib:/usr/lib64/mpich/lib)", quote(v))
+			return nil, fmt.Errorf("empty path in %s (separate paths with one colon, e.g. /opt/openmpi/lib:/usr/lib64/mpich/lib)", text.Echo(v))
 		}
 		clean, err := parseAbs(p, "/opt/openmpi/lib")
 		if err != nil {
 			return nil, err
 		}
 		if slices.Contains(out, clean) {
-			return nil, fmt.Errorf("path %s is listed twice (list each path once)", quote(p))
+			return nil, fmt.Errorf("path %s is listed twice (list each path once)", text.Echo(p))
 		}
 		out = append(out, clean)
 	}
@@ -266,10 +267,10 @@ func parsePaths(v string) ([]string, error) {
 // parseAbs parses an absolute path and cleans it; example is a valid one.
 func parseAbs(v, example string) (string, error) {
 	if strings.ContainsFunc(v, unicode.IsControl) {
-		return "", fmt.Errorf("%s contains a control character (remove it)", quote(v))
+		return "", fmt.Errorf("%s contains a control character (remove it)", text.Echo(v))
 	}
 	if !path.IsAbs(v) {
-		return "", fmt.Errorf("%s is not an absolute path (use e.g. %s)", quote(v), example)
+		return "", fmt.Errorf("%s is not an absolute path (use e.g. %s)", text.Echo(v), example)
 	}
 	return path.Clean(v), nil
 }
@@ -282,14 +283,14 @@ func parseAddr(v string) (string, error) {
 	}
 	host, port, err := net.SplitHostPort(v)
 	if err != nil {
-		return "", fmt.Errorf("%s is not host:port (%s)", quote(v), help)
+		return "", fmt.Errorf("%s is not host:port (%s)", text.Echo(v), help)
 	}
 	n, err := strconv.Atoi(port)
 	if err != nil || !isDigits(port) || n > 65535 {
-		return "", fmt.Errorf("port %s is not a number from 0 to 65535 (use e.g. 127.0.0.1:9767)", quote(port))
+		return "", fmt.Errorf("port %s is not a number from 0 to 65535 (use e.g. 127.0.0.1:9767)", text.Echo(port))
 	}
 	if host != "" && !validHost(host) {
-		return "", fmt.Errorf("host %s is not an IP address or host name (%s)", quote(host), help)
+		return "", fmt.Errorf("host %s is not an IP address or host name (%s)", text.Echo(host), help)
 	}
 	return net.JoinHostPort(host, strconv.Itoa(n)), nil
 }
@@ -322,16 +323,16 @@ func validHost(h string) bool {
 func parseJobs(v string) (int, error) {
 	s := strings.TrimPrefix(v, "-")
 	if !isDigits(s) {
-		return 0, fmt.Errorf("%s is not a whole number (use e.g. 1000)", quote(v))
+		return 0, fmt.Errorf("%s is not a whole number (use e.g. 1000)", text.Echo(v))
 	}
 	n, err := strconv.Atoi(v)
 	switch {
 	case err != nil && s != v:
-		return 0, fmt.Errorf("%s is less than 1 (keep at least 1 job, e.g. 1000)", quote(v))
+		return 0, fmt.Errorf("%s is less than 1 (keep at least 1 job, e.g. 1000)", text.Echo(v))
 	case err != nil:
-		return 0, fmt.Errorf("%s is too large (use e.g. 1000)", quote(v))
+		return 0, fmt.Errorf("%s is too large (use e.g. 1000)", text.Echo(v))
 	case n < 1:
-		return 0, fmt.Errorf("%s is less than 1 (keep at least 1 job, e.g. 1000)", quote(v))
+		return 0, fmt.Errorf("%s is less than 1 (keep at least 1 job, e.g. 1000)", text.Echo(v))
 	}
 	return n, nil
 }
@@ -345,9 +346,9 @@ func parseDuration(v, examples string) (time.Duration, error) {
 		s, neg = s[1:], s[0] == '-'
 	}
 	if s != "" && strings.Trim(s, "0123456789.") == "" && strings.Trim(s, "0.") != "" {
-		return 0, fmt.Errorf("%s has no unit (use e.g. %s)", quote(v), examples)
+		return 0, fmt.Errorf("%s has no unit (use e.g. %s)", text.Echo(v), examples)
 	}
-	tooLarge := fmt.Errorf("%s is too large (use e.g. %s)", quote(v), examples)
+	tooLarge := fmt.Errorf("%s is too large (use e.g. %s)", text.Echo(v), examples)
 	var d time.Duration
 	if i := strings.IndexByte(s, 'd'); i > 0 && isDigits(s[:i]) {
 		days, err := strconv.ParseInt(s[:i], 10, 64)
@@ -357,12 +358,12 @@ func parseDuration(v, examples string) (time.Duration, error) {
 		d = time.Duration(days) * 24 * time.Hour
 		s = s[i+1:]
 	} else if s == "" {
-		return 0, fmt.Errorf("%s is not a duration (use e.g. %s)", quote(v), examples)
+		return 0, fmt.Errorf("%s is not a duration (use e.g. %s)", text.Echo(v), examples)
 	}
 	if s != "" {
 		rest, err := time.ParseDuration(s)
 		if err != nil || !isDigits(s[:1]) && s[0] != '.' {
-			return 0, fmt.Errorf("%s is not a duration (use e.g. %s)", quote(v), examples)
+			return 0, fmt.Errorf("%s is not a duration (use e.g. %s)", text.Echo(v), examples)
 		}
 		if d > 1<<63-1-rest {
 			return 0, tooLarge

@@ -3,10 +3,9 @@ package identity
 import (
 	"strconv"
 	"strings"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/mpiprobe/mpiprobe/internal/procfs"
+	"github.com/mpiprobe/mpiprobe/internal/text"
 )
 
 // Unknown is shown for any field that could not be read; it is never guessed.
@@ -46,10 +45,10 @@ type Reader interface {
 
 // Label formats id and pid as the prefix of an output line:
 // "host=node1 job=12345@0 rank=3 pid=4242". Empty fields are shown as
-// Unknown. Values that are empty, contain spaces, quotes, backslashes,
-// control or other non-printable characters, or invalid UTF-8 are written
-// as Go quoted strings (strconv.Quote), since environment values are
-// chosen by users.
+// Unknown. Other values are shown as text.Quote shows them: Go-quoted
+// when they contain spaces, quotes, backslashes, commas, characters that
+// do not print, or invalid UTF-8, since environment values are chosen by
+// users.
 func (id Identity) Label(pid int) string {
 	var b strings.Builder
 	b.WriteString("host=")
@@ -63,21 +62,11 @@ func (id Identity) Label(pid int) string {
 	return b.String()
 }
 
-// labelValue returns s as it appears in a Label: Unknown for "", quoted
-// when it could break the key=value layout or the terminal.
+// labelValue returns s as it appears in a Label: Unknown for "", else as
+// text.Quote shows it.
 func labelValue(s string) string {
 	if s == "" {
 		return Unknown
 	}
-	for i, r := range s {
-		if r == utf8.RuneError {
-			if _, size := utf8.DecodeRuneInString(s[i:]); size == 1 {
-				return strconv.Quote(s)
-			}
-		}
-		if r == ' ' || r == '"' || r == '\\' || !unicode.IsPrint(r) {
-			return strconv.Quote(s)
-		}
-	}
-	return s
+	return text.Quote(s)
 }

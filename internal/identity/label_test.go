@@ -26,6 +26,7 @@ func TestLabel(t *testing.T) {
 		{"backslash quoted", Identity{Host: `n\1`, Job: "j", Rank: "0"}, 5, `host="n\\1" job=j rank=0 pid=5`},
 		{"invalid utf-8 quoted", Identity{Host: "n", Job: "\xff", Rank: "0"}, 5, `host=n job="\xff" rank=0 pid=5`},
 		{"non-breaking space quoted", Identity{Host: "n", Job: "a\u00a0b", Rank: "0"}, 5, `host=n job="a\u00a0b" rank=0 pid=5`},
+		{"comma quoted", Identity{Host: "n", Job: "1,2", Rank: "0"}, 5, `host=n job="1,2" rank=0 pid=5`},
 		{"printable unicode kept", Identity{Host: "nœud", Job: "a=b", Rank: "0"}, 5, "host=nœud job=a=b rank=0 pid=5"},
 	}
 	for _, tt := range tests {

@@ -8,9 +8,10 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
+
+	"github.com/mpiprobe/mpiprobe/internal/text"
 )
 
 // DefaultStateDir is mpiprobe's state directory; the jobs' summaries are
@@ -75,7 +76,7 @@ type NotFoundError struct {
 // Error names the job, the directory and `mpiprobe jobs`, which lists the
 // jobs there.
 func (e *NotFoundError) Error() string {
-	return fmt.Sprintf("jobstore: no summary of job %s in %s (mpiprobe jobs lists the jobs there)", show(e.Job), e.Dir)
+	return fmt.Sprintf("jobstore: no summary of job %s in %s (mpiprobe jobs lists the jobs there)", text.Quote(e.Job), e.Dir)
 }
 
 // Unwrap returns fs.ErrNotExist.
@@ -92,11 +93,11 @@ func (s Store) Path(job string) string { return filepath.Join(s.Dir, FileName(jo
 // missing.
 func (s Store) Save(job string, data []byte) (err error) {
 	if err := s.check(job); err != nil {
-		return fmt.Errorf("jobstore: save %s: %w", show(job), err)
+		return fmt.Errorf("jobstore: save %s: %w", text.Quote(job), err)
 	}
 	defer func() {
 		if err != nil {
-			err = fmt.Errorf("jobstore: save %s: %w", show(job), err)
+			err = fmt.Errorf("jobstore: save %s: %w", text.Quote(job), err)
 		}
 	}()
 	if err := s.mkdir(); err != nil {
@@ -140,14 +141,14 @@ func (s Store) Save(job string, data []byte) (err error) {
 // which jobs there are.
 func (s Store) Load(job string) ([]byte, error) {
 	if err := s.check(job); err != nil {
-		return nil, fmt.Errorf("jobstore: load %s: %w", show(job), err)
+		return nil, fmt.Errorf("jobstore: load %s: %w", text.Quote(job), err)
 	}
 	data, err := os.ReadFile(s.Path(job))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, &NotFoundError{Job: job, Dir: s.Dir}
 	}
 	if err != nil {
-		return nil, fmt.Errorf("jobstore: load %s: %w", show(job), err)
+		return nil, fmt.Errorf("jobstore: load %s: %w", text.Quote(job), err)
 	}
 	return data, nil
 }
@@ -231,7 +232,7 @@ func (s Store) Prune(keep func(job string) bool) ([]string, error) {
 			continue
 		}
 		if err := os.Remove(e.Path); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			fail(fmt.Errorf("jobstore: prune %s: %w", show(e.Job), err))
+			fail(fmt.Errorf("jobstore: prune %s: %w", text.Quote(e.Job), err))
 			continue
 		}
 		removed = append(removed, e.Job)
@@ -372,13 +373,4 @@ func unhex(c byte) (byte, bool) {
 		return c - 'A' + 10, true
 	}
 	return 0, false
-}
-
-// show is a job id for a message: as it is when FileName keeps it as it
-// is, else Go-quoted.
-func show(job string) string {
-	if job != "" && FileName(job) == job {
-		return job
-	}
-	return strconv.Quote(job)
 }

@@ -213,7 +213,8 @@ func TestBadJobs(t *testing.T) {
 	for _, tc := range []struct{ job, want string }{
 		{"", `jobstore: save "": empty job id`},
 		{long, `jobstore: save ` + long + `: job id too long for a file name (251 bytes escaped, at most 250)`},
-		{strings.Repeat("/", 84), `jobstore: save "` + strings.Repeat("/", 84) + `": job id too long for a file name (252 bytes escaped, at most 250)`},
+		{strings.Repeat(" ", 84), `jobstore: save "` + strings.Repeat(" ", 84) + `": job id too long for a file name (252 bytes escaped, at most 250)`},
+		{strings.Repeat("/", 84), `jobstore: save ` + strings.Repeat("/", 84) + `: job id too long for a file name (252 bytes escaped, at most 250)`},
 	} {
 		if err := s.Save(tc.job, nil); err == nil || err.Error() != tc.want {
 			t.Errorf("Save(%q) = %v, want %s", tc.job, err, tc.want)
@@ -235,12 +236,12 @@ func TestBadJobs(t *testing.T) {
 
 func TestLoadMissing(t *testing.T) {
 	s := Store{Dir: t.TempDir()}
-	_, err := s.Load("a/b")
+	_, err := s.Load("a b/c")
 	var nf *NotFoundError
 	if !errors.As(err, &nf) || !errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("err = %v, want a NotFoundError", err)
 	}
-	want := `jobstore: no summary of job "a/b" in ` + s.Dir + ` (mpiprobe jobs lists the jobs there)`
+	want := `jobstore: no summary of job "a b/c" in ` + s.Dir + ` (mpiprobe jobs lists the jobs there)`
 	if err.Error() != want {
 		t.Errorf("err = %s\nwant %s", err, want)
 	}

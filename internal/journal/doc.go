@@ -45,20 +45,18 @@
 // callers put what a reader of stderr needs (host, job, rank, pid) into the
 // message itself.
 //
-// Within each line the text sink escapes everything that could forge or
-// hide output on a terminal or in a log file: a byte that is not part of
-// valid UTF-8 becomes \xNN, and a character that [strconv.IsPrint] rejects
-// (C0 controls such as ESC, CR, backspace and DEL, the C1 controls
-// U+0080-U+009F, and non-printing characters such as U+2028 LINE SEPARATOR
-// or the bidirectional overrides U+202A-U+202E) becomes the escape that
-// [strconv.QuoteRune] gives it (\x1b, \r, \b, \x7f, \u0085, \u202e, ...).
+// Within each line the text sink escapes, as [text.Escape] does,
+// everything that could forge or hide output on a terminal or in a log
+// file: a byte that is not part of valid UTF-8 becomes \xNN, and a
+// character that [strconv.IsPrint] rejects (C0 controls such as ESC, CR,
+// backspace and DEL, the C1 controls U+0080-U+009F, and non-printing
+// characters such as U+2028 LINE SEPARATOR or the bidirectional overrides
+// U+202A-U+202E) becomes the escape that [strconv.QuoteRune] gives it (\x1b, \r, \b, \x7f, \u0085, \u202e, ...).
 // Tabs are the one exception and are written as they are, so that tables
 // aligned with tabs stay aligned. Backslashes are not doubled: the text
 // form is for reading, the journal keeps the exact bytes.
 //
-// [Escape] is the stricter form for a single user-controlled value that a
-// caller embeds in a message (a process name, a job id, a path): a printable
-// valid UTF-8 string is returned unchanged, anything else is returned
-// quoted by [strconv.Quote], newlines and tabs included, so that the value
-// stays on one line in both sinks and its oddity is visible.
+// A single user-controlled value that a caller embeds in a message (a
+// process name, a job id, a path) goes through [text.Quote] first, so that
+// it stays on one line in both sinks and its oddity is visible.
 package journal

@@ -95,7 +95,7 @@ func TestOpen(t *testing.T) {
 				t.Fatal(err)
 			}
 			if !tc.native {
-				if _, ok := s.(*text); !ok {
+				if _, ok := s.(*textSink); !ok {
 					t.Fatalf("Open returned %T, want the text sink", s)
 				}
 				if got := stderr.String(); got != "warning: hello\n" {

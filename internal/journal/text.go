@@ -3,13 +3,13 @@ package journal
 import (
 	"fmt"
 	"io"
-	"strconv"
 	"strings"
 	"sync"
-	"unicode/utf8"
+
+	"github.com/mpiprobe/mpiprobe/internal/text"
 )
 
-type text struct {
+type textSink struct {
 	mu     sync.Mutex
 	w      io.Writer
 	closed bool
@@ -20,10 +20,10 @@ type text struct {
 // indented, control characters and invalid UTF-8 escaped (see the package
 // documentation). Fields are checked as by the native sink but not written.
 func NewText(w io.Writer) Sink {
-	return &text{w: w}
+	return &textSink{w: w}
 }
 
-func (s *text) Send(e Entry) error {
+func (s *textSink) Send(e Entry) error {
 	if err := validate(e); err != nil {
 		return err
 	}
@@ -39,7 +39,7 @@ func (s *text) Send(e Entry) error {
 	return nil
 }
 
-func (s *text) Close() error {
+func (s *textSink) Close() error {
 	s.mu.Lock()
 	s.closed = true
 	s.mu.Unlock()
@@ -64,45 +64,14 @@ func formatText(e Entry) []byte {
 	return b
 }
 
-// appendSanitized appends line with every byte of invalid UTF-8 written as
-// \xNN and every character strconv.IsPrint rejects, except the tab, written
-// as strconv.QuoteRune escapes it.
+// appendSanitized appends line as text.Escape shows it, with its tabs
+// kept, so that tables aligned with tabs stay aligned.
 func appendSanitized(b []byte, line string) []byte {
-	for i := 0; i < len(line); {
-		r, size := utf8.DecodeRuneInString(line[i:])
-		switch {
-		case r == utf8.RuneError && size == 1:
-			b = append(b, `\x`...)
-			b = append(b, "0123456789abcdef"[line[i]>>4], "0123456789abcdef"[line[i]&0xf])
-		case r == '\t' || strconv.IsPrint(r):
-			b = append(b, line[i:i+size]...)
-		default:
-			q := strconv.QuoteRune(r) // 'x' with x escaped
-			b = append(b, q[1:len(q)-1]...)
+	for i, part := range strings.Split(line, "\t") {
+		if i > 0 {
+			b = append(b, '\t')
 		}
-		i += size
+		b = append(b, text.Escape(part)...)
 	}
 	return b
-}
-
-// Escape returns s unchanged when it is valid UTF-8 of characters that
-// strconv.IsPrint accepts (letters, marks, numbers, punctuation, symbols
-// and the ASCII space), and strconv.Quote(s) otherwise: a string with a
-// newline, tab, ESC or other control character, a non-printing character
-// such as U+2028 or U+202E, or invalid UTF-8 comes back in double quotes
-// with those escaped. Use it for user-controlled values (process names,
-// job ids, paths) put into an Entry's Message; the empty string is
-// returned unchanged.
-func Escape(s string) string {
-	for i, r := range s {
-		if r == utf8.RuneError {
-			if _, size := utf8.DecodeRuneInString(s[i:]); size == 1 {
-				return strconv.Quote(s)
-			}
-		}
-		if !strconv.IsPrint(r) {
-			return strconv.Quote(s)
-		}
-	}
-	return s
 }

@@ -125,28 +125,3 @@ func TestTextConcurrent(t *testing.T) {
 		}
 	}
 }
-
-func TestEscape(t *testing.T) {
-	for _, tc := range []struct{ in, want string }{
-		{"", ""},
-		{"rank-3", "rank-3"},
-		{"/scratch/job 42/a.out", "/scratch/job 42/a.out"},
-		{`quote " and backslash \`, `quote " and backslash \`},
-		{"é日本\uFFFD", "é日本\uFFFD"},
-		{"a\nb", `"a\nb"`},
-		{"tab\there", `"tab\there"`},
-		{"\x1b[31mred", `"\x1b[31mred"`},
-		{"cr\r", `"cr\r"`},
-		{"nul\x00", `"nul\x00"`},
-		{"del\x7f", `"del\x7f"`},
-		{"c1\u0085", `"c1\u0085"`},
-		{"bidi\u202e", `"bidi\u202e"`},
-		{"invalid\xff", `"invalid\xff"`},
-		{"truncated \xe2\x82", `"truncated \xe2\x82"`},
-		{"both \" and \n", `"both \" and \n"`},
-	} {
-		if got := Escape(tc.in); got != tc.want {
-			t.Errorf("Escape(%q) = %s, want %s", tc.in, got, tc.want)
-		}
-	}
-}

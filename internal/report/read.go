@@ -6,10 +6,10 @@ import (
 	"fmt"
 	"io"
 	"reflect"
-	"strconv"
 	"time"
 
 	"github.com/mpiprobe/mpiprobe/agg"
+	"github.com/mpiprobe/mpiprobe/internal/text"
 )
 
 // errNotSummary says that a JSON document is not a summary.
@@ -74,7 +74,7 @@ func fromDoc(d jsonSummary) (agg.Summary, error) {
 		for _, r := range j.Ranks {
 			end, err := endOf(r.End)
 			if err != nil {
-				return agg.Summary{}, fmt.Errorf("job %s rank %s (pid %d): %w", strconv.Quote(j.Job), strconv.Quote(r.Rank), r.PID, err)
+				return agg.Summary{}, fmt.Errorf("job %s rank %s (pid %d): %w", text.Quote(j.Job), text.Quote(r.Rank), r.PID, err)
 			}
 			rank := agg.Rank{
 				Rank:   r.Rank,

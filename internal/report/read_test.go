@@ -120,11 +120,11 @@ func TestReadJSONBad(t *testing.T) {
 		{`{"host": "n1", "jobs": [{"job": "1", "ranks": [{"rank": "0", "pid": "12"}]}]}`,
 			"report: read summary: not an mpiprobe summary: jobs.ranks.pid is a JSON string, want int (at byte 72)"},
 		{`{"jobs": [{"job": "1", "ranks": [{"rank": "0", "pid": 12, "end": {"state": "exited"}}]}]}`,
-			`report: read summary: job "1" rank "0" (pid 12): end state "exited" without a code`},
+			`report: read summary: job 1 rank 0 (pid 12): end state "exited" without a code`},
 		{`{"jobs": [{"job": "1", "ranks": [{"rank": "0", "pid": 12, "end": {"state": "signaled", "code": 1}}]}]}`,
-			`report: read summary: job "1" rank "0" (pid 12): end state "signaled" without a signal`},
+			`report: read summary: job 1 rank 0 (pid 12): end state "signaled" without a signal`},
 		{`{"jobs": [{"job": "1", "ranks": [{"rank": "0", "pid": 12}]}]}`,
-			`report: read summary: job "1" rank "0" (pid 12): no end state`},
+			`report: read summary: job 1 rank 0 (pid 12): no end state`},
 	}
 	for _, tc := range tests {
 		_, err := ReadJSON(strings.NewReader(tc.in))

@@ -11,12 +11,10 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/olekukonko/tablewriter"
-	"github.com/olekukonko/tablewriter/tw"
-
 	"github.com/mpiprobe/mpiprobe/agg"
 	"github.com/mpiprobe/mpiprobe/internal/identity"
 	"github.com/mpiprobe/mpiprobe/internal/ranks"
+	"github.com/mpiprobe/mpiprobe/internal/text"
 )
 
 // clock is how FIRST and LAST are shown, in local time.
@@ -127,7 +125,7 @@ func eventLabel(event, detail string) string {
 
 // title is the summary's first line.
 func title(s agg.Summary) string {
-	t := "mpiprobe on " + s.Host
+	t := "mpiprobe on " + text.Line(s.Host) // merged summaries join hosts with ","
 	if !s.Start.IsZero() && !s.End.IsZero() {
 		t += fmt.Sprintf(", %s to %s (%s)", clockOf(s.Start), clockOf(s.End),
 			s.End.Sub(s.Start).Round(time.Millisecond))
@@ -147,14 +145,14 @@ func writeJob(ew *errWriter, host string, j agg.Job) error {
 	if n == 1 {
 		word = "rank"
 	}
-	ew.printf("Job %s on %s — %d %s", j.ID, jobHost(host, j), n, word)
+	ew.printf("Job %s on %s — %d %s", text.Quote(j.ID), jobHost(host, j), n, word)
 	if j.ID == identity.Unknown {
 		ew.printf(" (no MPI job identity)")
 	}
 	ew.printf("\n")
 
 	et := buildEvents(j)
-	// Render into buffers: tablewriter does not report write errors.
+	// Render into a buffer, written at once with the processes table.
 	var buf bytes.Buffer
 	if err := renderEvents(&buf, et); err != nil {
 		return fmt.Errorf("report: job %s: %w", j.ID, err)
@@ -431,26 +429,28 @@ func summarize(k eventKey, rows []eventRow) eventRow {
 func renderEvents(buf *bytes.Buffer, et eventsTable) error {
 	type col struct {
 		name  string
-		align tw.Align
+		right bool
 		show  bool
 	}
 	cols := []col{
-		{"LAYER", tw.AlignLeft, true},
-		{"RANKS", tw.AlignLeft, true},
-		{"EVENT", tw.AlignLeft, true},
-		{"DETAIL", tw.AlignLeft, et.detail},
-		{"COUNT", tw.AlignRight, true},
-		{"PEAK", tw.AlignRight, et.peak},
-		{"FIRST", tw.AlignLeft, true},
-		{"LAST", tw.AlignLeft, true},
-		{"ADVICE", tw.AlignLeft, true},
+		{"LAYER", false, true},
+		{"RANKS", false, true},
+		{"EVENT", false, true},
+		{"DETAIL", false, et.detail},
+		{"COUNT", true, true},
+		{"PEAK", true, et.peak},
+		{"FIRST", false, true},
+		{"LAST", false, true},
+		{"ADVICE", false, true},
 	}
 	var header []string
-	var aligns []tw.Align
+	var right []int
 	for _, c := range cols {
 		if c.show {
+			if c.right {
+				right = append(right, len(header))
+			}
 			header = append(header, c.name)
-			aligns = append(aligns, c.align)
 		}
 	}
 	// cells picks the shown columns of a full row.
@@ -464,10 +464,7 @@ func renderEvents(buf *bytes.Buffer, et eventsTable) error {
 		return out
 	}
 
-	tbl := tablewriter.NewTable(buf,
-		tablewriter.WithRowAlignmentConfig(tw.CellAlignment{Global: tw.AlignLeft, PerColumn: aligns}),
-	)
-	tbl.Header(header)
+	var rows [][]string
 	for _, lr := range et.layers {
 		layer := lr.layer
 		if layer == "" {
@@ -486,18 +483,14 @@ func renderEvents(buf *bytes.Buffer, et eventsTable) error {
 				peak = thousands(r.peak)
 			}
 			note := "[" + strconv.Itoa(et.noteOf[r.key]) + "]"
-			if err := tbl.Append(cells(layer, rankSet(r.members), r.key.event, r.key.detail, count, peak,
-				clockOf(r.first), clockOf(r.last), note)); err != nil {
-				return err
-			}
+			rows = append(rows, cells(layer, rankSet(r.members), r.key.event, r.key.detail, count, peak,
+				clockOf(r.first), clockOf(r.last), note))
 		}
 	}
 	if len(et.idle) > 0 {
-		if err := tbl.Append(cells("-", rankSet(et.idle), "-", "", "0", "-", "-", "-", "")); err != nil {
-			return err
-		}
+		rows = append(rows, cells("-", rankSet(et.idle), "-", "", "0", "-", "-", "-", ""))
 	}
-	return tbl.Render()
+	return text.Table(buf, header, rows, right...)
 }
 
 // renderProcs writes the processes table: the job's ranks grouped by how
@@ -521,24 +514,20 @@ func renderProcs(buf *bytes.Buffer, j agg.Job) error {
 		groups[p.end] = append(groups[p.end], p.member)
 	}
 
-	tbl := tablewriter.NewTable(buf,
-		tablewriter.WithRowAlignmentConfig(tw.CellAlignment{Global: tw.AlignLeft}),
-	)
-	tbl.Header("RANKS", "PIDS", "ENDED")
+	var rows [][]string
 	for _, end := range ends {
 		ms := groups[end]
 		pids := make([]int, len(ms))
 		for i, m := range ms {
 			pids[i] = m.pid
 		}
-		if err := tbl.Append(rankSet(ms), pidList(pids), end); err != nil {
-			return err
-		}
+		rows = append(rows, []string{rankSet(ms), pidList(pids), end})
 	}
-	return tbl.Render()
+	return text.Table(buf, []string{"RANKS", "PIDS", "ENDED"}, rows)
 }
 
-// jobHost names the host(s) of a job's ranks, or host when none is known.
+// jobHost names the host(s) of a job's ranks, or host when none is known,
+// each as text.Quote shows it.
 func jobHost(host string, j agg.Job) string {
 	var hosts []string
 	for _, r := range j.Ranks {
@@ -547,9 +536,12 @@ func jobHost(host string, j agg.Job) string {
 		}
 	}
 	if len(hosts) == 0 {
-		return host
+		return text.Quote(host)
 	}
 	slices.Sort(hosts)
+	for i, h := range hosts {
+		hosts[i] = text.Quote(h)
+	}
 	return strings.Join(hosts, ",")
 }
 

@@ -7,11 +7,11 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/mpiprobe/mpiprobe/agg"
 	"github.com/mpiprobe/mpiprobe/internal/ranks"
+	"github.com/mpiprobe/mpiprobe/internal/text"
 )
 
 // Write prints the result for people: one line per rank (one per thread
@@ -26,26 +26,26 @@ func Write(w io.Writer, r Result, verbose bool) error {
 	if len(r.History) > 0 {
 		src = fmt.Sprintf("history from mpiprobe --collectives (pid %s)", joinInts(r.History))
 	}
-	fmt.Fprintf(w, "Job %s on %s — %d %s; %s\n\n", job, r.Host, len(r.Ranks), plural(len(r.Ranks), "rank", "ranks"), src)
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "RANK\tPID\tIN\tCOMMUNICATOR\tFOR\tCALL SITE")
+	fmt.Fprintf(w, "Job %s on %s — %d %s; %s\n\n", text.Quote(job), text.Quote(r.Host), len(r.Ranks), plural(len(r.Ranks), "rank", "ranks"), src)
+	var rows [][]string
 	for _, rk := range r.Ranks {
-		rankText := fmt.Sprint(rk.Rank)
+		rankText := strconv.Itoa(rk.Rank)
 		if rk.Rank < 0 {
 			rankText = "?"
 		}
+		pid := strconv.Itoa(rk.PID)
 		if rk.Ended != "" {
-			fmt.Fprintf(tw, "%s\t%d\t(%s)\t\t\t\n", rankText, rk.PID, rk.Ended)
+			rows = append(rows, []string{rankText, pid, "(" + text.Line(rk.Ended) + ")", "", "", ""})
 			continue
 		}
 		if len(rk.Threads) == 0 {
-			fmt.Fprintf(tw, "%s\t%d\tcomputing\t\t\t\n", rankText, rk.PID)
+			rows = append(rows, []string{rankText, pid, "computing", "", "", ""})
 			continue
 		}
 		for i, t := range rk.Threads {
-			lead := rankText + "\t" + fmt.Sprint(rk.PID)
+			rank, pid := rankText, pid
 			if i > 0 {
-				lead = "\t"
+				rank, pid = "", ""
 			}
 			in := t.Call
 			if t.Seq > 0 {
@@ -62,7 +62,7 @@ func Write(w io.Writer, r Result, verbose bool) error {
 				comm = t.Comm.String()
 			}
 			if t.CommName != "" {
-				comm += " " + strconv.Quote(t.CommName)
+				comm += " " + text.Quote(t.CommName)
 			}
 			dur := seconds(t.Since)
 			switch {
@@ -71,17 +71,17 @@ func Write(w io.Writer, r Result, verbose bool) error {
 			case t.AtLeast:
 				dur = "≥ " + dur
 			}
-			site := t.Site
+			site := text.Line(t.Site)
 			if site == "" {
 				site = "?"
 				if t.Note != "" {
-					site += " (" + t.Note + ")"
+					site += " (" + text.Line(t.Note) + ")"
 				}
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", lead, in, comm, dur, site)
+			rows = append(rows, []string{rank, pid, in, comm, dur, site})
 		}
 	}
-	if err := tw.Flush(); err != nil {
+	if err := text.Table(w, []string{"RANK", "PID", "IN", "COMMUNICATOR", "FOR", "CALL SITE"}, rows, 4); err != nil {
 		return err
 	}
 	writeCounts(w, r)
@@ -90,18 +90,18 @@ func Write(w io.Writer, r Result, verbose bool) error {
 			for _, t := range rk.Threads {
 				fmt.Fprintf(w, "\nrank %d thread %d:\n", rk.Rank, t.TID)
 				for _, f := range t.Stack {
-					fmt.Fprintf(w, "  %s\n", f)
+					fmt.Fprintf(w, "  %s\n", text.Line(f))
 				}
 			}
 		}
 	}
 	for _, rk := range r.Ranks {
 		if rk.Note != "" {
-			fmt.Fprintf(w, "\nnote: rank %d: %s", rk.Rank, rk.Note)
+			fmt.Fprintf(w, "\nnote: rank %d: %s", rk.Rank, text.Line(rk.Note))
 		}
 	}
 	for _, n := range r.Notes {
-		fmt.Fprintf(w, "\nnote: %s", n)
+		fmt.Fprintf(w, "\nnote: %s", text.Line(n))
 	}
 	_, err := fmt.Fprintf(w, "\n\nVerdict: %s\n", r.Report.Verdict)
 	return err

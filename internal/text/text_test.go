@@ -1,16 +1,167 @@
 package text
 
-import "testing"
+import (
+	"bytes"
+	"strconv"
+	"strings"
+	"testing"
+	"unicode/utf8"
+)
 
 func TestLine(t *testing.T) {
-	long := make([]byte, 500)
-	for i := range long {
-		long[i] = 'x'
+	for _, tc := range []struct {
+		name, in, want string
+	}{
+		{"plain", "MPI_COMM_WORLD", "MPI_COMM_WORLD"},
+		{"empty", "", ""},
+		{"controls blanked", "a\u2028b\x00c\td\ne", "a b c d e"},
+		{"ANSI escape loses its ESC", "\x1b[31mred", " [31mred"},
+		{"bidi override blanked", "abc\u202edef", "abc def"},
+		{"invalid UTF-8 replaced", "a\xffb", "a\ufffdb"},
+		{"long text cut", strings.Repeat("x", 500), strings.Repeat("x", MaxLine) + "..."},
+		{"exactly MaxLine kept", strings.Repeat("é", MaxLine), strings.Repeat("é", MaxLine)},
+	} {
+		if got := Line(tc.in); got != tc.want {
+			t.Errorf("%s: Line(%q) = %q, want %q", tc.name, tc.in, got, tc.want)
+		}
 	}
-	if got := Line(string(long)); len(got) != MaxLine+3 {
-		t.Errorf("Line of 500 bytes gave %d bytes", len(got))
+}
+
+func TestQuote(t *testing.T) {
+	for _, tc := range []struct {
+		name, in, want string
+	}{
+		{"plain", "node1", "node1"},
+		{"slurm job id", "12345_7+0", "12345_7+0"},
+		{"unicode letters", "nœud-é", "nœud-é"},
+		{"punctuation", "job=1;x/y", "job=1;x/y"},
+		{"empty", "", `""`},
+		{"space", "a b", `"a b"`},
+		{"quote", `a"b`, `"a\"b"`},
+		{"backslash", `a\b`, `"a\\b"`},
+		{"comma, ambiguous in lists", "a,b", `"a,b"`},
+		{"newline", "a\nb", `"a\nb"`},
+		{"tab", "a\tb", `"a\tb"`},
+		{"ANSI escape", "\x1b[2J", `"\x1b[2J"`},
+		{"C1 CSI", "a\u009bb", `"a\u009bb"`},
+		{"DEL", "a\x7f", `"a\x7f"`},
+		{"non-breaking space", "a\u00a0b", `"a\u00a0b"`},
+		{"bidi override", "bidi\u202e", `"bidi\u202e"`},
+		{"line separator", "a\u2028b", `"a\u2028b"`},
+		{"invalid UTF-8", "a\xffb", `"a\xffb"`},
+		{"truncated rune", "truncated\xe2\x82", `"truncated\xe2\x82"`},
+		{"replacement character kept", "é日本\uFFFD", "é日本\uFFFD"},
+	} {
+		if got := Quote(tc.in); got != tc.want {
+			t.Errorf("%s: Quote(%q) = %s, want %s", tc.name, tc.in, got, tc.want)
+		}
 	}
-	if got := Line("a\u2028b\x00c\td"); got != "a b c d" {
-		t.Errorf("Line = %q", got)
+}
+
+func TestEcho(t *testing.T) {
+	long := strings.Repeat("x", 100)
+	accents := strings.Repeat("é", 40) // 80 bytes: the cut falls inside a rune
+	for _, tc := range []struct {
+		name, in, want string
+	}{
+		{"plain is still quoted", "10x", `"10x"`},
+		{"empty", "", `""`},
+		{"control", "a\x1bb", `"a\x1bb"`},
+		{"at the limit", long[:MaxEcho], strconv.Quote(long[:MaxEcho])},
+		{"long cut", long, strconv.Quote(long[:MaxEcho]) + "..."},
+		{"cut at a rune boundary", accents, strconv.Quote(strings.Repeat("é", MaxEcho/2)) + "..."},
+	} {
+		if got := Echo(tc.in); got != tc.want {
+			t.Errorf("%s: Echo(%q) = %s, want %s", tc.name, tc.in, got, tc.want)
+		}
+	}
+}
+
+func TestEscape(t *testing.T) {
+	for _, tc := range []struct {
+		name, in, want string
+	}{
+		{"plain", "send queued: 3 ranks, rank \"0\"", "send queued: 3 ranks, rank \"0\""},
+		{"backslash kept", `C:\x`, `C:\x`},
+		{"empty", "", ""},
+		{"controls", "a\x1b[31mb\rc\bd\x7f", `a\x1b[31mb\rc\bd\x7f`},
+		{"tab and newline", "a\tb\nc", `a\tb\nc`},
+		{"C1 and separators", "\u0085\u2028\u202e", `\u0085\u2028\u202e`},
+		{"invalid UTF-8", "a\xff\xfeb", `a\xff\xfeb`},
+		{"non-ASCII letters kept", "überlauf", "überlauf"},
+	} {
+		if got := Escape(tc.in); got != tc.want {
+			t.Errorf("%s: Escape(%q) = %q, want %q", tc.name, tc.in, got, tc.want)
+		}
+	}
+}
+
+// unsafeRune returns what makes out unsafe to show, if anything: a
+// character that does not print (control characters, ESC and so ANSI
+// sequences, newlines, format characters), or invalid UTF-8 (RuneError).
+func unsafeRune(out string) (rune, bool) {
+	if !utf8.ValidString(out) {
+		return utf8.RuneError, true
+	}
+	for _, r := range out {
+		if !strconv.IsPrint(r) {
+			return r, true
+		}
+	}
+	return 0, false
+}
+
+func FuzzShow(f *testing.F) {
+	for _, s := range []string{"", "node1", "a b", "a,b", "\x1b[31m", "a\nb", "\xff", "\u202e", "\u2028",
+		`"\`, strings.Repeat("é", 100), "\x00\t\r\u0085\u009b"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		for name, show := range map[string]func(string) string{"Line": Line, "Quote": Quote, "Echo": Echo, "Escape": Escape} {
+			out := show(s)
+			if r, bad := unsafeRune(out); bad {
+				t.Errorf("%s(%q) = %q holds %U", name, s, out, r)
+			}
+		}
+		// A safe string is unchanged; anything else Quote changes comes
+		// back whole from strconv.Unquote.
+		q := Quote(s)
+		if plain(s) != (q == s) {
+			t.Errorf("Quote(%q) = %q, plain %v", s, q, plain(s))
+		}
+		if q != s {
+			if u, err := strconv.Unquote(q); err != nil || u != s {
+				t.Errorf("Quote(%q) = %q does not unquote to it (%q, %v)", s, q, u, err)
+			}
+		}
+		if _, bad := unsafeRune(s); !bad {
+			if e := Escape(s); e != s {
+				t.Errorf("Escape(%q) = %q changed printable text", s, e)
+			}
+			if l := Line(s); utf8.RuneCountInString(s) <= MaxLine && l != s {
+				t.Errorf("Line(%q) = %q changed printable text", s, l)
+			}
+		}
+	})
+}
+
+func TestTable(t *testing.T) {
+	var buf bytes.Buffer
+	err := Table(&buf, []string{"JOB", "EVENTS", "STATE"}, [][]string{
+		{"100", "1,234", "finished"},
+		{Quote("a b"), "5", ""},
+	}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `┌───────┬────────┬──────────┐
+│  JOB  │ EVENTS │  STATE   │
+├───────┼────────┼──────────┤
+│ 100   │  1,234 │ finished │
+│ "a b" │      5 │          │
+└───────┴────────┴──────────┘
+`
+	if buf.String() != want {
+		t.Errorf("Table =\n%s\nwant\n%s", buf.String(), want)
 	}
 }

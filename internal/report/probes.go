@@ -1,0 +1,66 @@
+package report
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+
+	"github.com/mpiprobe/mpiprobe/internal/text"
+	"github.com/mpiprobe/mpiprobe/probes"
+)
+
+// ProbeResult is what `mpiprobe probes` found for one process: every
+// catalog entry, attached or unavailable.
+type ProbeResult struct {
+	PID     int                  `json:"pid"`
+	Entries []probes.EntryStatus `json:"entries"`
+}
+
+// WriteProbes writes, per process, the line "pid N: A of M entries
+// attached" and a table of its entries (EVENT, LEVEL, LIBRARY, STATUS and
+// FILE OR WHY: the file an attached entry is in, with why it is only
+// partly attached and where its struct layout came from, or why an entry
+// is unavailable), a blank line between processes.
+func WriteProbes(w io.Writer, results []ProbeResult) error {
+	var buf bytes.Buffer
+	for i, r := range results {
+		if i > 0 {
+			buf.WriteString("\n")
+		}
+		attached := 0
+		var rows [][]string
+		for _, e := range r.Entries {
+			st, why := "unavailable", text.Line(e.Reason)
+			if e.Attached {
+				attached++
+				st, why = "attached", text.Quote(e.File)
+				if e.Reason != "" {
+					why += " (partly: " + text.Line(e.Reason) + ")"
+				}
+				if e.Layout != "" {
+					why += " (" + text.Line(e.Layout) + ")"
+				}
+			}
+			rows = append(rows, []string{e.Event, string(e.Level), string(e.Library), st, why})
+		}
+		fmt.Fprintf(&buf, "pid %d: %d of %d entries attached\n", r.PID, attached, len(r.Entries))
+		if err := text.Table(&buf, []string{"EVENT", "LEVEL", "LIBRARY", "STATUS", "FILE OR WHY"}, rows); err != nil {
+			return fmt.Errorf("report: write probes: %w", err)
+		}
+	}
+	if _, err := w.Write(buf.Bytes()); err != nil {
+		return fmt.Errorf("report: write probes: %w", err)
+	}
+	return nil
+}
+
+// WriteProbesJSON writes results as one indented JSON list.
+func WriteProbesJSON(w io.Writer, results []ProbeResult) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(results); err != nil {
+		return fmt.Errorf("report: write probes: %w", err)
+	}
+	return nil
+}
