@@ -129,5 +129,8 @@ func (s *Snapshot) Summary(host string, start, end time.Time, procs []agg.Proc, 
 
 // Describe adapts the catalog's descriptions of its events to agg.Build.
 func Describe(cat probes.Catalog) func(event, detail string, peak uint64) (agg.EventInfo, bool) {
-	return cat.Describe
+	return func(event, detail string, peak uint64) (agg.EventInfo, bool) {
+		d, ok := cat.Describe(event, detail, peak)
+		return agg.EventInfo(d), ok
+	}
 }
