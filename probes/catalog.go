@@ -6,8 +6,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-
-	"github.com/mpiprobe/mpiprobe/agg"
 )
 
 // Library names a kind of MPI library file: a shared object whose symbols
@@ -629,10 +627,10 @@ func (c Catalog) Libraries() []Library {
 // message, layer and advice, the advice completed by the event's Suggest
 // from the detail and peak of one total. It reports false for an id the
 // catalog does not hold.
-func (c Catalog) Describe(id, detail string, peak uint64) (agg.EventInfo, bool) {
+func (c Catalog) Describe(id, detail string, peak uint64) (Description, bool) {
 	e, _, ok := c.Lookup(id)
 	if !ok {
-		return agg.EventInfo{}, false
+		return Description{}, false
 	}
 	advice := e.Advice
 	if e.Suggest != nil {
@@ -640,7 +638,17 @@ func (c Catalog) Describe(id, detail string, peak uint64) (agg.EventInfo, bool) 
 			advice = strings.TrimSuffix(advice, ".") + "; " + s
 		}
 	}
-	return agg.EventInfo{Message: e.Message, Advice: advice, Layer: e.Layer}, true
+	return Description{Message: e.Message, Advice: advice, Layer: e.Layer}, true
+}
+
+// Description is what the catalog says about an event for a summary.
+type Description struct {
+	// Layer is the MPI software layer of the event: pml, btl, pal, ucx or errors.
+	Layer string
+	// Message says what the event means.
+	Message string
+	// Advice says what to do about it; it may be empty.
+	Advice string
 }
 
 // checkProgram checks that the probe's program runs on the side it reads

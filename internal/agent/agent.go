@@ -2,7 +2,6 @@ package agent
 
 import (
 	"bytes"
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -16,15 +15,16 @@ import (
 	"time"
 
 	"github.com/cilium/ebpf"
-	"github.com/cilium/ebpf/ringbuf"
 	"golang.org/x/sys/unix"
 
 	"github.com/mpiprobe/mpiprobe/agg"
 	"github.com/mpiprobe/mpiprobe/bpf"
 	"github.com/mpiprobe/mpiprobe/internal/config"
+	"github.com/mpiprobe/mpiprobe/internal/counters"
 	"github.com/mpiprobe/mpiprobe/internal/identity"
 	"github.com/mpiprobe/mpiprobe/internal/jobstore"
 	"github.com/mpiprobe/mpiprobe/internal/journal"
+	"github.com/mpiprobe/mpiprobe/internal/kernel"
 	"github.com/mpiprobe/mpiprobe/internal/metrics"
 	"github.com/mpiprobe/mpiprobe/internal/procfs"
 	"github.com/mpiprobe/mpiprobe/internal/report"
@@ -80,30 +80,22 @@ type Config struct {
 	Clock thresholds.Clock
 }
 
-// counterKey names one counter: an event in one process. The event is the
-// catalog id, so that a saved limiter state survives catalog changes.
-type counterKey struct {
-	PID    uint32 `json:"pid"`
-	Event  string `json:"event"`
-	Detail uint64 `json:"detail,omitempty"`
-}
-
 // agent is the state of one Run. mu guards everything the metrics handler
 // reads; the loop holds it while it works.
 type agent struct {
-	cfg     Config
-	cat     probes.Catalog
-	rules   map[string]thresholds.Rule
-	k       *kernel
-	att     *probes.Attacher
-	satt    *probes.StartupAttacher
-	store   jobstore.Store
-	monoOff time.Duration
+	cfg   Config
+	cat   probes.Catalog
+	rules map[string]thresholds.Rule
+	k     *pinned
+	att   *probes.Attacher
+	satt  *probes.StartupAttacher
+	store jobstore.Store
+	tb    kernel.Timebase
 
 	mu       sync.Mutex
 	t        *tracker
-	samples  map[counterKey]agg.Sample
-	limiter  *thresholds.Limiter[counterKey]
+	snap     *counters.Snapshot
+	limiter  *thresholds.Limiter[counters.Key]
 	drops    []uint64
 	finished uint64
 	files    map[[2]uint64]bool  // library files attached (device, inode), for metrics
@@ -128,7 +120,7 @@ func Run(ctx context.Context, cfg Config) error {
 		return err
 	}
 	defer lk.release()
-	if a.k, err = openKernel(a.cfg.PinDir, a.cfg.Log); err != nil {
+	if a.k, err = openPinned(a.cfg.PinDir, a.cfg.Log); err != nil {
 		return err
 	}
 	keep := true
@@ -140,13 +132,11 @@ func Run(ctx context.Context, cfg Config) error {
 	defer a.att.Close()
 	defer a.satt.Close()
 
-	rd, err := ringbuf.NewReader(a.k.objs.ProcEvents)
+	events, stopEvents, err := kernel.ProcEvents(a.k.objs.ProcEvents, 4096)
 	if err != nil {
-		return fmt.Errorf("open process event ring buffer: %w", err)
+		return err
 	}
-	defer rd.Close()
-	events := make(chan bpf.MpiprobeProcEvent, 4096)
-	go session.ReadProcEvents(rd, events)
+	defer stopEvents()
 
 	if a.cfg.Metrics != nil {
 		h := metrics.Handler(a.collect, a.cfg.MaxSeries, a.cfg.Log)
@@ -234,16 +224,16 @@ func newAgent(cfg Config) (*agent, error) {
 		rules:   map[string]thresholds.Rule{},
 		store:   jobstore.Store{Dir: filepath.Join(cfg.StateDir, "jobs"), Keep: cfg.RetentionJobs, MaxAge: cfg.RetentionAge, Now: cfg.Clock.Now},
 		t:       newTracker(),
-		samples: map[counterKey]agg.Sample{},
-		limiter: thresholds.NewLimiter[counterKey](cfg.Clock),
-		drops:   make([]uint64, len(session.DropReasons())),
+		tb:      kernel.NewTimebase(),
+		limiter: thresholds.NewLimiter[counters.Key](cfg.Clock),
+		drops:   make([]uint64, len(kernel.DropReasons())),
 		files:   map[[2]uint64]bool{},
 		pending: map[int][]time.Time{},
 	}
+	a.snap = counters.New(a.cat, a.tb.Wall)
 	for _, e := range a.cat.Events {
 		a.rules[e.ID] = thresholds.Resolve(e.ID, thresholds.Rule{C: e.C, T: e.T}, cfg.Overrides...)
 	}
-	a.monoOff = session.MonotonicOffset()
 	return a, nil
 }
 
@@ -324,7 +314,7 @@ func (a *agent) attach(targets []probes.Target) error {
 		one := []probes.Target{t}
 		if err := a.att.Add(one); err != nil {
 			if errors.Is(err, unix.EPERM) || errors.Is(err, unix.EACCES) {
-				return session.ExplainLoad("attach probes to "+t.Display, err)
+				return kernel.ExplainLoad("attach probes to "+t.Display, err)
 			}
 			a.cfg.Log.Warn("library not attached", "file", t.Display, "err", err)
 			continue
@@ -398,21 +388,19 @@ func (a *agent) addProc(pid int) {
 	}
 }
 
-func (a *agent) wall(ns uint64) time.Time { return time.Unix(0, int64(ns)+int64(a.monoOff)) }
-
 func (a *agent) procEvent(e bpf.MpiprobeProcEvent) {
 	pid := int(e.Tgid)
 	switch e.Type {
-	case session.ProcMPI:
+	case kernel.ProcMPI:
 		// Entered MPI_Init: BPF traces it already.
 		a.addProc(pid)
-	case session.ProcExec:
+	case kernel.ProcExec:
 		// A new program: its libraries are mapped by the dynamic linker
 		// right after exec, so look at it shortly, and once more later.
 		now := a.cfg.Clock.Now()
 		a.pending[pid] = []time.Time{now.Add(200 * time.Millisecond), now.Add(2 * time.Second)}
-	case session.ProcExit:
-		a.ended(pid, session.DecodeExit(e.ExitCode, a.wall(e.TsNs)))
+	case kernel.ProcExit:
+		a.ended(pid, kernel.DecodeExit(e.ExitCode, a.tb.Wall(e.TsNs)))
 	}
 }
 
@@ -430,7 +418,7 @@ func (a *agent) ended(pid int, e agg.End) {
 func (a *agent) poll() {
 	now := a.cfg.Clock.Now()
 	a.readCounts()
-	a.readDrops()
+	kernel.ReadDrops(a.k.objs.Drops, a.drops, a.cfg.Log)
 	a.readExits()
 	a.readStartups(false)
 	for pid, due := range a.pending {
@@ -486,41 +474,22 @@ func alive(pid int, ticks uint64, pfs procfs.FS) bool {
 	return ticks == 0 || st.StartTime == ticks
 }
 
+// readCounts reads every counter, applies the C/T rule and sends what is due.
 func (a *agent) readCounts() {
-	var k bpf.MpiprobeCountKey
-	var v bpf.MpiprobeCountVal
-	it := a.k.objs.Counts.Iterate()
-	for it.Next(&k, &v) {
-		if int(k.Event) >= len(a.cat.Events) {
-			continue
+	err := kernel.ReadCounters(a.k.objs.Counts, func(r counters.Reading) {
+		o, ok := a.snap.Update(r)
+		if !ok {
+			return
 		}
-		ev := a.cat.Events[k.Event]
-		key := counterKey{PID: k.Tgid, Event: ev.ID, Detail: k.Detail}
-		prev, seen := a.samples[key]
-		if !seen { // the name is read once, when the counter appears
-			prev.Detail = a.cat.DetailOf(int(k.Event), k.Detail, session.CString(v.Name[:]))
+		if _, ok := a.t.procs[int(r.PID)]; !ok {
+			a.addProc(int(r.PID))
 		}
-		a.samples[key] = agg.Sample{PID: k.Tgid, Event: ev.ID, Count: v.Count, Peak: v.Peak,
-			Detail: prev.Detail, First: a.wall(v.FirstNs), Last: a.wall(v.LastNs)}
-		if _, ok := a.t.procs[int(k.Tgid)]; !ok {
-			a.addProc(int(k.Tgid))
+		if rep, ok := a.limiter.Observe(o.Key, a.rules[o.Key.Event], o.Count); ok {
+			a.warn(rep)
 		}
-		if r, ok := a.limiter.Observe(key, a.rules[ev.ID], v.Count); ok {
-			a.warn(r)
-		}
-	}
-	if err := it.Err(); err != nil {
+	})
+	if err != nil {
 		a.cfg.Log.Warn("read counters", "err", err)
-	}
-}
-
-func (a *agent) readDrops() {
-	reasons := session.DropReasons()
-	for i, sum := range session.DropCounts(a.k.objs.Drops) {
-		if sum > a.drops[i] {
-			a.cfg.Log.Warn("BPF map full: updates dropped", "what", reasons[i], "dropped", sum)
-		}
-		a.drops[i] = sum
 	}
 }
 
@@ -543,7 +512,7 @@ func (a *agent) readExits() {
 			_ = a.k.objs.Exits.Delete(e.pid)
 			continue
 		}
-		a.ended(int(e.pid), session.DecodeExit(e.r.Code, a.wall(e.r.TsNs)))
+		a.ended(int(e.pid), kernel.DecodeExit(e.r.Code, a.tb.Wall(e.r.TsNs)))
 	}
 }
 
@@ -559,12 +528,12 @@ func (a *agent) readStartups(all bool) {
 		if err := a.k.objs.Startups.Lookup(uint32(pid), &s); err != nil {
 			continue
 		}
-		p.Startup = startupOf(s.Ns, a.wall)
+		p.Startup = startupOf(s.Ns, a.tb.Wall)
 	}
 }
 
 // warn sends a C/T report to the journal.
-func (a *agent) warn(r thresholds.Report[counterKey]) {
+func (a *agent) warn(r thresholds.Report[counters.Key]) {
 	p := a.t.procs[int(r.Key.PID)]
 	id := identity.Identity{Host: a.cfg.Host, Job: identity.Unknown, Rank: identity.Unknown}
 	if p != nil {
@@ -572,7 +541,8 @@ func (a *agent) warn(r thresholds.Report[counterKey]) {
 	}
 	ev, _, _ := a.cat.Lookup(r.Key.Event)
 	msg := fmt.Sprintf("%s: %s : %s", id.Label(int(r.Key.PID)), r.Prefix(), ev.Message)
-	detail := a.samples[r.Key].Detail
+	sm, _ := a.snap.Sample(r.Key)
+	detail := sm.Detail
 	if detail != "" {
 		msg += " [" + detail + "]"
 	}
@@ -594,37 +564,18 @@ func (a *agent) warn(r thresholds.Report[counterKey]) {
 	}
 }
 
-// keysOf returns the counters of the given processes.
-func (a *agent) keysOf(pids []int) []counterKey {
-	var out []counterKey
-	for k := range a.samples {
-		if slices.Contains(pids, int(k.PID)) {
-			out = append(out, k)
-		}
-	}
-	slices.SortFunc(out, func(x, y counterKey) int {
-		return cmp.Or(cmp.Compare(x.PID, y.PID), cmp.Compare(x.Event, y.Event), cmp.Compare(x.Detail, y.Detail))
-	})
-	return out
+// ofJob says whether a process belongs to the job.
+func ofJob(j *jobState) func(pid uint32) bool {
+	return func(pid uint32) bool { return slices.Contains(j.PIDs, int(pid)) }
 }
 
 // summaryOf builds the summary of one job from what was read so far.
 func (a *agent) summaryOf(j *jobState) agg.Summary {
-	pids := map[uint32]bool{}
-	for _, pid := range j.PIDs {
-		pids[uint32(pid)] = true
-	}
-	var samples []agg.Sample
-	for k, s := range a.samples {
-		if pids[k.PID] {
-			samples = append(samples, s)
-		}
-	}
 	end := j.Finished
 	if end.IsZero() {
 		end = a.cfg.Clock.Now()
 	}
-	return agg.Build(a.cfg.Host, j.Started, end, a.t.procsOf(j), samples, a.cat.Describe, nil)
+	return a.snap.Summary(a.cfg.Host, j.Started, end, a.t.procsOf(j), ofJob(j), nil)
 }
 
 // saveJob writes a job's summary to the state directory.
@@ -643,7 +594,7 @@ func (a *agent) saveJob(j *jobState, sum agg.Summary) {
 // what was never reported, and frees the job's kernel state.
 func (a *agent) finishJob(j *jobState) {
 	a.readStartups(true)
-	keys := a.keysOf(j.PIDs)
+	keys := a.snap.Keys(ofJob(j))
 	for _, k := range keys {
 		if r, ok := a.limiter.FinalizeKey(k); ok {
 			a.warn(r)
@@ -672,25 +623,12 @@ func (a *agent) finishJob(j *jobState) {
 		a.cfg.Log.Warn("journal", "err", err)
 	}
 	// Free the kernel's entries: a later process may reuse these pids.
-	var k bpf.MpiprobeCountKey
-	var v bpf.MpiprobeCountVal
-	var del []bpf.MpiprobeCountKey
-	it := a.k.objs.Counts.Iterate()
-	for it.Next(&k, &v) {
-		if slices.Contains(j.PIDs, int(k.Tgid)) {
-			del = append(del, k)
-		}
-	}
-	for _, k := range del {
-		_ = a.k.objs.Counts.Delete(k)
-	}
+	kernel.DeleteCounters(a.k.objs.Counts, ofJob(j))
 	for _, pid := range j.PIDs {
 		_ = a.k.objs.Startups.Delete(uint32(pid))
 		_ = a.k.objs.Exits.Delete(uint32(pid))
 	}
-	for _, k := range keys {
-		delete(a.samples, k)
-	}
+	a.snap.Forget(keys)
 	j.final = &sum
 	a.finished++
 	if removed, err := a.store.Prune(func(job string) bool { r, ok := a.t.jobs[job]; return ok && r.Finished.IsZero() }); err != nil {

@@ -2,8 +2,8 @@ package agent
 
 import (
 	"github.com/mpiprobe/mpiprobe/agg"
+	"github.com/mpiprobe/mpiprobe/internal/kernel"
 	"github.com/mpiprobe/mpiprobe/internal/metrics"
-	"github.com/mpiprobe/mpiprobe/internal/session"
 )
 
 // collect builds the metric families from the agent's state. Finished jobs
@@ -58,7 +58,7 @@ func (a *agent) collect() []metrics.Family {
 	}
 	drops := metrics.Family{Name: "mpiprobe_map_drops_total", Kind: metrics.Counter,
 		Help: "Updates the BPF side could not record because a map was full."}
-	for i, what := range session.DropReasons() {
+	for i, what := range kernel.DropReasons() {
 		drops.Samples = append(drops.Samples, metrics.Sample{Labels: []metrics.Label{{Name: "what", Value: what}}, Value: float64(a.drops[i])})
 	}
 	gauge := func(name, help string, v float64) metrics.Family {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/mpiprobe/mpiprobe/bpf"
+	"github.com/mpiprobe/mpiprobe/internal/counters"
 	"github.com/mpiprobe/mpiprobe/internal/jobstore"
 	"github.com/mpiprobe/mpiprobe/thresholds"
 )
@@ -18,13 +19,13 @@ const stateVersion = 1
 // <state dir>/agent-state.json: the processes and jobs it knew and what
 // the C/T rule had reported. The counts themselves stay in the pinned maps.
 type savedState struct {
-	Version  int                               `json:"version"`
-	Build    string                            `json:"build"`
-	Saved    time.Time                         `json:"saved"`
-	Procs    []procState                       `json:"procs"`
-	Jobs     []*jobState                       `json:"jobs"`
-	Limiter  []thresholds.KeyState[counterKey] `json:"limiter"`
-	Finished uint64                            `json:"finished"`
+	Version  int                                 `json:"version"`
+	Build    string                              `json:"build"`
+	Saved    time.Time                           `json:"saved"`
+	Procs    []procState                         `json:"procs"`
+	Jobs     []*jobState                         `json:"jobs"`
+	Limiter  []thresholds.KeyState[counters.Key] `json:"limiter"`
+	Finished uint64                              `json:"finished"`
 }
 
 // stateFile is agent-state.json in the state directory, written with the

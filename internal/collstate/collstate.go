@@ -39,22 +39,15 @@ const (
 	mpichSelf  = 0x44000001
 )
 
-// Size sets the map sizes for slots communicator slots in a BPF spec
-// before loading. slots 0 keeps the object's minimal sizes (no tracking).
-func Size(spec *ebpf.CollectionSpec, slots int) error {
+// Sizes returns the map sizes for slots communicator slots, by map name,
+// for kernel.Options.MaxEntries. slots 0 keeps the object's minimal sizes
+// (no tracking).
+func Sizes(slots int) map[string]uint32 {
 	if slots <= 0 {
 		return nil
 	}
-	set := func(name string, n int) error {
-		m, ok := spec.Maps[name]
-		if !ok {
-			return fmt.Errorf("BPF object has no %s map: regenerate bpf/ (make generate)", name)
-		}
-		m.MaxEntries = uint32(n)
-		return nil
-	}
-	return errors.Join(set("coll_index", slots), set("coll_comms", slots),
-		set("coll_free", slots), set("coll_stats", slots*probes.MaxCollectives))
+	n := uint32(slots)
+	return map[string]uint32{"coll_index": n, "coll_comms": n, "coll_free": n, "coll_stats": n * probes.MaxCollectives}
 }
 
 // Init hands every slot to the BPF free queue.

@@ -3,6 +3,7 @@ package collstate
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -13,10 +14,10 @@ import (
 	"time"
 
 	"github.com/cilium/ebpf"
-	"golang.org/x/sys/unix"
 
 	"github.com/mpiprobe/mpiprobe/agg"
 	"github.com/mpiprobe/mpiprobe/bpf"
+	"github.com/mpiprobe/mpiprobe/internal/kernel"
 	"github.com/mpiprobe/mpiprobe/internal/mpitest"
 	"github.com/mpiprobe/mpiprobe/probes"
 )
@@ -43,15 +44,8 @@ func requireBPF(t *testing.T) {
 func load(t *testing.T) Maps {
 	t.Helper()
 	requireBPF(t)
-	spec, err := bpf.LoadMpiprobe()
-	if err != nil {
-		t.Fatalf("LoadMpiprobe: %v", err)
-	}
-	if err := Size(spec, slots); err != nil {
-		t.Fatalf("Size: %v", err)
-	}
 	var objs bpf.MpiprobeObjects
-	if err := spec.LoadAndAssign(&objs, nil); err != nil {
+	if err := kernel.Load(&objs, kernel.Options{MaxEntries: Sizes(slots)}); err != nil {
 		t.Fatalf("load the BPF objects: %v", err)
 	}
 	t.Cleanup(func() { _ = objs.Close() })
@@ -195,39 +189,29 @@ func describe(es []Entry) string {
 	return b.String()
 }
 
-func TestSize(t *testing.T) {
+func TestSizes(t *testing.T) {
+	tests := []struct {
+		slots int
+		want  map[string]uint32
+	}{
+		{0, nil},
+		{-1, nil},
+		{5, map[string]uint32{"coll_index": 5, "coll_comms": 5, "coll_free": 5, "coll_stats": 5 * probes.MaxCollectives}},
+	}
 	spec, err := bpf.LoadMpiprobe()
 	if err != nil {
 		t.Fatalf("LoadMpiprobe: %v", err)
 	}
-	before := map[string]uint32{}
-	for name, m := range spec.Maps {
-		before[name] = m.MaxEntries
-	}
-	if err := Size(spec, 0); err != nil {
-		t.Fatalf("Size(0): %v", err)
-	}
-	for name, m := range spec.Maps {
-		if m.MaxEntries != before[name] {
-			t.Errorf("Size(0) changed %s from %d to %d entries", name, before[name], m.MaxEntries)
+	for _, tt := range tests {
+		got := Sizes(tt.slots)
+		if !maps.Equal(got, tt.want) {
+			t.Errorf("Sizes(%d) = %v, want %v", tt.slots, got, tt.want)
 		}
-	}
-	if err := Size(spec, 5); err != nil {
-		t.Fatalf("Size(5): %v", err)
-	}
-	want := map[string]uint32{"coll_index": 5, "coll_comms": 5, "coll_free": 5, "coll_stats": 5 * probes.MaxCollectives}
-	for name, m := range spec.Maps {
-		w, ok := want[name]
-		if !ok {
-			w = before[name]
+		for name := range got {
+			if _, ok := spec.Maps[name]; !ok {
+				t.Errorf("Sizes(%d) sizes %s, which the BPF object lacks", tt.slots, name)
+			}
 		}
-		if m.MaxEntries != w {
-			t.Errorf("after Size(5), %s has %d entries, want %d", name, m.MaxEntries, w)
-		}
-	}
-	delete(spec.Maps, "coll_free")
-	if err := Size(spec, 5); err == nil || !strings.Contains(err.Error(), "coll_free") {
-		t.Errorf("Size without coll_free: %v, want an error naming it", err)
 	}
 }
 
@@ -452,12 +436,8 @@ func TestReleasePendingFloor(t *testing.T) {
 // removed at its end.
 func pinRoot(t *testing.T) string {
 	t.Helper()
-	if err := MountBPFFS("/sys/fs/bpf"); err != nil {
+	if err := kernel.MountBPFFS("/sys/fs/bpf"); err != nil {
 		t.Fatalf("MountBPFFS: %v", err)
-	}
-	var st unix.Statfs_t
-	if err := unix.Statfs("/sys/fs/bpf", &st); err != nil || st.Type != bpffsMagic {
-		t.Fatalf("/sys/fs/bpf is not a BPF file system after MountBPFFS (type %#x, %v)", st.Type, err)
 	}
 	root := filepath.Join("/sys/fs/bpf", fmt.Sprintf("mpiprobe-test-%d-%s", os.Getpid(), strings.ReplaceAll(t.Name(), "/", "_")))
 	if err := os.RemoveAll(root); err != nil {

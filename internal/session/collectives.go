@@ -9,6 +9,7 @@ import (
 	"github.com/mpiprobe/mpiprobe/agg"
 	"github.com/mpiprobe/mpiprobe/bpf"
 	"github.com/mpiprobe/mpiprobe/internal/collstate"
+	"github.com/mpiprobe/mpiprobe/internal/kernel"
 	"github.com/mpiprobe/mpiprobe/probes"
 )
 
@@ -42,7 +43,7 @@ func (s *session) startCollectives(targets []probes.Target) (*collTracker, error
 	})
 	if err := ct.att.Add(targets); err != nil {
 		_ = ct.att.Close()
-		return nil, ExplainLoad("attach collective probes", err)
+		return nil, kernel.ExplainLoad("attach collective probes", err)
 	}
 	if ct.att.Links() == 0 {
 		_ = ct.att.Close()
@@ -54,7 +55,7 @@ func (s *session) startCollectives(targets []probes.Target) (*collTracker, error
 				"file", l.Display, "build_id", l.BuildID)
 		}
 	}
-	if err := collstate.MountBPFFS(filepath.Dir(collstate.PinRoot)); err != nil {
+	if err := kernel.MountBPFFS(filepath.Dir(collstate.PinRoot)); err != nil {
 		s.cfg.Log.Warn("collective history is not shared with `mpiprobe status`", "err", err)
 		return ct, nil
 	}

@@ -11,6 +11,8 @@
 // their first MPI call, while they live.
 //
 // Everything that can be decided without the kernel lives in other packages
-// (procfs, identity, probes, thresholds, agg); this package is the thin edge
-// that ties them to the BPF maps.
+// (procfs, identity, probes, counters, thresholds, agg), and what touches
+// the kernel for every mode (preflight, loading, process notifications,
+// reading the counters) in package kernel; this package ties them together
+// for one session.
 package session

@@ -1,9 +1,7 @@
 package session
 
 import (
-	"bytes"
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -17,12 +15,13 @@ import (
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
-	"github.com/cilium/ebpf/ringbuf"
 	"golang.org/x/sys/unix"
 
 	"github.com/mpiprobe/mpiprobe/agg"
 	"github.com/mpiprobe/mpiprobe/bpf"
+	"github.com/mpiprobe/mpiprobe/internal/counters"
 	"github.com/mpiprobe/mpiprobe/internal/identity"
+	"github.com/mpiprobe/mpiprobe/internal/kernel"
 	"github.com/mpiprobe/mpiprobe/internal/procfs"
 	"github.com/mpiprobe/mpiprobe/probes"
 	"github.com/mpiprobe/mpiprobe/thresholds"
@@ -76,25 +75,18 @@ type Config struct {
 // with 64 communicators each.
 const DefaultCommSlots = 4096
 
-// counterKey names one counter: an event in one process.
-type counterKey struct {
-	pid    uint32
-	event  uint32
-	detail uint64
-}
-
 // session is the state of one Run.
 type session struct {
 	cfg     Config
 	cat     probes.Catalog
 	rules   []thresholds.Rule
 	objs    bpf.MpiprobeObjects
-	limiter *thresholds.Limiter[counterKey]
+	limiter *thresholds.Limiter[counters.Key]
 	procs   map[int]*agg.Proc
 	order   []int
-	samples map[counterKey]agg.Sample
+	snap    *counters.Snapshot
 	drops   []uint64
-	monoOff time.Duration // wall clock minus CLOCK_MONOTONIC
+	tb      kernel.Timebase
 	start   time.Time
 	rec     *recorder // trace mode only
 	coll    *collTracker
@@ -151,15 +143,16 @@ func newSession(cfg Config) (*session, error) {
 	s := &session{
 		cfg:     cfg,
 		cat:     cfg.Catalog,
-		limiter: thresholds.NewLimiter[counterKey](cfg.Clock),
+		limiter: thresholds.NewLimiter[counters.Key](cfg.Clock),
 		procs:   map[int]*agg.Proc{},
-		samples: map[counterKey]agg.Sample{},
+		drops:   make([]uint64, len(kernel.DropReasons())),
+		tb:      kernel.NewTimebase(),
 		start:   cfg.Clock.Now(),
 	}
+	s.snap = counters.New(s.cat, s.tb.Wall)
 	for _, e := range s.cat.Events {
 		s.rules = append(s.rules, thresholds.Resolve(e.ID, thresholds.Rule{C: e.C, T: e.T}, cfg.Overrides...))
 	}
-	s.monoOff = MonotonicOffset()
 	return s, nil
 }
 
@@ -205,13 +198,12 @@ func (s *session) run(ctx context.Context) error {
 		targets = t
 	}
 
-	if err := Preflight(); err != nil {
+	if err := kernel.Preflight(); err != nil {
 		return err
 	}
 	if err := s.load(); err != nil {
-		return ExplainLoad("load BPF programs", err)
+		return err
 	}
-	s.drops = make([]uint64, len(dropNames))
 
 	var tplinks []link.Link
 	defer func() {
@@ -222,7 +214,7 @@ func (s *session) run(ctx context.Context) error {
 	for _, p := range []*ebpf.Program{s.objs.OnFork, s.objs.OnExec, s.objs.OnExit} {
 		l, err := link.AttachTracing(link.TracingOptions{Program: p})
 		if err != nil {
-			return ExplainLoad("attach process tracepoints", err)
+			return kernel.ExplainLoad("attach process tracepoints", err)
 		}
 		tplinks = append(tplinks, l)
 	}
@@ -244,7 +236,7 @@ func (s *session) run(ctx context.Context) error {
 		att.DebugDirs = cfg.DebugDirs
 		defer att.Close()
 		if err := att.Add(targets); err != nil {
-			return ExplainLoad("attach probes", err)
+			return kernel.ExplainLoad("attach probes", err)
 		}
 		if cfg.Collectives {
 			ct, err := s.startCollectives(targets)
@@ -270,13 +262,11 @@ func (s *session) run(ctx context.Context) error {
 		probeCount += att.Attached()
 	}
 
-	rd, err := ringbuf.NewReader(s.objs.ProcEvents)
+	events, stopEvents, err := kernel.ProcEvents(s.objs.ProcEvents, 1024)
 	if err != nil {
-		return fmt.Errorf("open process event ring buffer: %w", err)
+		return err
 	}
-	defer rd.Close()
-	events := make(chan bpf.MpiprobeProcEvent, 1024)
-	go ReadProcEvents(rd, events)
+	defer stopEvents()
 
 	for _, pid := range live {
 		if err := s.trace(pid, 0); err != nil {
@@ -370,23 +360,6 @@ func (s *session) startCommand(ctx context.Context) (chan error, error) {
 	return done, nil
 }
 
-// ReadProcEvents decodes the process notifications of the ring buffer
-// into out until the reader is closed, then closes out.
-func ReadProcEvents(rd *ringbuf.Reader, out chan<- bpf.MpiprobeProcEvent) {
-	for {
-		rec, err := rd.Read()
-		if err != nil {
-			close(out)
-			return
-		}
-		var e bpf.MpiprobeProcEvent
-		if err := binary.Read(bytes.NewReader(rec.RawSample), binary.NativeEndian, &e); err != nil {
-			continue
-		}
-		out <- e
-	}
-}
-
 // addProc registers a process and reads who it is.
 func (s *session) addProc(pid int) *agg.Proc {
 	p, ok := s.procs[pid]
@@ -412,82 +385,46 @@ func (s *session) identify(p *agg.Proc) {
 func (s *session) procEvent(e bpf.MpiprobeProcEvent) {
 	pid := int(e.Tgid)
 	switch e.Type {
-	case ProcFork:
+	case kernel.ProcFork:
 		s.addProc(pid)
-	case ProcExec:
+	case kernel.ProcExec:
 		s.addProc(pid)
-	case ProcMPI:
+	case kernel.ProcMPI:
 		s.addProc(pid)
 		if s.rec != nil {
 			s.rec.note(pid)
 		}
-	case ProcExit:
+	case kernel.ProcExit:
 		p, ok := s.procs[pid]
 		if !ok {
 			return
 		}
-		p.End = DecodeExit(e.ExitCode, s.wall(e.TsNs))
+		p.End = kernel.DecodeExit(e.ExitCode, s.tb.Wall(e.TsNs))
 		if s.coll != nil {
 			s.coll.ended(pid)
 		}
 	}
 }
 
-// The proc_event types of bpf/mpiprobe.bpf.c.
-const (
-	// ProcFork: a followed process forked a child, now traced.
-	ProcFork = 1
-	// ProcExec: a process executed a new program.
-	ProcExec = 2
-	// ProcExit: the last thread of a traced process exited.
-	ProcExit = 3
-	// ProcMPI: a traced process made its first MPI call (trace mode), or
-	// entered MPI_Init and became traced (the agent).
-	ProcMPI = 4
-)
-
-// DecodeExit turns a task's exit_code into how the process ended.
-func DecodeExit(code int32, at time.Time) agg.End {
-	if sig := int(code & 0x7f); sig != 0 {
-		return agg.End{Kind: agg.Signaled, Signal: sig, At: at}
-	}
-	return agg.End{Kind: agg.Exited, Code: int(code>>8) & 0xff, At: at}
-}
-
-func (s *session) wall(ns uint64) time.Time {
-	return time.Unix(0, int64(ns)+int64(s.monoOff))
-}
-
 // poll reads every counter, applies the C/T rule, prints what is due, and
 // notices processes that ended without an exit event.
 func (s *session) poll() {
-	var k bpf.MpiprobeCountKey
-	var v bpf.MpiprobeCountVal
-	it := s.objs.Counts.Iterate()
-	for it.Next(&k, &v) {
-		key := counterKey{pid: k.Tgid, event: k.Event, detail: k.Detail}
-		if int(k.Event) >= len(s.cat.Events) {
-			continue
+	err := kernel.ReadCounters(s.objs.Counts, func(r counters.Reading) {
+		o, ok := s.snap.Update(r)
+		if !ok {
+			return
 		}
-		prev, seen := s.samples[key]
-		if !seen { // the name is read once, when the counter appears
-			prev.Detail = s.cat.DetailOf(int(k.Event), k.Detail, CString(v.Name[:]))
+		if _, ok := s.procs[int(r.PID)]; !ok {
+			s.addProc(int(r.PID))
 		}
-		s.samples[key] = agg.Sample{
-			PID: k.Tgid, Event: s.cat.Events[k.Event].ID, Count: v.Count, Peak: v.Peak,
-			Detail: prev.Detail, First: s.wall(v.FirstNs), Last: s.wall(v.LastNs),
+		if rep, ok := s.limiter.Observe(o.Key, s.rules[o.Index], o.Count); ok {
+			s.print(rep)
 		}
-		if _, ok := s.procs[int(k.Tgid)]; !ok {
-			s.addProc(int(k.Tgid))
-		}
-		if r, ok := s.limiter.Observe(key, s.rules[k.Event], v.Count); ok {
-			s.print(r)
-		}
-	}
-	if err := it.Err(); err != nil {
+	})
+	if err != nil {
 		s.cfg.Log.Warn("read counters", "err", err)
 	}
-	s.readDrops()
+	kernel.ReadDrops(s.objs.Drops, s.drops, s.cfg.Log)
 	for _, pid := range s.order {
 		p := s.procs[pid]
 		if p.End.Kind != agg.Running {
@@ -499,61 +436,16 @@ func (s *session) poll() {
 	}
 }
 
-func (s *session) readDrops() {
-	for i, sum := range DropCounts(s.objs.Drops) {
-		if sum > s.drops[i] {
-			s.cfg.Log.Warn("BPF map full: updates dropped", "what", dropNames[i], "dropped", sum)
-		}
-		s.drops[i] = sum
-	}
-}
-
-// DropCounts returns, for each reason of DropReasons, how many updates the
-// BPF side could not record so far, summed over the CPUs of the drops map.
-func DropCounts(m *ebpf.Map) []uint64 {
-	out := make([]uint64, len(dropNames))
-	for i := range out {
-		var per []uint64
-		if err := m.Lookup(uint32(i), &per); err != nil {
-			continue
-		}
-		for _, n := range per {
-			out[i] += n
-		}
-	}
-	return out
-}
-
-// MonotonicOffset returns the wall clock minus CLOCK_MONOTONIC, the clock
-// of bpf_ktime_get_ns: add it to a BPF timestamp to get wall-clock time.
-func MonotonicOffset() time.Duration {
-	var ts unix.Timespec
-	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts); err != nil {
-		return 0
-	}
-	return time.Duration(time.Now().UnixNano() - ts.Nano())
-}
-
-// DropReasons says what each index of the drops map counts, and what to do.
-func DropReasons() []string { return dropNames[:] }
-
-// dropNames says what each index of the drops map counts, and what to do.
-var dropNames = [...]string{
-	"event counters (counts map full: too many processes x events)",
-	"followed child processes (traced map full)",
-	"process notifications (ring buffer full: mpiprobe fell behind)",
-	"collective calls (no free communicator slot: raise --comm-slots)",
-}
-
-func (s *session) print(r thresholds.Report[counterKey]) {
-	p := s.procs[int(r.Key.pid)]
-	label := fmt.Sprintf("pid=%d", r.Key.pid)
+func (s *session) print(r thresholds.Report[counters.Key]) {
+	p := s.procs[int(r.Key.PID)]
+	label := fmt.Sprintf("pid=%d", r.Key.PID)
 	if p != nil {
 		label = p.Identity.Label(p.PID)
 	}
-	msg := s.cat.Events[r.Key.event].Message
-	if d := s.samples[r.Key].Detail; d != "" {
-		msg += " [" + d + "]"
+	ev, _, _ := s.cat.Lookup(r.Key.Event)
+	msg := ev.Message
+	if sm, _ := s.snap.Sample(r.Key); sm.Detail != "" {
+		msg += " [" + sm.Detail + "]"
 	}
 	fmt.Fprintf(s.cfg.Out, "[%s] %s: %s : %s\n", r.Time.Format("2006-01-02 15:04:05.000"), label, r.Prefix(), msg)
 }
@@ -616,17 +508,14 @@ func (s *session) summary() agg.Summary {
 		}
 		procs = append(procs, *p)
 	}
-	var samples []agg.Sample
-	for _, sm := range s.samples {
-		samples = append(samples, sm)
-	}
 	var drops []agg.Drop
+	reasons := kernel.DropReasons()
 	for i, n := range s.drops {
 		if n > 0 {
-			drops = append(drops, agg.Drop{What: dropNames[i], Count: n})
+			drops = append(drops, agg.Drop{What: reasons[i], Count: n})
 		}
 	}
-	sum := agg.Build(s.cfg.Host, s.start, s.cfg.Clock.Now(), procs, samples, s.cat.Describe, drops)
+	sum := s.snap.Summary(s.cfg.Host, s.start, s.cfg.Clock.Now(), procs, nil, drops)
 	if s.coll != nil {
 		sum.AddCollectives(s.coll.result())
 	}
@@ -634,23 +523,5 @@ func (s *session) summary() agg.Summary {
 }
 
 func (s *session) hasSamples(pid int) bool {
-	for k := range s.samples {
-		if int(k.pid) == pid {
-			return true
-		}
-	}
-	return false
-}
-
-// CString returns the NUL-terminated string at the start of b, as the BPF
-// side stores names read from the process.
-func CString(b []int8) string {
-	out := make([]byte, 0, len(b))
-	for _, c := range b {
-		if c == 0 {
-			break
-		}
-		out = append(out, byte(c))
-	}
-	return string(out)
+	return len(s.snap.Keys(func(p uint32) bool { return int(p) == pid })) > 0
 }

@@ -1,7 +1,7 @@
 package session
 
 import (
-	"github.com/mpiprobe/mpiprobe/bpf"
+	"github.com/mpiprobe/mpiprobe/internal/kernel"
 	"github.com/mpiprobe/mpiprobe/internal/procfs"
 	"github.com/mpiprobe/mpiprobe/probes"
 )
@@ -17,17 +17,13 @@ func ProbeEntries(pfs procfs.FS, pid int, cat probes.Catalog, debugDirs []string
 		return nil, err
 	}
 	targets, errs := ProcessTargets(pfs, pid, libs, cat.Libraries())
-	if err := Preflight(); err != nil {
-		return nil, err
-	}
-	spec, err := bpf.LoadMpiprobe()
-	if err != nil {
+	if err := kernel.Preflight(); err != nil {
 		return nil, err
 	}
 	// Only the catalog's programs, with the maps they use.
 	var progs probes.Programs
-	if err := spec.LoadAndAssign(&progs, nil); err != nil {
-		return nil, ExplainLoad("load BPF programs", err)
+	if err := kernel.Load(&progs, kernel.Options{}); err != nil {
+		return nil, err
 	}
 	defer progs.Close()
 	att, err := probes.NewAttacher(progs, cat)
@@ -37,7 +33,7 @@ func ProbeEntries(pfs procfs.FS, pid int, cat probes.Catalog, debugDirs []string
 	att.DebugDirs = debugDirs
 	defer att.Close()
 	if err := att.Add(targets); err != nil {
-		return nil, ExplainLoad("attach probes", err)
+		return nil, kernel.ExplainLoad("attach probes", err)
 	}
 	out := probes.Entries(cat, pid, targets, att.Status())
 	for _, e := range errs {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
 	"slices"
 	"strconv"
@@ -15,12 +16,11 @@ import (
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/ringbuf"
-	"golang.org/x/sys/unix"
 
 	"github.com/mpiprobe/mpiprobe/agg"
-	"github.com/mpiprobe/mpiprobe/bpf"
 	"github.com/mpiprobe/mpiprobe/internal/collstate"
 	"github.com/mpiprobe/mpiprobe/internal/identity"
+	"github.com/mpiprobe/mpiprobe/internal/kernel"
 	"github.com/mpiprobe/mpiprobe/internal/procfs"
 	"github.com/mpiprobe/mpiprobe/internal/symbolize"
 	"github.com/mpiprobe/mpiprobe/internal/trace/tracefile"
@@ -306,12 +306,9 @@ func (r *recorder) stop(lost *ebpf.Map, end func(pid int) string) (TraceStats, e
 	return r.stats, err
 }
 
-// load loads the BPF objects, sizing the trace ring buffer for the mode.
+// load loads the BPF objects, sizing the trace ring buffer and the
+// collective-tracking maps for the mode.
 func (s *session) load() error {
-	spec, err := bpf.LoadMpiprobe()
-	if err != nil {
-		return err
-	}
 	size := uint32(4096) // counting mode never writes to it
 	if s.cfg.Trace != nil {
 		size = s.cfg.Trace.RingBytes
@@ -322,21 +319,15 @@ func (s *session) load() error {
 			return fmt.Errorf("trace ring buffer of %d bytes: give a power of two of at least 4096", size)
 		}
 	}
-	m, ok := spec.Maps["trace_events"]
-	if !ok {
-		return errors.New("BPF object has no trace_events map: regenerate bpf/ (make generate)")
-	}
-	m.MaxEntries = size
+	sizes := map[string]uint32{"trace_events": size}
 	if s.cfg.Collectives {
 		slots := s.cfg.CommSlots
 		if slots <= 0 {
 			slots = DefaultCommSlots
 		}
-		if err := collstate.Size(spec, slots); err != nil {
-			return err
-		}
+		maps.Copy(sizes, collstate.Sizes(slots))
 	}
-	return spec.LoadAndAssign(&s.objs, nil)
+	return kernel.Load(&s.objs, kernel.Options{MaxEntries: sizes})
 }
 
 // startTrace attaches trace mode's probes to the targets and starts the
@@ -348,7 +339,7 @@ func (s *session) startTrace(targets []probes.Target) (*recorder, int, func(), e
 	})
 	if err := att.Add(targets); err != nil {
 		_ = att.Close()
-		return nil, 0, nil, ExplainLoad("attach trace probes", err)
+		return nil, 0, nil, kernel.ExplainLoad("attach trace probes", err)
 	}
 	if att.Links() == 0 {
 		_ = att.Close()
@@ -359,14 +350,13 @@ func (s *session) startTrace(targets []probes.Target) (*recorder, int, func(), e
 		_ = att.Close()
 		return nil, 0, nil, fmt.Errorf("open trace ring buffer: %w", err)
 	}
-	var ts unix.Timespec
-	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts); err != nil {
+	mono, err := kernel.MonotonicNow()
+	if err != nil {
 		_ = rd.Close()
 		_ = att.Close()
-		return nil, 0, nil, fmt.Errorf("read the monotonic clock: %w", err)
+		return nil, 0, nil, err
 	}
-	mono := uint64(ts.Nano())
-	hdr := tracefile.Header{Host: s.cfg.Host, Start: s.wall(mono), Command: s.describeCommand()}
+	hdr := tracefile.Header{Host: s.cfg.Host, Start: s.tb.Wall(mono), Command: s.describeCommand()}
 	rec, err := newRecorder(rd, s.cfg.Trace.Out, hdr, att.Calls(), mono, s.cfg.Proc, s.cfg.Log)
 	if err != nil {
 		_ = rd.Close()

@@ -6,49 +6,67 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
 
 	"github.com/mpiprobe/mpiprobe/bpf"
-	"github.com/mpiprobe/mpiprobe/internal/session"
+	"github.com/mpiprobe/mpiprobe/internal/kernel"
 	"github.com/mpiprobe/mpiprobe/probes"
 )
 
-// kernel holds the BPF objects status uses: the traced set, the task
+// objects are the parts of the BPF collection status uses; loading only
+// these keeps the other modes' maps out of the kernel.
+type objects struct {
+	DumpRegs    *ebpf.Program `ebpf:"dump_regs"`
+	StatusEnter *ebpf.Program `ebpf:"status_enter"`
+	Traced      *ebpf.Map     `ebpf:"traced"`
+	StatusCalls *ebpf.Map     `ebpf:"status_calls"`
+}
+
+func (o *objects) close() {
+	for _, c := range []io.Closer{o.DumpRegs, o.StatusEnter, o.Traced, o.StatusCalls} {
+		if c != nil {
+			_ = c.Close()
+		}
+	}
+}
+
+// live holds the BPF objects status uses: the traced set, the task
 // iterator that reads each thread's registers, and the uprobes counting MPI
 // calls per thread.
-type kernel struct {
-	objs  bpf.MpiprobeObjects
+type live struct {
+	objs  objects
 	iter  *link.Iter
 	links []link.Link
 	done  map[[2]uint64]bool
 }
 
-func openKernel() (*kernel, error) {
-	k := &kernel{done: map[[2]uint64]bool{}}
-	if err := bpf.LoadMpiprobeObjects(&k.objs, nil); err != nil {
-		return nil, session.ExplainLoad("load BPF programs", err)
+func openLive() (*live, error) {
+	k := &live{done: map[[2]uint64]bool{}}
+	if err := kernel.Load(&k.objs, kernel.Options{}); err != nil {
+		return nil, err
 	}
 	it, err := link.AttachIter(link.IterOptions{Program: k.objs.DumpRegs})
 	if err != nil {
-		k.objs.Close()
+		k.objs.close()
 		return nil, fmt.Errorf("attach the task iterator (kernel 5.8+ with BTF): %w", err)
 	}
 	k.iter = it
 	return k, nil
 }
 
-func (k *kernel) close() {
+func (k *live) close() {
 	for _, l := range k.links {
 		_ = l.Close()
 	}
 	if k.iter != nil {
 		_ = k.iter.Close()
 	}
-	k.objs.Close()
+	k.objs.close()
 }
 
 // watch adds processes to the traced set.
-func (k *kernel) watch(pids []int) error {
+func (k *live) watch(pids []int) error {
 	for _, pid := range pids {
 		if err := k.objs.Traced.Put(uint32(pid), uint32(0)); err != nil {
 			return fmt.Errorf("watch pid %d: %w", pid, err)
@@ -59,7 +77,7 @@ func (k *kernel) watch(pids []int) error {
 
 // countCalls attaches the call counter to every MPI C function of the C
 // libraries among targets (each file once).
-func (k *kernel) countCalls(targets []probes.Target) error {
+func (k *live) countCalls(targets []probes.Target) error {
 	for _, t := range targets {
 		key := [2]uint64{t.Dev, t.Inode}
 		if k.done[key] || (t.Library != probes.OMPILibMPI && t.Library != probes.MPICHLib) {
@@ -84,7 +102,7 @@ func (k *kernel) countCalls(targets []probes.Target) error {
 }
 
 // regs returns the registers of every thread of the watched processes.
-func (k *kernel) regs() ([]bpf.MpiprobeTaskRegs, error) {
+func (k *live) regs() ([]bpf.MpiprobeTaskRegs, error) {
 	rd, err := k.iter.Open()
 	if err != nil {
 		return nil, fmt.Errorf("read thread registers: %w", err)
@@ -116,7 +134,7 @@ func decodeRegs(data []byte) ([]bpf.MpiprobeTaskRegs, error) {
 }
 
 // calls returns how many MPI calls each thread entered since countCalls.
-func (k *kernel) calls() (map[int]uint64, error) {
+func (k *live) calls() (map[int]uint64, error) {
 	out := map[int]uint64{}
 	var tid uint32
 	var n uint64

@@ -18,6 +18,7 @@ import (
 	"github.com/mpiprobe/mpiprobe/agg"
 	"github.com/mpiprobe/mpiprobe/internal/collstate"
 	"github.com/mpiprobe/mpiprobe/internal/identity"
+	"github.com/mpiprobe/mpiprobe/internal/kernel"
 	"github.com/mpiprobe/mpiprobe/internal/procfs"
 	"github.com/mpiprobe/mpiprobe/internal/session"
 	"github.com/mpiprobe/mpiprobe/internal/status/hang"
@@ -172,11 +173,11 @@ func Collect(ctx context.Context, cfg Config) (Result, error) {
 	for _, e := range problems {
 		res.Notes = append(res.Notes, e.Error())
 	}
-	if err := session.Preflight(); err != nil {
+	if err := kernel.Preflight(); err != nil {
 		return res, err
 	}
 
-	k, err := openKernel()
+	k, err := openLive()
 	if err != nil {
 		return res, err
 	}
@@ -336,7 +337,7 @@ const sampleTries = 8
 // pid and tid. The registers of a thread running on another CPU are read
 // while they may change: a read whose stack cannot be followed (instruction
 // pointer and stack pointer from two different moments) is retried.
-func sample(k *kernel, procs map[int]*process, res *symbolize.Resolver) (map[int]map[int]thread, error) {
+func sample(k *live, procs map[int]*process, res *symbolize.Resolver) (map[int]map[int]thread, error) {
 	out, err := sampleOnce(k, procs, res)
 	for try := 1; err == nil && try < sampleTries; try++ {
 		if !torn(out) {
@@ -372,7 +373,7 @@ func torn(s map[int]map[int]thread) bool {
 	return false
 }
 
-func sampleOnce(k *kernel, procs map[int]*process, res *symbolize.Resolver) (map[int]map[int]thread, error) {
+func sampleOnce(k *live, procs map[int]*process, res *symbolize.Resolver) (map[int]map[int]thread, error) {
 	regs, err := k.regs()
 	if err != nil {
 		return nil, err

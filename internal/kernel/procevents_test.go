@@ -1,4 +1,4 @@
-package session
+package kernel
 
 import (
 	"os"
@@ -63,12 +63,12 @@ func TestProcEventConstantsMatchBPF(t *testing.T) {
 	for _, m := range regexp.MustCompile(`\b(PROC_[A-Z]+)\s*=\s*(\d+)`).FindAllStringSubmatch(string(b), -1) {
 		enum[m[1]], _ = strconv.Atoi(m[2])
 	}
-	for name, want := range map[string]int{"PROC_FORK": ProcFork, "PROC_EXEC": ProcExec, "PROC_EXIT": ProcExit} {
+	for name, want := range map[string]int{"PROC_FORK": ProcFork, "PROC_EXEC": ProcExec, "PROC_EXIT": ProcExit, "PROC_MPI": ProcMPI} {
 		got, ok := enum[name]
 		if !ok {
 			t.Errorf("mpiprobe.bpf.c: no %s in enum proc_event_type", name)
 		} else if got != want {
-			t.Errorf("mpiprobe.bpf.c: %s = %d, monitor has %d", name, got, want)
+			t.Errorf("mpiprobe.bpf.c: %s = %d, package kernel has %d", name, got, want)
 		}
 	}
 
@@ -76,7 +76,7 @@ func TestProcEventConstantsMatchBPF(t *testing.T) {
 	if err != nil {
 		t.Fatalf("LoadMpiprobe: %v", err)
 	}
-	if n := spec.Maps["drops"].MaxEntries; int(n) != len(dropNames) {
-		t.Errorf("the drops map has %d reasons, dropNames names %d", n, len(dropNames))
+	if n := spec.Maps["drops"].MaxEntries; int(n) != len(DropReasons()) {
+		t.Errorf("the drops map has %d reasons, DropReasons names %d", n, len(DropReasons()))
 	}
 }

@@ -10,12 +10,10 @@ import (
 	"strings"
 
 	"github.com/cilium/ebpf"
-	"github.com/cilium/ebpf/btf"
 	"github.com/cilium/ebpf/link"
 
 	"github.com/mpiprobe/mpiprobe/bpf"
-	"github.com/mpiprobe/mpiprobe/internal/collstate"
-	"github.com/mpiprobe/mpiprobe/internal/session"
+	"github.com/mpiprobe/mpiprobe/internal/kernel"
 	"github.com/mpiprobe/mpiprobe/probes"
 )
 
@@ -61,10 +59,10 @@ func (o *objects) close() {
 	}
 }
 
-// kernel is the agent's BPF side: programs, maps and the links that attach
+// pinned is the agent's BPF side: programs, maps and the links that attach
 // them, all pinned under dir so that a restarted agent carries on with
 // them instead of losing what was counted meanwhile.
-type kernel struct {
+type pinned struct {
 	objs objects
 	// dir is <pin dir>/<bpf.BuildID()>.
 	dir string
@@ -76,15 +74,15 @@ type kernel struct {
 	tps      []link.Link
 }
 
-// openKernel loads the BPF programs, reusing the maps, tracepoint links and
+// openPinned loads the BPF programs, reusing the maps, tracepoint links and
 // uprobe links pinned by an earlier agent of the same build, or pinning new
 // ones. State pinned by another build is removed, with a warning.
-func openKernel(pinDir string, log *slog.Logger) (*kernel, error) {
-	if err := session.Preflight(); err != nil {
+func openPinned(pinDir string, log *slog.Logger) (*pinned, error) {
+	if err := kernel.Preflight(); err != nil {
 		return nil, err
 	}
 	if strings.HasPrefix(pinDir, "/sys/fs/bpf/") {
-		if err := collstate.MountBPFFS("/sys/fs/bpf"); err != nil {
+		if err := kernel.MountBPFFS("/sys/fs/bpf"); err != nil {
 			return nil, err
 		}
 	}
@@ -105,14 +103,7 @@ func openKernel(pinDir string, log *slog.Logger) (*kernel, error) {
 			}
 		}
 	}
-	k := &kernel{dir: filepath.Join(pinDir, build), attached: map[string][][2]uint64{}}
-	spec, err := bpf.LoadMpiprobe()
-	if err != nil {
-		return nil, err
-	}
-	if err := spec.Variables["watch_all"].Set(uint32(1)); err != nil {
-		return nil, fmt.Errorf("set watch_all: %w", err)
-	}
+	k := &pinned{dir: filepath.Join(pinDir, build), attached: map[string][][2]uint64{}}
 	repl := map[string]*ebpf.Map{}
 	mapDir := filepath.Join(k.dir, "maps")
 	if _, err := os.Stat(filepath.Join(mapDir, "counts")); err == nil {
@@ -128,15 +119,13 @@ func openKernel(pinDir string, log *slog.Logger) (*kernel, error) {
 		}
 		k.reused = true
 	}
-	err = spec.LoadAndAssign(&k.objs, &ebpf.CollectionOptions{MapReplacements: repl})
+	err = kernel.Load(&k.objs, kernel.Options{Variables: map[string]any{"watch_all": uint32(1)}, Replacements: repl})
 	for _, m := range repl {
-		_ = m.Close() // the collection holds its own reference
+		_ = m.Close() // the loaded objects hold their own reference
 	}
 	if err != nil {
-		return nil, session.ExplainLoad("load BPF programs", err)
+		return nil, err
 	}
-	// The kernel's BTF was needed for loading only: free it.
-	btf.FlushKernelSpec()
 	if !k.reused {
 		if err := os.MkdirAll(mapDir, 0o700); err != nil {
 			k.close(false)
@@ -162,7 +151,7 @@ func openKernel(pinDir string, log *slog.Logger) (*kernel, error) {
 
 // attachTracepoints reuses the pinned process tracepoint links or makes
 // and pins new ones.
-func (k *kernel) attachTracepoints() error {
+func (k *pinned) attachTracepoints() error {
 	dir := filepath.Join(k.dir, "tp")
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("create %s: %w", dir, err)
@@ -175,7 +164,7 @@ func (k *kernel) attachTracepoints() error {
 		}
 		l, err := link.AttachTracing(link.TracingOptions{Program: p})
 		if err != nil {
-			return session.ExplainLoad("attach process tracepoints", err)
+			return kernel.ExplainLoad("attach process tracepoints", err)
 		}
 		if err := l.Pin(pin); err != nil {
 			_ = l.Close()
@@ -208,7 +197,7 @@ func parseLinkName(name string) (prefix string, dev, ino uint64, ok bool) {
 }
 
 // readAttached lists the library files an earlier agent attached.
-func (k *kernel) readAttached() error {
+func (k *pinned) readAttached() error {
 	dir := filepath.Join(k.dir, "links")
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("create %s: %w", dir, err)
@@ -231,7 +220,7 @@ func (k *kernel) readAttached() error {
 }
 
 // pinner returns an OnFile hook that pins a file's links under prefix.
-func (k *kernel) pinner(prefix string) func(t probes.Target, links []link.Link) error {
+func (k *pinned) pinner(prefix string) func(t probes.Target, links []link.Link) error {
 	return func(t probes.Target, links []link.Link) error {
 		for i, l := range links {
 			if err := l.Pin(filepath.Join(k.dir, "links", linkName(prefix, t, i))); err != nil {
@@ -243,7 +232,7 @@ func (k *kernel) pinner(prefix string) func(t probes.Target, links []link.Link) 
 }
 
 // pinnedLinks counts the links pinned so far (this agent's and earlier ones').
-func (k *kernel) pinnedLinks() int {
+func (k *pinned) pinnedLinks() int {
 	ents, err := os.ReadDir(filepath.Join(k.dir, "links"))
 	if err != nil {
 		return 0
@@ -253,7 +242,7 @@ func (k *kernel) pinnedLinks() int {
 
 // close releases the agent's references. With unpin, the pins go too, so
 // that the probes detach; without it they keep counting for the next agent.
-func (k *kernel) close(unpin bool) {
+func (k *pinned) close(unpin bool) {
 	for _, l := range k.tps {
 		_ = l.Close()
 	}

@@ -1,12 +1,11 @@
-package session
+package kernel
 
 import (
-	"github.com/cilium/ebpf"
-
 	"errors"
 	"fmt"
 	"os"
 
+	"github.com/cilium/ebpf"
 	"golang.org/x/sys/unix"
 )
 

@@ -1,4 +1,4 @@
-package collstate
+package kernel
 
 import (
 	"fmt"
@@ -7,14 +7,11 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// bpffsMagic is the f_type of the BPF file system.
-const bpffsMagic = 0xcafe4a11
-
 // MountBPFFS makes sure the BPF file system is mounted at dir (normally
 // /sys/fs/bpf), mounting it when it is not: fresh machines often lack it.
 func MountBPFFS(dir string) error {
 	var st unix.Statfs_t
-	if err := unix.Statfs(dir, &st); err == nil && st.Type == bpffsMagic {
+	if err := unix.Statfs(dir, &st); err == nil && st.Type == unix.BPF_FS_MAGIC {
 		return nil
 	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
