@@ -15,8 +15,8 @@
 // completion cookie of coll_wait_enter/exit, written by probes.WaitCookie.
 // Arguments are numbered 1..ARG_MAX.
 enum coll_cookie {
-	COLL_MAX = 64,            // collectives per slot: the index is below it
-	COLL_INDEX_SHIFT = 0,     // the collective's index (loader's table)
+	COLL_INDEX_SHIFT = 0,     // the collective's index (loader's table), below COLL_MAX
+	COLL_INDEX_BITS = 6,
 	COLL_COMM_ARG_SHIFT = 8,  // argument holding the communicator
 	COLL_LAYOUT_SHIFT = 12,   // layout index into coll_layouts (0: unknown build)
 	COLL_LAYOUT_BITS = 4,
@@ -30,9 +30,11 @@ enum coll_cookie {
 	COLL_ARG_BITS = 4,
 };
 
-// do_coll_enter bounds the collective's index with a mask below the next field.
-_Static_assert((COLL_MAX & (COLL_MAX - 1)) == 0, "COLL_MAX must be a power of two");
-_Static_assert(COLL_MAX <= 1 << COLL_COMM_ARG_SHIFT, "the collective index overlaps the communicator argument");
+// Collectives per communicator slot: every index a cookie can carry. A
+// power of two, so that do_coll_enter bounds the index with a mask.
+#define COLL_MAX (1 << COLL_INDEX_BITS)
+
+_Static_assert(COLL_INDEX_SHIFT + COLL_INDEX_BITS <= COLL_COMM_ARG_SHIFT, "the collective index overlaps the communicator argument");
 _Static_assert(ARG_MAX < 1 << COLL_ARG_BITS, "an argument number does not fit its collective cookie field");
 
 // How a library represents MPI_Comm (struct coll_layout's kind).

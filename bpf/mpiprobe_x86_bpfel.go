@@ -49,8 +49,8 @@ type MpiprobeCollComm struct {
 type MpiprobeCollCookie uint32
 
 const (
-	MpiprobeCollCookieCOLL_MAX                  MpiprobeCollCookie = 64
 	MpiprobeCollCookieCOLL_INDEX_SHIFT          MpiprobeCollCookie = 0
+	MpiprobeCollCookieCOLL_INDEX_BITS           MpiprobeCollCookie = 6
 	MpiprobeCollCookieCOLL_COMM_ARG_SHIFT       MpiprobeCollCookie = 8
 	MpiprobeCollCookieCOLL_LAYOUT_SHIFT         MpiprobeCollCookie = 12
 	MpiprobeCollCookieCOLL_LAYOUT_BITS          MpiprobeCollCookie = 4
