@@ -347,7 +347,7 @@ func (s *session) trace(pid int, flags uint32) error {
 // descendants, from their first instruction.
 func (s *session) startCommand(ctx context.Context) (chan error, error) {
 	self := os.Getpid()
-	if err := s.trace(self, 1); err != nil {
+	if err := s.trace(self, uint32(bpf.MpiprobeTracedFlagTRACED_FOLLOW)); err != nil {
 		return nil, err
 	}
 	cmd := exec.Command(s.cfg.Command[0], s.cfg.Command[1:]...)
@@ -433,17 +433,17 @@ func (s *session) procEvent(e bpf.MpiprobeProcEvent) {
 	}
 }
 
-// The proc_event types of bpf/mpiprobe.bpf.c.
+// The proc_event types (enum proc_event_type in bpf/lifecycle.h).
 const (
 	// ProcFork: a followed process forked a child, now traced.
-	ProcFork = 1
+	ProcFork = uint32(bpf.MpiprobeProcEventTypePROC_FORK)
 	// ProcExec: a process executed a new program.
-	ProcExec = 2
+	ProcExec = uint32(bpf.MpiprobeProcEventTypePROC_EXEC)
 	// ProcExit: the last thread of a traced process exited.
-	ProcExit = 3
+	ProcExit = uint32(bpf.MpiprobeProcEventTypePROC_EXIT)
 	// ProcMPI: a traced process made its first MPI call (trace mode), or
 	// entered MPI_Init and became traced (the agent).
-	ProcMPI = 4
+	ProcMPI = uint32(bpf.MpiprobeProcEventTypePROC_MPI)
 )
 
 // DecodeExit turns a task's exit_code into how the process ended.
