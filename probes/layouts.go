@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+
+	"github.com/mpiprobe/mpiprobe/bpf"
 )
 
 // FreeListLayout says where one libopen-pal build keeps the opal_free_list_t
@@ -150,7 +152,7 @@ func freeListFields(st *dwarf.StructType) (FreeListLayout, error) {
 		if !ok {
 			continue
 		}
-		if fld.ByteOffset < 0 || fld.ByteOffset > maxLayoutOffset {
+		if fld.ByteOffset < 0 || fld.ByteOffset > int64(maxLayoutOffset) {
 			return FreeListLayout{}, fmt.Errorf("%s.%s at offset %d: out of range", freeListStruct, fld.Name, fld.ByteOffset)
 		}
 		*p = uint32(fld.ByteOffset)
@@ -162,27 +164,31 @@ func freeListFields(st *dwarf.StructType) (FreeListLayout, error) {
 	return l, l.check()
 }
 
+// flWord is the unit of the offsets a free-list cookie carries.
+const flWord = uint32(bpf.MpiprobeFreeListLayoutFL_WORD)
+
 // maxLayoutOffset is the largest offset a layout can carry in the attach
-// cookie: 10 bits of 8-byte words.
-const maxLayoutOffset = 1023 * 8
+// cookie: FL_FIELD_BITS bits of 8-byte words.
+const maxLayoutOffset = (1<<bpf.MpiprobeFreeListLayoutFL_FIELD_BITS - 1) * flWord
 
 // check says whether the layout fits the attach cookie.
 func (l FreeListLayout) check() error {
 	for _, o := range []uint32{l.MaxToAlloc, l.NumAllocated, l.FragClass} {
-		if o%8 != 0 || o > maxLayoutOffset {
-			return fmt.Errorf("%s field offset %d: want a multiple of 8 up to %d", freeListStruct, o, maxLayoutOffset)
+		if o%flWord != 0 || o > maxLayoutOffset {
+			return fmt.Errorf("%s field offset %d: want a multiple of %d up to %d", freeListStruct, o, flWord, maxLayoutOffset)
 		}
 	}
 	return nil
 }
 
 // operand packs the layout into the cookie's operand bits (32-63) as the
-// free-list programs read it: three 10-bit counts of 8-byte words,
-// fl_max_to_alloc in bits 0-9, fl_num_allocated in 10-19, fl_frag_class in
-// 20-29.
+// free-list programs read it (enum free_list_layout in bpf/counters.h):
+// three counts of 8-byte words.
 func (l FreeListLayout) operand() (int32, error) {
 	if err := l.check(); err != nil {
 		return 0, err
 	}
-	return int32(l.MaxToAlloc/8 | l.NumAllocated/8<<10 | l.FragClass/8<<20), nil
+	return int32(l.MaxToAlloc/flWord<<bpf.MpiprobeFreeListLayoutFL_MAX_TO_ALLOC_SHIFT |
+		l.NumAllocated/flWord<<bpf.MpiprobeFreeListLayoutFL_NUM_ALLOCATED_SHIFT |
+		l.FragClass/flWord<<bpf.MpiprobeFreeListLayoutFL_FRAG_CLASS_SHIFT), nil
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mpiprobe/mpiprobe/bpf"
 	"github.com/mpiprobe/mpiprobe/internal/mpitest"
 )
 
@@ -40,14 +41,20 @@ func openELF(t *testing.T, path string) *elf.File {
 }
 
 // TestFreeListLayoutOperand checks the cookie packing against the decoding
-// of bpf/mpiprobe.bpf.c's FL_* macros, and its limits.
+// of the FL_* macros of bpf/counters.h, and its limits.
 func TestFreeListLayoutOperand(t *testing.T) {
 	decode := func(op int32) FreeListLayout {
-		c := uint64(uint32(op)) << 32
+		c, err := CookieParam(0, Condition{Value: op}, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fl := func(shift bpf.MpiprobeFreeListLayout) uint32 {
+			return uint32(field(c, uint32(bpf.MpiprobeCookieLayoutCOOKIE_OPERAND_SHIFT)+uint32(shift), bpf.MpiprobeFreeListLayoutFL_FIELD_BITS)) * flWord
+		}
 		return FreeListLayout{
-			MaxToAlloc:   uint32((c >> 32 & 0x3ff) * 8),
-			NumAllocated: uint32((c >> 42 & 0x3ff) * 8),
-			FragClass:    uint32((c >> 52 & 0x3ff) * 8),
+			MaxToAlloc:   fl(bpf.MpiprobeFreeListLayoutFL_MAX_TO_ALLOC_SHIFT),
+			NumAllocated: fl(bpf.MpiprobeFreeListLayoutFL_NUM_ALLOCATED_SHIFT),
+			FragClass:    fl(bpf.MpiprobeFreeListLayoutFL_FRAG_CLASS_SHIFT),
 		}
 	}
 	for _, l := range []FreeListLayout{

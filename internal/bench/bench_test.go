@@ -16,6 +16,7 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
 
+	"github.com/mpiprobe/mpiprobe/bpf"
 	"github.com/mpiprobe/mpiprobe/internal/mpitest"
 	"github.com/mpiprobe/mpiprobe/probes"
 )
@@ -199,7 +200,7 @@ func BenchmarkPerHitCost(b *testing.B) {
 	}
 	defer fork.Close()
 	// Follow every process this benchmark starts, as mpiprobe -- does.
-	if err := objs.Traced.Put(uint32(os.Getpid()), uint32(1)); err != nil {
+	if err := objs.Traced.Put(uint32(os.Getpid()), uint32(bpf.MpiprobeTracedFlagTRACED_FOLLOW)); err != nil {
 		b.Fatal(err)
 	}
 	ex := openLibmpi(b)

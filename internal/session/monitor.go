@@ -337,7 +337,7 @@ func (s *session) trace(pid int, flags uint32) error {
 // descendants, from their first instruction.
 func (s *session) startCommand(ctx context.Context) (chan error, error) {
 	self := os.Getpid()
-	if err := s.trace(self, 1); err != nil {
+	if err := s.trace(self, uint32(bpf.MpiprobeTracedFlagTRACED_FOLLOW)); err != nil {
 		return nil, err
 	}
 	cmd := exec.Command(s.cfg.Command[0], s.cfg.Command[1:]...)
