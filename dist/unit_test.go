@@ -99,7 +99,7 @@ func readFile(t *testing.T, path string) string {
 // sampleConfig returns the path of the configuration `make install`
 // installs, and whether it exists.
 func sampleConfig(t *testing.T) (string, bool) {
-	path := filepath.Join(mpitest.RepoRoot(t), "config", "testdata", "config.conf")
+	path := filepath.Join(mpitest.RepoRoot(t), "internal", "config", "testdata", "config.conf")
 	_, err := os.Stat(path)
 	return path, err == nil
 }
