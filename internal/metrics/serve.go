@@ -33,16 +33,31 @@ const howToChange = "set metrics_addr in /etc/mpiprobe/config.conf or --metrics-
 const BuildInfoName = "mpiprobe_build_info"
 
 // Version returns the version of the running mpiprobe as the Go toolchain
-// recorded it: the module version of a `go install`ed binary, a pseudo
-// version from the VCS state of a `go build` in a checkout (with +dirty
-// for uncommitted changes), or "(devel)"; "unknown" without build
-// information.
+// recorded it: the module version of a `go install`ed binary, or for a
+// build in a checkout "(devel)", followed by the VCS revision when Go
+// stamped one ("(devel)-0123456789ab", "+dirty" for uncommitted
+// changes); "unknown" without build information.
 func Version() string {
 	bi, ok := debug.ReadBuildInfo()
 	if !ok || bi.Main.Version == "" {
 		return "unknown"
 	}
-	return bi.Main.Version
+	if bi.Main.Version != "(devel)" {
+		return bi.Main.Version
+	}
+	var rev, dirty string
+	for _, s := range bi.Settings {
+		switch {
+		case s.Key == "vcs.revision":
+			rev = "-" + s.Value[:min(12, len(s.Value))]
+		case s.Key == "vcs.modified" && s.Value == "true":
+			dirty = "+dirty"
+		}
+	}
+	if rev == "" {
+		return bi.Main.Version
+	}
+	return bi.Main.Version + rev + dirty
 }
 
 // NewRegistry returns a registry that holds cs, the Go runtime's
