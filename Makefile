@@ -60,7 +60,6 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzParseEnviron -fuzztime 30s ./internal/procfs/
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime 30s ./internal/config/
 	$(GO) test -run '^$$' -fuzz FuzzEncode -fuzztime 30s ./internal/journal/
-	$(GO) test -run '^$$' -fuzz FuzzEncodeLabels -fuzztime 30s ./internal/metrics/
 	$(GO) test -run '^$$' -fuzz FuzzFileName -fuzztime 30s ./internal/jobstore/
 	$(GO) test -run '^$$' -fuzz FuzzShow -fuzztime 30s ./internal/text/
 	$(GO) test -run '^$$' -fuzz FuzzParseEventSpec -fuzztime 30s ./thresholds/

@@ -139,7 +139,10 @@ func Run(ctx context.Context, cfg Config) error {
 	defer stopEvents()
 
 	if a.cfg.Metrics != nil {
-		h := metrics.Handler(a.collect, a.cfg.MaxSeries, a.cfg.Log)
+		h, err := a.metricsHandler()
+		if err != nil {
+			return err
+		}
 		go func() {
 			if err := metrics.Serve(ctx, a.cfg.Metrics, h); err != nil {
 				a.cfg.Log.Error("metrics server stopped", "err", err)
