@@ -53,7 +53,7 @@ type Config struct {
 	LibraryPaths []string
 	// DebugDirs are searched for the separate debug file of a library whose
 	// struct layout mpiprobe does not know; nil means
-	// probes.DefaultDebugDirs.
+	// elfx.DefaultDebugDir.
 	DebugDirs []string
 	// Metrics, when non-nil, is where the Prometheus metrics are served.
 	Metrics net.Listener

@@ -68,7 +68,7 @@ type Config struct {
 	CommSlots int
 	// DebugDirs are searched for the separate debug file of a library whose
 	// struct layout mpiprobe does not know (probes.Attacher.DebugDirs); nil
-	// means probes.DefaultDebugDirs.
+	// means elfx.DefaultDebugDir.
 	DebugDirs []string
 }
 

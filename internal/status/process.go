@@ -7,6 +7,7 @@ import (
 	"os"
 	"path"
 
+	"github.com/mpiprobe/mpiprobe/internal/elfx"
 	"github.com/mpiprobe/mpiprobe/internal/procfs"
 	"github.com/mpiprobe/mpiprobe/internal/status/unwind"
 	"github.com/mpiprobe/mpiprobe/internal/symbolize"
@@ -30,7 +31,7 @@ type tables struct {
 
 type fileInfo struct {
 	table *unwind.Table
-	progs []*elf.Prog
+	segs  elfx.Segments
 	build string
 	err   error
 }
@@ -131,19 +132,15 @@ func (p *process) file(m procfs.Mapping) *fileInfo {
 		fi.err = err
 		return fi
 	}
-	fi.progs = ef.Progs
-	fi.build, _ = probes.BuildID(ef)
+	fi.segs = elfx.Loads(ef.Progs)
+	fi.build, _ = elfx.BuildID(ef)
 	fi.table, fi.err = unwind.Load(f)
 	return fi
 }
 
 // bias returns a file mapping's load bias.
 func (p *process) bias(m procfs.Mapping) (uint64, bool) {
-	fi := p.file(m)
-	if fi.progs == nil {
-		return 0, false
-	}
-	return loadBias(fi.progs, m.Start, m.Offset)
+	return p.file(m).segs.Bias(m.Start, m.Offset)
 }
 
 // module finds the unwind table for a code address.
