@@ -63,7 +63,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzEncodeLabels -fuzztime 30s ./internal/metrics/
 	$(GO) test -run '^$$' -fuzz FuzzFileName -fuzztime 30s ./internal/jobstore/
 	$(GO) test -run '^$$' -fuzz FuzzParseEventSpec -fuzztime 30s ./thresholds/
-	$(GO) test -run '^$$' -fuzz FuzzDiscover -fuzztime 30s ./probes/
+	$(GO) test -run '^$$' -fuzz FuzzDiscover -fuzztime 30s ./internal/discover/
 	$(GO) test -run '^$$' -fuzz FuzzSites -fuzztime 30s ./internal/elfx/
 	$(GO) test -run '^$$' -fuzz FuzzFindBuildID -fuzztime 30s ./internal/elfx/
 	$(GO) test -run '^$$' -fuzz FuzzStructFields -fuzztime 30s ./internal/elfx/

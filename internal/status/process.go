@@ -7,6 +7,7 @@ import (
 	"os"
 	"path"
 
+	"github.com/mpiprobe/mpiprobe/internal/discover"
 	"github.com/mpiprobe/mpiprobe/internal/elfx"
 	"github.com/mpiprobe/mpiprobe/internal/procfs"
 	"github.com/mpiprobe/mpiprobe/internal/status/unwind"
@@ -62,7 +63,7 @@ func openProcess(fs procfs.FS, pid int, files *tables) (*process, error) {
 	}
 	p := &process{pid: pid, maps: maps, mem: mem, open: symbolize.ProcOpener(fs, pid), files: files}
 	p.comms = commReader{mem: p.read}
-	for _, m := range probes.Discover(maps) {
+	for _, m := range discover.Discover(maps) {
 		if m.Library != probes.OMPILibMPI && m.Library != probes.MPICHLib {
 			continue
 		}
