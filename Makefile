@@ -63,9 +63,10 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzFileName -fuzztime 30s ./internal/jobstore/
 	$(GO) test -run '^$$' -fuzz FuzzShow -fuzztime 30s ./internal/text/
 	$(GO) test -run '^$$' -fuzz FuzzParseEventSpec -fuzztime 30s ./thresholds/
-	$(GO) test -run '^$$' -fuzz FuzzDiscover -fuzztime 30s ./probes/
+	$(GO) test -run '^$$' -fuzz FuzzDiscover -fuzztime 30s ./internal/discover/
 	$(GO) test -run '^$$' -fuzz FuzzSites -fuzztime 30s ./internal/elfx/
-	$(GO) test -run '^$$' -fuzz FuzzFindBuildID -fuzztime 30s ./probes/
+	$(GO) test -run '^$$' -fuzz FuzzFindBuildID -fuzztime 30s ./internal/elfx/
+	$(GO) test -run '^$$' -fuzz FuzzStructFields -fuzztime 30s ./internal/elfx/
 	$(GO) test -run '^$$' -fuzz FuzzLoad -fuzztime 30s ./internal/status/unwind/
 	$(GO) test -run '^$$' -fuzz FuzzEhFrame -fuzztime 30s ./internal/status/unwind/
 	$(GO) test -run '^$$' -fuzz FuzzStack -fuzztime 30s ./internal/status/unwind/

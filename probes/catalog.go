@@ -126,7 +126,7 @@ func (p Program) String() string {
 }
 
 // readsFreeList reports whether the program reads opal_free_list_t fields,
-// whose offsets the attacher resolves per library file (FreeListLayout)
+// whose offsets the attacher resolves per library file (freeListLayout)
 // and passes in the cookie's operand bits.
 func (p Program) readsFreeList() bool { return p == FreeListGrow || p == FreeListAtMax }
 

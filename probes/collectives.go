@@ -1,17 +1,14 @@
 package probes
 
 import (
-	"bytes"
 	"debug/elf"
-	"encoding/binary"
-	"encoding/hex"
-	"errors"
 	"fmt"
 	"strings"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
 	"github.com/mpiprobe/mpiprobe/bpf"
+	"github.com/mpiprobe/mpiprobe/internal/elfx"
 )
 
 // Collective is an MPI collective that --collectives tracks, by C
@@ -147,64 +144,6 @@ func CommLayoutOf(buildID string) (CommLayout, bool) {
 	l, ok := commLayouts[buildID]
 	return l, ok
 }
-
-// BuildID returns the GNU build id of an ELF file in hex.
-func BuildID(f *elf.File) (string, error) {
-	for _, s := range f.Sections {
-		if s.Type != elf.SHT_NOTE {
-			continue
-		}
-		data, err := s.Data()
-		if err != nil {
-			return "", fmt.Errorf("read %s: %w", s.Name, err)
-		}
-		if id, ok := findBuildID(data, f.ByteOrder); ok {
-			return id, nil
-		}
-	}
-	for _, p := range f.Progs {
-		if p.Type != elf.PT_NOTE {
-			continue
-		}
-		if p.Filesz > maxNotes {
-			continue // not a note segment anyone writes; a corrupt size
-		}
-		data := make([]byte, p.Filesz)
-		if _, err := p.ReadAt(data, 0); err != nil {
-			return "", fmt.Errorf("read PT_NOTE: %w", err)
-		}
-		if id, ok := findBuildID(data, f.ByteOrder); ok {
-			return id, nil
-		}
-	}
-	return "", errors.New("no GNU build id note")
-}
-
-// findBuildID scans ELF notes for NT_GNU_BUILD_ID.
-func findBuildID(b []byte, bo binary.ByteOrder) (string, bool) {
-	for len(b) >= 12 {
-		namesz, descsz, typ := bo.Uint32(b), bo.Uint32(b[4:]), bo.Uint32(b[8:])
-		b = b[12:]
-		nlen, dlen := align4(namesz), align4(descsz)
-		if nlen+dlen > uint64(len(b)) {
-			return "", false
-		}
-		name := b[:namesz]
-		desc := b[nlen : nlen+uint64(descsz)]
-		b = b[nlen+dlen:]
-		if typ == 3 && bytes.Equal(bytes.TrimRight(name, "\x00"), []byte("GNU")) && descsz > 0 {
-			return hex.EncodeToString(desc), true
-		}
-	}
-	return "", false
-}
-
-// align4 rounds a note field size up to 4 bytes, in 64 bits so that a
-// corrupt size near 4 GiB cannot wrap to 0.
-func align4(n uint32) uint64 { return (uint64(n) + 3) &^ 3 }
-
-// maxNotes bounds the note segment BuildID reads.
-const maxNotes = 1 << 20
 
 // CollCookie packs a collective probe's attach cookie (enum coll_cookie in
 // bpf/collectives.h): the collective's index, the argument holding the
@@ -344,7 +283,7 @@ func (a *CollAttacher) attach(t Target) ([]link.Link, CollLibrary, error) {
 		return nil, lib, fmt.Errorf("open %s: %w", t.Display, err)
 	}
 	fns, ferr := MPIFunctions(f)
-	lib.BuildID, _ = BuildID(f)
+	lib.BuildID, _ = elfx.BuildID(f)
 	_ = f.Close()
 	if ferr != nil {
 		return nil, lib, fmt.Errorf("%s: %w", t.Display, ferr)

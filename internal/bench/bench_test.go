@@ -17,6 +17,7 @@ import (
 	"github.com/cilium/ebpf/link"
 
 	"github.com/mpiprobe/mpiprobe/bpf"
+	"github.com/mpiprobe/mpiprobe/internal/discover"
 	"github.com/mpiprobe/mpiprobe/internal/mpitest"
 	"github.com/mpiprobe/mpiprobe/probes"
 )
@@ -237,8 +238,8 @@ func findLibmpi() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	for _, p := range probes.ParseLdconfig(out) {
-		if lib, _ := probes.Classify(p); lib == probes.OMPILibMPI {
+	for _, p := range discover.ParseLdconfig(out) {
+		if lib, _ := discover.Classify(p); lib == probes.OMPILibMPI {
 			return p, nil
 		}
 	}
