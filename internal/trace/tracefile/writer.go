@@ -94,7 +94,8 @@ func (w *Writer) AddRank(r Rank) (int, error) {
 }
 
 // WriteEvents appends events. They are buffered and written as an events
-// chunk every 4096 events; Close writes the rest. Every event's Rank, Call
+// chunk every 4 KiB or 4096 events, whichever comes first, so that damage to
+// a file loses little; Close writes the rest. Every event's Rank, Call
 // and Site must refer to a rank, call and site already added; if one does
 // not, WriteEvents writes none of ev and returns an error.
 func (w *Writer) WriteEvents(ev []Event) error {
@@ -108,7 +109,7 @@ func (w *Writer) WriteEvents(ev []Event) error {
 	}
 	for i := range ev {
 		w.encode(&ev[i])
-		if w.evn == eventsPerChunk {
+		if w.evn == eventsPerChunk || len(w.ev) >= chunkBytes {
 			if err := w.flushEvents(); err != nil {
 				return err
 			}
