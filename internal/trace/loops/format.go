@@ -7,8 +7,8 @@ import (
 
 // FormatOptions are the options of Format.
 type FormatOptions struct {
-	Times bool               // print times (high detail); false: structure only (low detail)
-	Hide  func(sym int) bool // leaves to leave out of the text (e.g. compute bursts at low detail); a loop whose body prints nothing is left out too; nil hides nothing
+	Times bool                   // print times (high detail); false: structure only (low detail)
+	Hide  func(sym int) bool     // leaves to leave out of the text (e.g. compute bursts at low detail); a loop whose body prints nothing is left out too; nil hides nothing
 	Value func(v float64) string // prints a time, e.g. with its unit; nil prints the bare number with at most two decimals
 }
 
