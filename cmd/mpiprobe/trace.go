@@ -287,12 +287,8 @@ func exportMain(args []string, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "mpiprobe: trace export: give the output file with -o OUT.json\n")
 		return 2
 	}
-	t, de, err := readTraceFile(file)
+	de, err := writeChrome(*out, file)
 	if err != nil {
-		fmt.Fprintf(stderr, "mpiprobe: %v\n", err)
-		return 1
-	}
-	if err := writeChrome(*out, t); err != nil {
 		fmt.Fprintf(stderr, "mpiprobe: trace export: %v\n", err)
 		return 1
 	}
@@ -303,18 +299,42 @@ func exportMain(args []string, stderr io.Writer) int {
 	return 0
 }
 
-// writeChrome writes the timeline of t to the file out.
-func writeChrome(out string, t *tracefile.Trace) error {
+// writeChrome streams the timeline of the trace file in to the file out,
+// one events chunk at a time. A damaged trace gives its DamageError; the
+// timeline then holds what was read.
+func writeChrome(out, in string) (*tracefile.DamageError, error) {
+	src, err := os.Open(in)
+	if err != nil {
+		return nil, err
+	}
+	defer src.Close()
 	f, err := os.Create(out)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	if err := chrometrace.Write(f, t); err != nil {
+	var x *chrometrace.Writer
+	t, rerr := tracefile.ReadFunc(bufio.NewReaderSize(src, 1<<20), func(t *tracefile.Trace, ev []tracefile.Event) error {
+		if x == nil {
+			x = chrometrace.NewWriter(f, t.Header)
+		}
+		x.WriteEvents(t, ev)
+		return nil
+	})
+	var de *tracefile.DamageError
+	if t == nil || (rerr != nil && !errors.As(rerr, &de)) {
 		f.Close()
-		return fmt.Errorf("write %s: %w", out, err)
+		os.Remove(out)
+		return nil, fmt.Errorf("%s: %w", in, rerr)
 	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("write %s: %w", out, err)
+	if x == nil {
+		x = chrometrace.NewWriter(f, t.Header)
 	}
-	return nil
+	err = x.Close(t)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return nil, fmt.Errorf("write %s: %w", out, err)
+	}
+	return de, nil
 }

@@ -11,68 +11,78 @@ import (
 	"github.com/mpiprobe/mpiprobe/internal/trace/tracefile"
 )
 
-// Write writes t to w as a Trace Event Format JSON object.
+// Write writes t to w as a Trace Event Format JSON object: NewWriter,
+// WriteEvents with every event, and Close.
+func Write(w io.Writer, t *tracefile.Trace) error {
+	x := NewWriter(w, t.Header)
+	x.WriteEvents(t, t.Events)
+	return x.Close(t)
+}
+
+// Writer streams a timeline: the events go out as they are given, so that
+// neither the trace nor the JSON need be in memory whole (see
+// tracefile.ReadFunc).
 //
 // A rank is the process pid = its MPI rank number, named "rank N (pid P,
-// host H)"; a rank whose number is unknown, or repeats that of another rank
-// (two jobs in one trace), gets a pid of its own above every rank number. A
-// thread is the track tid = its thread id. Every call is an "X" event: name
-// the MPI call, ts and dur in microseconds (to the nanosecond) since the
-// start of the trace, and args holding the call site ("site" as file:line
-// when known, "function" and "object") and the recorded arguments (peer,
-// root, count, elem_size, ret) that apply. A call whose exit was recorded
-// before its entry gets dur 0.
-func Write(w io.Writer, t *tracefile.Trace) error {
-	bw := bufio.NewWriterSize(w, 1<<20)
-	e := &encoder{w: bw}
+// host H)"; a rank whose number is unknown, or repeats that of a rank seen
+// before (two jobs in one trace), gets pid 1000000 + its index in the
+// trace. A thread is the track tid = its thread id. Every call is an "X"
+// event: name the MPI call, ts and dur in microseconds (to the nanosecond)
+// since the start of the trace, and args holding the call site ("site" as
+// file:line when known, "function" and "object") and the recorded arguments
+// (peer, root, count, elem_size, ret) that apply. A call whose exit was
+// recorded before its entry gets dur 0.
+type Writer struct {
+	e     *encoder
+	pids  []int // by rank index, -1 until the rank's first event
+	used  map[int]bool
+	names [][]byte // encoded call names by index
+	sites [][]byte // encoded site args by index
+	seen  map[track]bool
+}
+
+type track struct {
+	pid int
+	tid int32
+}
+
+// NewWriter starts a timeline of the trace with header h on w.
+func NewWriter(w io.Writer, h tracefile.Header) *Writer {
+	e := &encoder{w: bufio.NewWriterSize(w, 1<<20)}
 	e.str(`{"displayTimeUnit":"ns","otherData":{"generator":"mpiprobe trace export","host":`)
-	e.json(t.Header.Host)
+	e.json(h.Host)
 	e.str(`,"command":`)
-	e.json(t.Header.Command)
+	e.json(h.Command)
 	e.str(`,"start":`)
-	e.json(t.Header.Start)
+	e.json(h.Start)
 	e.str("},\n\"traceEvents\":[")
+	return &Writer{e: e, used: map[int]bool{}, seen: map[track]bool{}}
+}
 
-	pids := assignPIDs(t)
-	ends := map[int]tracefile.RankEnd{}
-	for _, x := range t.Ends {
-		ends[x.Rank] = x
+// WriteEvents writes events of t, whose calls, sites and ranks t defines.
+// Errors are returned by Close.
+func (x *Writer) WriteEvents(t *tracefile.Trace, events []tracefile.Event) {
+	e := x.e
+	for len(x.names) < len(t.Calls) {
+		x.names = append(x.names, e.marshal(t.Calls[len(x.names)]))
 	}
-	for i, r := range t.Ranks {
-		name := fmt.Sprintf("rank %s (pid %d, host %s)", r.Rank, r.PID, r.Host)
-		e.meta("process_name", pids[i], nil, map[string]any{"name": name})
-		e.meta("process_sort_index", pids[i], nil, map[string]any{"sort_index": pids[i]})
-		labels := map[string]any{"name": fmt.Sprintf("job %s, %s", r.Job, path.Base(r.Exe))}
-		if end := ends[i]; end.End != "" || end.Lost > 0 {
-			labels["name"] = fmt.Sprintf("job %s, %s, %s, %d calls lost", r.Job, path.Base(r.Exe), end.End, end.Lost)
-		}
-		e.meta("process_labels", pids[i], nil, map[string]any{"labels": labels["name"]})
+	for len(x.sites) < len(t.Sites) {
+		x.sites = append(x.sites, siteArgs(e, t.Sites[len(x.sites)]))
 	}
-
-	names := make([][]byte, len(t.Calls))
-	for i, c := range t.Calls {
-		names[i] = e.marshal(c)
+	for len(x.pids) < len(t.Ranks) {
+		x.pids = append(x.pids, -1)
 	}
-	sites := make([][]byte, len(t.Sites))
-	for i, s := range t.Sites {
-		sites[i] = siteArgs(e, s)
-	}
-	type track struct {
-		pid int
-		tid int32
-	}
-	seen := map[track]bool{}
-	for _, ev := range t.Events {
-		pid := pids[ev.Rank]
-		if k := (track{pid, ev.TID}); !seen[k] {
-			seen[k] = true
+	for _, ev := range events {
+		pid := x.pid(t, ev.Rank)
+		if k := (track{pid, ev.TID}); !x.seen[k] {
+			x.seen[k] = true
 			tid := ev.TID
 			e.meta("thread_name", pid, &tid, map[string]any{"name": "thread " + strconv.Itoa(int(ev.TID))})
 		}
 		e.sep()
 		b := e.buf[:0]
 		b = append(b, `{"ph":"X","cat":"mpi","name":`...)
-		b = append(b, names[ev.Call]...)
+		b = append(b, x.names[ev.Call]...)
 		b = append(b, `,"pid":`...)
 		b = strconv.AppendInt(b, int64(pid), 10)
 		b = append(b, `,"tid":`...)
@@ -82,7 +92,7 @@ func Write(w io.Writer, t *tracefile.Trace) error {
 		b = append(b, `,"dur":`...)
 		b = appendMicros(b, max(ev.Exit-ev.Enter, 0))
 		b = append(b, `,"args":{`...)
-		b = append(b, sites[ev.Site]...)
+		b = append(b, x.sites[ev.Site]...)
 		b = appendArg(b, "peer", int64(ev.Peer), ev.Peer != tracefile.NoValue)
 		b = appendArg(b, "root", int64(ev.Root), ev.Root != tracefile.NoValue)
 		b = appendArg(b, "count", ev.Count, ev.Count != tracefile.NoValue)
@@ -92,35 +102,52 @@ func Write(w io.Writer, t *tracefile.Trace) error {
 		e.buf = b
 		e.write(b)
 	}
-	e.str("\n]}\n")
-	if e.err != nil {
-		return e.err
-	}
-	return bw.Flush()
 }
 
-// assignPIDs gives each rank its process id in the timeline: its rank
-// number if that is known and unique, else a number above all of them.
-func assignPIDs(t *tracefile.Trace) []int {
-	pids := make([]int, len(t.Ranks))
-	count := map[int]int{}
-	top := -1
-	for _, r := range t.Ranks {
-		if n, err := strconv.Atoi(r.Rank); err == nil && n >= 0 {
-			count[n]++
-			top = max(top, n)
-		}
+// pid returns the timeline's process id of rank index i, naming the
+// process at its first event.
+func (x *Writer) pid(t *tracefile.Trace, i int) int {
+	if x.pids[i] >= 0 {
+		return x.pids[i]
 	}
-	next := top + 1
-	for i, r := range t.Ranks {
-		if n, err := strconv.Atoi(r.Rank); err == nil && n >= 0 && count[n] == 1 {
-			pids[i] = n
-			continue
-		}
-		pids[i] = next
-		next++
+	r := t.Ranks[i]
+	pid := 1_000_000 + i
+	if n, err := strconv.Atoi(r.Rank); err == nil && n >= 0 && n < 1_000_000 && !x.used[n] {
+		pid = n
 	}
-	return pids
+	x.used[pid] = true
+	x.pids[i] = pid
+	x.e.meta("process_name", pid, nil, map[string]any{"name": fmt.Sprintf("rank %s (pid %d, host %s)", r.Rank, r.PID, r.Host)})
+	x.e.meta("process_sort_index", pid, nil, map[string]any{"sort_index": pid})
+	return pid
+}
+
+// Close labels each process with its job, program and how it ended (from
+// t.Ends), ends the JSON and flushes it. It returns the first error met.
+func (x *Writer) Close(t *tracefile.Trace) error {
+	ends := map[int]tracefile.RankEnd{}
+	for _, end := range t.Ends {
+		ends[end.Rank] = end
+	}
+	for i, pid := range x.pids {
+		if pid < 0 {
+			continue // no events, no process
+		}
+		r := t.Ranks[i]
+		label := fmt.Sprintf("job %s, %s", r.Job, path.Base(r.Exe))
+		if end := ends[i]; end.End != "" {
+			label += ", " + end.End
+		}
+		if end := ends[i]; end.Lost > 0 {
+			label += fmt.Sprintf(", %d calls lost", end.Lost)
+		}
+		x.e.meta("process_labels", pid, nil, map[string]any{"labels": label})
+	}
+	x.e.str("\n]}\n")
+	if x.e.err != nil {
+		return x.e.err
+	}
+	return x.e.w.Flush()
 }
 
 // siteArgs is the encoded args of a call site, without the braces.

@@ -67,12 +67,13 @@ func TestWrite(t *testing.T) {
 	all := strings.Join(got, "\n")
 	for _, w := range []string{
 		`{"args":{"name":"rank 1 (pid 100, host n1)"},"name":"process_name","ph":"M","pid":1,"tid":0}`,
-		`{"args":{"name":"rank ? (pid 102, host n2)"},"name":"process_name","ph":"M","pid":2,"tid":0}`,
+		`{"args":{"name":"rank ? (pid 102, host n2)"},"name":"process_name","ph":"M","pid":1000002,"tid":0}`,
 		`{"args":{"count":4,"elem_size":8,"function":"main+0x34","object":"/bin/app","peer":1,"ret":0,"site":"/src/app.c:12"},"cat":"mpi","dur":1.250,"name":"MPI_Send","ph":"X","pid":1,"tid":100,"ts":1.500}`,
 		`{"args":{"object":"/bin/app","ret":0,"root":0,"site":"app+0x2000"},"cat":"mpi","dur":0,"name":"MPI_Bcast","ph":"X","pid":1,"tid":100,"ts":3}`,
-		`"dur":0,"name":"MPI_Send","ph":"X","pid":2,"tid":102,"ts":0.010}`,
+		`"dur":0,"name":"MPI_Send","ph":"X","pid":1000002,"tid":102,"ts":0.010}`,
 		`"ts":9223372036854775.802}`,
-		`{"args":{"name":"thread 103"},"name":"thread_name","ph":"M","pid":2,"tid":103}`,
+		`{"args":{"name":"thread 103"},"name":"thread_name","ph":"M","pid":1000002,"tid":103}`,
+		`{"args":{"labels":"job j, app, exit 0, 2 calls lost"},"name":"process_labels","ph":"M","pid":1,"tid":0}`,
 	} {
 		if !strings.Contains(all, w) {
 			t.Errorf("no %s in\n%s", w, all)
@@ -86,5 +87,24 @@ func TestAppendMicros(t *testing.T) {
 		if got := string(appendMicros(nil, ns)); got != want {
 			t.Errorf("appendMicros(%d) = %s, want %s", ns, got, want)
 		}
+	}
+}
+
+// TestStreamed: events given a few at a time make the same timeline.
+func TestStreamed(t *testing.T) {
+	tr := testTrace()
+	var whole, streamed bytes.Buffer
+	if err := Write(&whole, tr); err != nil {
+		t.Fatal(err)
+	}
+	x := NewWriter(&streamed, tr.Header)
+	for i := range tr.Events {
+		x.WriteEvents(tr, tr.Events[i:i+1])
+	}
+	if err := x.Close(tr); err != nil {
+		t.Fatal(err)
+	}
+	if whole.String() != streamed.String() {
+		t.Errorf("streamed:\n%s\nwhole:\n%s", streamed.String(), whole.String())
 	}
 }

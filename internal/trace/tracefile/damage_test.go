@@ -272,3 +272,50 @@ func TestDamagedDefinitionIsNotSkipped(t *testing.T) {
 		t.Fatalf("read %d events, %d calls; want only what came before the damage", len(tr.Events), len(tr.Calls))
 	}
 }
+
+// TestReadFunc: the streaming reader hands over, chunk by chunk, exactly
+// the events Read returns, with the same error, whole or damaged.
+func TestReadFunc(t *testing.T) {
+	rng := rand.New(rand.NewPCG(31, 31))
+	want := randTrace(rng, 3000)
+	data := encode(t, rng, want)
+	chunks := layout(t, data)
+	flipped := bytes.Clone(data)
+	for _, c := range chunks {
+		if c.typ == chunkEvents && c.first > 1000 {
+			flipped[c.start+30] ^= 0xff
+			break
+		}
+	}
+	for _, tc := range []struct {
+		name string
+		data []byte
+	}{
+		{"whole", data}, {"cut", data[:len(data)*2/3]}, {"flipped", flipped},
+	} {
+		tr, err := Read(bytes.NewReader(tc.data))
+		var got []Event
+		calls := 0
+		st, serr := ReadFunc(bytes.NewReader(tc.data), func(t *Trace, ev []Event) error {
+			calls++
+			for _, e := range ev {
+				if e.Rank >= len(t.Ranks) || e.Call >= len(t.Calls) || e.Site >= len(t.Sites) {
+					return fmt.Errorf("event %+v refers to something not yet defined", e)
+				}
+			}
+			got = append(got, ev...)
+			return nil
+		})
+		if fmt.Sprint(err) != fmt.Sprint(serr) || !slices.Equal(got, tr.Events) || len(st.Events) != 0 || calls < 5 {
+			t.Errorf("%s: Read: %d events, %v; ReadFunc: %d events in %d calls, %v", tc.name, len(tr.Events), err, len(got), calls, serr)
+		}
+		st.Events = tr.Events
+		if d := sameTrace(st, tr); d != "" {
+			t.Errorf("%s: %s", tc.name, d)
+		}
+	}
+	stop := errors.New("stop")
+	if _, err := ReadFunc(bytes.NewReader(data), func(*Trace, []Event) error { return stop }); err != stop {
+		t.Errorf("the callback's error: %v", err)
+	}
+}

@@ -23,6 +23,23 @@ import (
 // show: the file is empty, is not a trace, has a newer format version, or
 // its signature, version or header chunk is cut off or damaged.
 func Read(r io.Reader) (*Trace, error) {
+	return read(r, nil)
+}
+
+// ReadFunc reads a trace file like Read, but hands the events to fn one
+// events chunk at a time, with the Trace as read so far (every call, site
+// and rank the events refer to is defined in it), instead of keeping them:
+// the returned Trace has no Events, and memory stays small however long the
+// trace. An error from fn stops the reading and is returned. Damage is
+// handled and reported as by Read, except that events fn has seen cannot be
+// taken back: when the closing record shows that a skipped chunk was a
+// definition, the DamageError says so, but fn has already seen the events
+// after it.
+func ReadFunc(r io.Reader, fn func(t *Trace, events []Event) error) (*Trace, error) {
+	return read(r, fn)
+}
+
+func read(r io.Reader, emit func(*Trace, []Event) error) (*Trace, error) {
 	s := &source{br: bufio.NewReader(r)}
 
 	var m [len(magic)]byte
@@ -55,7 +72,7 @@ func Read(r io.Reader) (*Trace, error) {
 	}
 
 	t := &Trace{Version: int(v)}
-	d := &decoder{t: t, written: -1}
+	d := &decoder{t: t, written: -1, emit: emit}
 
 	// The header chunk: without it there is nothing to show.
 	start := s.off
@@ -110,6 +127,9 @@ func Read(r io.Reader) (*Trace, error) {
 		if st == frameOK {
 			before := d.snapshot()
 			err := d.chunk(typ, d.buf)
+			if d.emitErr != nil {
+				return t, d.emitErr
+			}
 			if err == nil {
 				if pend != nil {
 					pend.End = start
@@ -118,7 +138,7 @@ func Read(r io.Reader) (*Trace, error) {
 				}
 				continue
 			}
-			before.restore(t)
+			before.restore(d)
 			st, cause = frameBad, err.Error()
 		}
 		// The chunk is damaged. An events chunk whose frame holds together
@@ -140,7 +160,7 @@ func Read(r io.Reader) (*Trace, error) {
 	// the closing record's counts tell, and if they disagree, nothing after
 	// the first damage can be trusted.
 	if snap != nil && d.defsLost {
-		snap.restore(t)
+		snap.restore(d)
 		first := de.Damage[0]
 		first.End = de.Size
 		first.Cause += "; later definitions do not match the closing record"
@@ -211,12 +231,14 @@ type snapshot struct {
 
 func (d *decoder) snapshot() *snapshot {
 	t := d.t
-	return &snapshot{len(t.Events), len(t.Calls), len(t.Sites), len(t.Ranks), len(t.Ends), d.sawHeader}
+	return &snapshot{d.nevents, len(t.Calls), len(t.Sites), len(t.Ranks), len(t.Ends), d.sawHeader}
 }
 
 // restore cuts t back to the snapshot.
-func (sn *snapshot) restore(t *Trace) {
-	t.Events = t.Events[:sn.events]
+func (sn *snapshot) restore(d *decoder) {
+	t := d.t
+	d.nevents = sn.events
+	t.Events = t.Events[:min(sn.events, len(t.Events))]
 	t.Calls = t.Calls[:sn.calls]
 	t.Sites = t.Sites[:sn.sites]
 	t.Ranks = t.Ranks[:sn.ranks]
@@ -226,7 +248,7 @@ func (sn *snapshot) restore(t *Trace) {
 // finish completes the DamageError of a read: nil if the file was read
 // whole, or ioErr if reading failed.
 func (d *decoder) finish(de *DamageError, ioErr error) error {
-	de.Events = len(d.t.Events)
+	de.Events = d.nevents
 	de.Chunks = d.eventChunks
 	de.Written = d.written
 	if ioErr != nil {
@@ -304,6 +326,10 @@ type decoder struct {
 	damaged     bool // a damaged chunk was skipped: the closing record cannot match
 	defsLost    bool // the closing record counts more definitions than were read
 	closed      bool // the closing record was read
+	nevents     int  // events read (Trace.Events holds them unless emit takes them)
+
+	emit    func(*Trace, []Event) error // ReadFunc's callback, or nil
+	emitErr error                       // what emit returned
 }
 
 // chunk applies one chunk whose checksum matched.
@@ -398,7 +424,7 @@ func (d *decoder) chunk(typ byte, p []byte) error {
 		if err := c.done("closing"); err != nil {
 			return err
 		}
-		have := [5]int{len(t.Events), len(t.Calls), len(t.Sites), len(t.Ranks), len(t.Ends)}
+		have := [5]int{d.nevents, len(t.Calls), len(t.Sites), len(t.Ranks), len(t.Ends)}
 		names := [5]string{"events", "calls", "sites", "ranks", "rank ends"}
 		if got[0] > math.MaxInt32 {
 			return fmt.Errorf("closing record counts %d events, more than a file holds", got[0])
@@ -530,6 +556,11 @@ func (d *decoder) events(c *cursor) error {
 	t.Events = evs
 	d.streams = streams[:0]
 	d.eventChunks++
+	d.nevents += int(n)
+	if d.emit != nil {
+		d.emitErr = d.emit(t, evs[base:])
+		t.Events = evs[:0]
+	}
 	return nil
 }
 
