@@ -152,9 +152,9 @@ func TestShowBadFiles(t *testing.T) {
 		showing string // what stdout must still show, "" for nothing
 		err     string
 	}{
-		{"cut in half", good[:len(good)/2], "(Allreduce0)[", "unreadable (chunk 24: truncated)"},
+		{"cut in half", good[:len(good)/2], "(Allreduce0)[", "unreadable (chunk 42: truncated)"},
 		{"cut between chunks", good[:len(good)-chunkTail(t, good)], "(Allreduce0)[20000]", "without its closing record"},
-		{"4 bytes flipped", flipped, "of 40000 MPI calls", "read 38980 of 40000 calls in 39 chunks; bytes 78135-82242 unreadable (chunk 24: crc mismatch)"},
+		{"4 bytes flipped", flipped, "of 40000 MPI calls", "read 38980 of 40000 calls in 56 chunks; bytes 79889-83996 unreadable (chunk 42: crc mismatch)"},
 		{"corrupted tail", append(bytes.Clone(good[:len(good)/2]), bytes.Repeat([]byte{0xff}, 64)...), "(Allreduce0)[", "damaged trace: read 19"},
 		{"20 bytes", good[:20], "", "too short (20 bytes)"},
 		{"header flipped", header, "", "header damaged at byte 16 (crc mismatch)"},

@@ -26,6 +26,8 @@
 //	    string host, varint unix seconds of Start, uvarint nanoseconds of
 //	    Start, uvarint n, n strings of Command
 //	'C' call name, one string; calls are numbered 0, 1, ... in file order
+//	    (the Writer writes a name just before the first events chunk
+//	    that uses it, so a file holds only the calls made)
 //	'S' site: string Object, uvarint Offset, string Function,
 //	    uvarint FuncOffset, string File, varint Line; numbered like calls
 //	'R' rank: varint PID, strings Host, Job, Rank, Exe; numbered like calls
@@ -73,7 +75,8 @@
 //
 // Chunks are atomic: one that is truncated, fails its CRC, or does not decode
 // is never partly read. The writer ends an events chunk every 4 KiB (or 4096
-// events), so a damaged chunk costs some hundreds of calls. Events chunks
+// events), smaller while the file is small (from 512 bytes: a trace of 800
+// calls has a dozen), so a damaged chunk costs tens to hundreds of calls. Events chunks
 // decode on their own and define nothing, so a damaged events chunk whose
 // frame holds together (the chunk after it reads) is skipped and reading
 // goes on; any other damage (a cut, a bad length, a damaged definition, two

@@ -100,6 +100,12 @@ const maxPayload = 16 << 20
 // calls), and framing a chunk costs about 20 bytes, half a percent.
 const chunkBytes = 4096
 
+// minChunkBytes is where events chunks start: until 32 KiB of events are
+// written, a chunk ends at an eighth of what was written before it, so that
+// a small trace is cut in many chunks too, at about 20 bytes of framing
+// each.
+const minChunkBytes = 512
+
 // eventsPerChunk is how many events the writer puts in one events chunk, and
 // the most the reader accepts in one.
 const eventsPerChunk = 4096
