@@ -24,8 +24,8 @@ type Writer struct {
 	// order they are written, and callFile maps AddCall's index to it.
 	calls    []string
 	callFile []int // -1 until written
-	nevents                uint64
-	evBytes                int // encoded event bytes written in chunks
+	nevents  uint64
+	evBytes  int // encoded event bytes written in chunks
 
 	// The events chunk being built.
 	ev      []byte // encoded events, without the count in front
