@@ -16,7 +16,9 @@ type Writer struct {
 	err    error // sticky
 	closed bool
 
-	ncalls, nsites, nranks int // definitions written
+	ncalls, nsites, nranks int    // definitions written
+	nevents                uint64 // events written in chunks
+	evBytes                int    // their encoded bytes
 
 	// Call names are written at their first use, so that a recorder that
 	// adds every function it probes (hundreds) does not fill the start of
@@ -24,8 +26,6 @@ type Writer struct {
 	// order they are written, and callFile maps AddCall's index to it.
 	calls    []string
 	callFile []int // -1 until written
-	nevents  uint64
-	evBytes  int // encoded event bytes written in chunks
 
 	// The events chunk being built.
 	ev      []byte // encoded events, without the count in front
