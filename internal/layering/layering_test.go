@@ -28,7 +28,7 @@ var layers = [][]string{
 	{"agg", "internal/discover", "internal/config"},
 	// What is built from aggregates: counter snapshots, collective state,
 	// the hang diagnosis, reports, metrics, trace views.
-	{"internal/counters", "internal/collstate", "internal/status/hang", "internal/report", "internal/metrics", "internal/trace/traceview"},
+	{"internal/counters", "internal/collstate", "internal/status/hang", "internal/report", "internal/metrics", "internal/trace/traceview", "internal/trace/chrometrace"},
 	// The kernel edge: loading, reading maps into snapshots, process events.
 	{"internal/kernel"},
 	// The modes: none imports another.
@@ -39,7 +39,7 @@ var layers = [][]string{
 
 // testOnly packages serve tests and benchmarks only: they may import
 // anything, and only tests may import them.
-var testOnly = []string{"internal/mpitest", "internal/bench", "internal/layering", "dist"}
+var testOnly = []string{"internal/mpitest", "internal/bench", "internal/layering", "internal/trace/chrometrace/chromecheck", "dist"}
 
 type pkg struct {
 	ImportPath string
