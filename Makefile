@@ -71,6 +71,10 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzEhFrame -fuzztime 30s ./internal/status/unwind/
 	$(GO) test -run '^$$' -fuzz FuzzStack -fuzztime 30s ./internal/status/unwind/
 	$(GO) test -run '^$$' -fuzz FuzzDiagnose -fuzztime 30s ./internal/status/hang/
+	$(GO) test -run '^$$' -fuzz FuzzLabel -fuzztime 30s ./internal/identity/
+	$(GO) test -run '^$$' -fuzz FuzzCompress -fuzztime 30s ./internal/trace/loops/
+	$(GO) test -run '^$$' -fuzz '^FuzzRead$$' -fuzztime 30s ./internal/trace/tracefile/
+	$(GO) test -run '^$$' -fuzz FuzzDamage -fuzztime 30s ./internal/trace/tracefile/
 
 # The binary, the agent's systemd unit (dist/mpiprobe.service with the paths
 # filled in) and README.md; the sample configuration only where none is yet,
