@@ -12,7 +12,7 @@ DOCDIR  ?= $(PREFIX)/share/doc/mpiprobe
 UNITDIR ?= /etc/systemd/system
 CONFDIR ?= /etc/mpiprobe
 
-.PHONY: all build test generate check-generate deps demo bench fuzz vet clean install uninstall
+.PHONY: all build test generate check-generate deps demo readme bench fuzz vet clean install uninstall
 
 all: build
 
@@ -48,6 +48,11 @@ demo: deps build
 	./$(BIN) -C 500 -T 1s -- mpirun.openmpi --allow-run-as-root --oversubscribe -np 2 \
 		--mca pml ob1 --mca btl self,vader --mca btl_vader_free_list_max 64 \
 		bin/flood -n 2000 -d 600 -r 4
+
+# Rewrite the README's example blocks from real runs (as root); the test
+# without MPIPROBE_README=update checks them.
+readme: deps
+	MPIPROBE_README=update $(GO) test -count=1 -run '^TestReadmeExamples$$' ./cmd/mpiprobe/
 
 # Overhead of the probes, traced against untraced runs interleaved in one run (as root).
 bench:
