@@ -60,17 +60,21 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzParseEnviron -fuzztime 30s ./internal/procfs/
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime 30s ./internal/config/
 	$(GO) test -run '^$$' -fuzz FuzzEncode -fuzztime 30s ./internal/journal/
-	$(GO) test -run '^$$' -fuzz FuzzEncodeLabels -fuzztime 30s ./internal/metrics/
 	$(GO) test -run '^$$' -fuzz FuzzFileName -fuzztime 30s ./internal/jobstore/
 	$(GO) test -run '^$$' -fuzz FuzzShow -fuzztime 30s ./internal/text/
 	$(GO) test -run '^$$' -fuzz FuzzParseEventSpec -fuzztime 30s ./thresholds/
-	$(GO) test -run '^$$' -fuzz FuzzDiscover -fuzztime 30s ./probes/
+	$(GO) test -run '^$$' -fuzz FuzzDiscover -fuzztime 30s ./internal/discover/
 	$(GO) test -run '^$$' -fuzz FuzzSites -fuzztime 30s ./internal/elfx/
-	$(GO) test -run '^$$' -fuzz FuzzFindBuildID -fuzztime 30s ./probes/
+	$(GO) test -run '^$$' -fuzz FuzzFindBuildID -fuzztime 30s ./internal/elfx/
+	$(GO) test -run '^$$' -fuzz FuzzStructFields -fuzztime 30s ./internal/elfx/
 	$(GO) test -run '^$$' -fuzz FuzzLoad -fuzztime 30s ./internal/status/unwind/
 	$(GO) test -run '^$$' -fuzz FuzzEhFrame -fuzztime 30s ./internal/status/unwind/
 	$(GO) test -run '^$$' -fuzz FuzzStack -fuzztime 30s ./internal/status/unwind/
 	$(GO) test -run '^$$' -fuzz FuzzDiagnose -fuzztime 30s ./internal/status/hang/
+	$(GO) test -run '^$$' -fuzz FuzzLabel -fuzztime 30s ./internal/identity/
+	$(GO) test -run '^$$' -fuzz FuzzCompress -fuzztime 30s ./internal/trace/loops/
+	$(GO) test -run '^$$' -fuzz '^FuzzRead$$' -fuzztime 30s ./internal/trace/tracefile/
+	$(GO) test -run '^$$' -fuzz FuzzDamage -fuzztime 30s ./internal/trace/tracefile/
 
 # The binary, the agent's systemd unit (dist/mpiprobe.service with the paths
 # filled in) and README.md; the sample configuration only where none is yet,

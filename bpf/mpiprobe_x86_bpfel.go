@@ -13,11 +13,28 @@ import (
 	"github.com/cilium/ebpf"
 )
 
+type MpiprobeArgLimit uint32
+
+const (
+	MpiprobeArgLimitARG_MAX MpiprobeArgLimit = 12
+)
+
 type MpiprobeArgStash struct {
 	_     structs.HostLayout
 	V     [4]uint64
 	Gates uint64
 }
+
+type MpiprobeCmpOp uint32
+
+const (
+	MpiprobeCmpOpCMP_ALWAYS MpiprobeCmpOp = 0
+	MpiprobeCmpOpCMP_EQ     MpiprobeCmpOp = 1
+	MpiprobeCmpOpCMP_NE     MpiprobeCmpOp = 2
+	MpiprobeCmpOpCMP_LT     MpiprobeCmpOp = 3
+	MpiprobeCmpOpCMP_GT     MpiprobeCmpOp = 4
+	MpiprobeCmpOpCMP_EQ8    MpiprobeCmpOp = 5
+)
 
 type MpiprobeCollComm struct {
 	_      structs.HostLayout
@@ -28,6 +45,22 @@ type MpiprobeCollComm struct {
 	Size   int32
 	Rank   int32
 }
+
+type MpiprobeCollCookie uint32
+
+const (
+	MpiprobeCollCookieCOLL_INDEX_SHIFT          MpiprobeCollCookie = 0
+	MpiprobeCollCookieCOLL_INDEX_BITS           MpiprobeCollCookie = 6
+	MpiprobeCollCookieCOLL_COMM_ARG_SHIFT       MpiprobeCollCookie = 8
+	MpiprobeCollCookieCOLL_LAYOUT_SHIFT         MpiprobeCollCookie = 12
+	MpiprobeCollCookieCOLL_LAYOUT_BITS          MpiprobeCollCookie = 4
+	MpiprobeCollCookieCOLL_REQ_ARG_SHIFT        MpiprobeCollCookie = 16
+	MpiprobeCollCookieCOLL_INT_REQ_SHIFT        MpiprobeCollCookie = 20
+	MpiprobeCollCookieCOLL_ADDR_SHIFT           MpiprobeCollCookie = 32
+	MpiprobeCollCookieCOLL_WAIT_REQ_ARG_SHIFT   MpiprobeCollCookie = 0
+	MpiprobeCollCookieCOLL_WAIT_COUNT_ARG_SHIFT MpiprobeCollCookie = 4
+	MpiprobeCollCookieCOLL_ARG_BITS             MpiprobeCollCookie = 4
+)
 
 type MpiprobeCollKey struct {
 	_     structs.HostLayout
@@ -85,6 +118,38 @@ type MpiprobeCollThread struct {
 	WaitH   [128]uint8
 }
 
+type MpiprobeCommFlag uint32
+
+const (
+	MpiprobeCommFlagCOMM_LOCAL MpiprobeCommFlag = 1
+)
+
+type MpiprobeCommLayoutKind uint32
+
+const (
+	MpiprobeCommLayoutKindLAYOUT_UNKNOWN MpiprobeCommLayoutKind = 0
+	MpiprobeCommLayoutKindLAYOUT_OMPI    MpiprobeCommLayoutKind = 1
+	MpiprobeCommLayoutKindLAYOUT_MPICH   MpiprobeCommLayoutKind = 2
+)
+
+type MpiprobeCookieLayout uint32
+
+const (
+	MpiprobeCookieLayoutCOOKIE_EVENT_SHIFT   MpiprobeCookieLayout = 0
+	MpiprobeCookieLayoutCOOKIE_EVENT_BITS    MpiprobeCookieLayout = 16
+	MpiprobeCookieLayoutCOOKIE_CMP_SHIFT     MpiprobeCookieLayout = 16
+	MpiprobeCookieLayoutCOOKIE_CMP_BITS      MpiprobeCookieLayout = 4
+	MpiprobeCookieLayoutCOOKIE_SRC_SHIFT     MpiprobeCookieLayout = 20
+	MpiprobeCookieLayoutCOOKIE_SRC_BITS      MpiprobeCookieLayout = 4
+	MpiprobeCookieLayoutCOOKIE_SRC_MAX       MpiprobeCookieLayout = 5
+	MpiprobeCookieLayoutCOOKIE_PARAM_SHIFT   MpiprobeCookieLayout = 24
+	MpiprobeCookieLayoutCOOKIE_PEAK_BITS     MpiprobeCookieLayout = 4
+	MpiprobeCookieLayoutCOOKIE_SLOT_BITS     MpiprobeCookieLayout = 2
+	MpiprobeCookieLayoutCOOKIE_GATE_BITS     MpiprobeCookieLayout = 6
+	MpiprobeCookieLayoutCOOKIE_ERR_BITS      MpiprobeCookieLayout = 4
+	MpiprobeCookieLayoutCOOKIE_OPERAND_SHIFT MpiprobeCookieLayout = 32
+)
+
 type MpiprobeCountKey struct {
 	_      structs.HostLayout
 	Tgid   uint32
@@ -101,12 +166,69 @@ type MpiprobeCountVal struct {
 	Name    [40]int8
 }
 
+type MpiprobeDatatypeKind uint32
+
+const (
+	MpiprobeDatatypeKindDT_UNKNOWN MpiprobeDatatypeKind = 0
+	MpiprobeDatatypeKindDT_OMPI    MpiprobeDatatypeKind = 1
+	MpiprobeDatatypeKindDT_MPICH   MpiprobeDatatypeKind = 2
+)
+
+type MpiprobeDropReason uint32
+
+const (
+	MpiprobeDropReasonDROP_COUNTS_FULL  MpiprobeDropReason = 0
+	MpiprobeDropReasonDROP_TRACED_FULL  MpiprobeDropReason = 1
+	MpiprobeDropReasonDROP_RINGBUF_FULL MpiprobeDropReason = 2
+	MpiprobeDropReasonDROP_COLL_FULL    MpiprobeDropReason = 3
+	MpiprobeDropReasonDROP_MAX          MpiprobeDropReason = 4
+)
+
+type MpiprobeErrDetail uint32
+
+const (
+	MpiprobeErrDetailERR_CLASS_MASK   MpiprobeErrDetail = 127
+	MpiprobeErrDetailERR_DETAIL_MPICH MpiprobeErrDetail = 128
+	MpiprobeErrDetailERR_NAME_SHIFT   MpiprobeErrDetail = 8
+)
+
+type MpiprobeErrLayout uint32
+
+const (
+	MpiprobeErrLayoutERR_OMPI  MpiprobeErrLayout = 1
+	MpiprobeErrLayoutERR_MPICH MpiprobeErrLayout = 2
+)
+
 type MpiprobeExitRec struct {
 	_    structs.HostLayout
 	Code int32
 	Pad  uint32
 	TsNs uint64
 }
+
+type MpiprobeFreeListLayout uint32
+
+const (
+	MpiprobeFreeListLayoutFL_MAX_TO_ALLOC_SHIFT  MpiprobeFreeListLayout = 0
+	MpiprobeFreeListLayoutFL_NUM_ALLOCATED_SHIFT MpiprobeFreeListLayout = 10
+	MpiprobeFreeListLayoutFL_FRAG_CLASS_SHIFT    MpiprobeFreeListLayout = 20
+	MpiprobeFreeListLayoutFL_FIELD_BITS          MpiprobeFreeListLayout = 10
+	MpiprobeFreeListLayoutFL_WORD                MpiprobeFreeListLayout = 8
+)
+
+type MpiprobeMark uint32
+
+const (
+	MpiprobeMarkMARK_INIT_ENTER MpiprobeMark = 0
+	MpiprobeMarkMARK_INIT_EXIT  MpiprobeMark = 1
+	MpiprobeMarkMARK_PMIX_START MpiprobeMark = 2
+	MpiprobeMarkMARK_PMIX_END   MpiprobeMark = 3
+	MpiprobeMarkMARK_UCX_START  MpiprobeMark = 4
+	MpiprobeMarkMARK_UCX_END    MpiprobeMark = 5
+	MpiprobeMarkMARK_FIN_ENTER  MpiprobeMark = 6
+	MpiprobeMarkMARK_FIN_EXIT   MpiprobeMark = 7
+	MpiprobeMarkMARK_MAX        MpiprobeMark = 8
+)
 
 type MpiprobeProcEvent struct {
 	_        structs.HostLayout
@@ -116,6 +238,15 @@ type MpiprobeProcEvent struct {
 	ExitCode int32
 	TsNs     uint64
 }
+
+type MpiprobeProcEventType uint32
+
+const (
+	MpiprobeProcEventTypePROC_FORK MpiprobeProcEventType = 1
+	MpiprobeProcEventTypePROC_EXEC MpiprobeProcEventType = 2
+	MpiprobeProcEventTypePROC_EXIT MpiprobeProcEventType = 3
+	MpiprobeProcEventTypePROC_MPI  MpiprobeProcEventType = 4
+)
 
 type MpiprobeReqKey struct {
 	_    structs.HostLayout
@@ -149,6 +280,20 @@ type MpiprobeTaskRegs struct {
 	RetOrig  [8]uint64
 }
 
+type MpiprobeTraceCookie uint32
+
+const (
+	MpiprobeTraceCookieTRACE_CALL_SHIFT     MpiprobeTraceCookie = 0
+	MpiprobeTraceCookieTRACE_CALL_BITS      MpiprobeTraceCookie = 16
+	MpiprobeTraceCookieTRACE_PEER_SHIFT     MpiprobeTraceCookie = 16
+	MpiprobeTraceCookieTRACE_COUNT_SHIFT    MpiprobeTraceCookie = 20
+	MpiprobeTraceCookieTRACE_DATATYPE_SHIFT MpiprobeTraceCookie = 24
+	MpiprobeTraceCookieTRACE_ROOT_SHIFT     MpiprobeTraceCookie = 28
+	MpiprobeTraceCookieTRACE_ARG_BITS       MpiprobeTraceCookie = 4
+	MpiprobeTraceCookieTRACE_KIND_SHIFT     MpiprobeTraceCookie = 32
+	MpiprobeTraceCookieTRACE_KIND_BITS      MpiprobeTraceCookie = 2
+)
+
 type MpiprobeTraceEvent struct {
 	_        structs.HostLayout
 	Tgid     uint32
@@ -179,6 +324,13 @@ type MpiprobeTraceThread struct {
 	FortranCall uint32
 	Fortran     uint32
 }
+
+type MpiprobeTracedFlag uint32
+
+const (
+	MpiprobeTracedFlagTRACED_FOLLOW MpiprobeTracedFlag = 1
+	MpiprobeTracedFlagTRACED_SEEN   MpiprobeTracedFlag = 2
+)
 
 // LoadMpiprobe returns the embedded CollectionSpec for Mpiprobe.
 func LoadMpiprobe() (*ebpf.CollectionSpec, error) {
@@ -285,20 +437,35 @@ type MpiprobeMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type MpiprobeVariableSpecs struct {
-	UnusedCollComm   *ebpf.VariableSpec `ebpf:"unused_coll_comm"`
-	UnusedCollKey    *ebpf.VariableSpec `ebpf:"unused_coll_key"`
-	UnusedCollLayout *ebpf.VariableSpec `ebpf:"unused_coll_layout"`
-	UnusedCollStat   *ebpf.VariableSpec `ebpf:"unused_coll_stat"`
-	UnusedCountKey   *ebpf.VariableSpec `ebpf:"unused_count_key"`
-	UnusedCountVal   *ebpf.VariableSpec `ebpf:"unused_count_val"`
-	UnusedExitRec    *ebpf.VariableSpec `ebpf:"unused_exit_rec"`
-	UnusedProcEvent  *ebpf.VariableSpec `ebpf:"unused_proc_event"`
-	UnusedReqKey     *ebpf.VariableSpec `ebpf:"unused_req_key"`
-	UnusedReqVal     *ebpf.VariableSpec `ebpf:"unused_req_val"`
-	UnusedStartup    *ebpf.VariableSpec `ebpf:"unused_startup"`
-	UnusedTaskRegs   *ebpf.VariableSpec `ebpf:"unused_task_regs"`
-	UnusedTraceEvent *ebpf.VariableSpec `ebpf:"unused_trace_event"`
-	WatchAll         *ebpf.VariableSpec `ebpf:"watch_all"`
+	UnusedArgLimit       *ebpf.VariableSpec `ebpf:"unused_arg_limit"`
+	UnusedCmpOp          *ebpf.VariableSpec `ebpf:"unused_cmp_op"`
+	UnusedCollComm       *ebpf.VariableSpec `ebpf:"unused_coll_comm"`
+	UnusedCollCookie     *ebpf.VariableSpec `ebpf:"unused_coll_cookie"`
+	UnusedCollKey        *ebpf.VariableSpec `ebpf:"unused_coll_key"`
+	UnusedCollLayout     *ebpf.VariableSpec `ebpf:"unused_coll_layout"`
+	UnusedCollStat       *ebpf.VariableSpec `ebpf:"unused_coll_stat"`
+	UnusedCommFlag       *ebpf.VariableSpec `ebpf:"unused_comm_flag"`
+	UnusedCommLayoutKind *ebpf.VariableSpec `ebpf:"unused_comm_layout_kind"`
+	UnusedCookieLayout   *ebpf.VariableSpec `ebpf:"unused_cookie_layout"`
+	UnusedCountKey       *ebpf.VariableSpec `ebpf:"unused_count_key"`
+	UnusedCountVal       *ebpf.VariableSpec `ebpf:"unused_count_val"`
+	UnusedDatatypeKind   *ebpf.VariableSpec `ebpf:"unused_datatype_kind"`
+	UnusedDropReason     *ebpf.VariableSpec `ebpf:"unused_drop_reason"`
+	UnusedErrDetail      *ebpf.VariableSpec `ebpf:"unused_err_detail"`
+	UnusedErrLayout      *ebpf.VariableSpec `ebpf:"unused_err_layout"`
+	UnusedExitRec        *ebpf.VariableSpec `ebpf:"unused_exit_rec"`
+	UnusedFreeListLayout *ebpf.VariableSpec `ebpf:"unused_free_list_layout"`
+	UnusedMark           *ebpf.VariableSpec `ebpf:"unused_mark"`
+	UnusedProcEvent      *ebpf.VariableSpec `ebpf:"unused_proc_event"`
+	UnusedProcEventType  *ebpf.VariableSpec `ebpf:"unused_proc_event_type"`
+	UnusedReqKey         *ebpf.VariableSpec `ebpf:"unused_req_key"`
+	UnusedReqVal         *ebpf.VariableSpec `ebpf:"unused_req_val"`
+	UnusedStartup        *ebpf.VariableSpec `ebpf:"unused_startup"`
+	UnusedTaskRegs       *ebpf.VariableSpec `ebpf:"unused_task_regs"`
+	UnusedTraceCookie    *ebpf.VariableSpec `ebpf:"unused_trace_cookie"`
+	UnusedTraceEvent     *ebpf.VariableSpec `ebpf:"unused_trace_event"`
+	UnusedTracedFlag     *ebpf.VariableSpec `ebpf:"unused_traced_flag"`
+	WatchAll             *ebpf.VariableSpec `ebpf:"watch_all"`
 }
 
 // MpiprobeObjects contains all objects after they have been loaded into the kernel.
@@ -372,20 +539,35 @@ func (m *MpiprobeMaps) Close() error {
 //
 // It can be passed to LoadMpiprobeObjects or ebpf.CollectionSpec.LoadAndAssign.
 type MpiprobeVariables struct {
-	UnusedCollComm   *ebpf.Variable `ebpf:"unused_coll_comm"`
-	UnusedCollKey    *ebpf.Variable `ebpf:"unused_coll_key"`
-	UnusedCollLayout *ebpf.Variable `ebpf:"unused_coll_layout"`
-	UnusedCollStat   *ebpf.Variable `ebpf:"unused_coll_stat"`
-	UnusedCountKey   *ebpf.Variable `ebpf:"unused_count_key"`
-	UnusedCountVal   *ebpf.Variable `ebpf:"unused_count_val"`
-	UnusedExitRec    *ebpf.Variable `ebpf:"unused_exit_rec"`
-	UnusedProcEvent  *ebpf.Variable `ebpf:"unused_proc_event"`
-	UnusedReqKey     *ebpf.Variable `ebpf:"unused_req_key"`
-	UnusedReqVal     *ebpf.Variable `ebpf:"unused_req_val"`
-	UnusedStartup    *ebpf.Variable `ebpf:"unused_startup"`
-	UnusedTaskRegs   *ebpf.Variable `ebpf:"unused_task_regs"`
-	UnusedTraceEvent *ebpf.Variable `ebpf:"unused_trace_event"`
-	WatchAll         *ebpf.Variable `ebpf:"watch_all"`
+	UnusedArgLimit       *ebpf.Variable `ebpf:"unused_arg_limit"`
+	UnusedCmpOp          *ebpf.Variable `ebpf:"unused_cmp_op"`
+	UnusedCollComm       *ebpf.Variable `ebpf:"unused_coll_comm"`
+	UnusedCollCookie     *ebpf.Variable `ebpf:"unused_coll_cookie"`
+	UnusedCollKey        *ebpf.Variable `ebpf:"unused_coll_key"`
+	UnusedCollLayout     *ebpf.Variable `ebpf:"unused_coll_layout"`
+	UnusedCollStat       *ebpf.Variable `ebpf:"unused_coll_stat"`
+	UnusedCommFlag       *ebpf.Variable `ebpf:"unused_comm_flag"`
+	UnusedCommLayoutKind *ebpf.Variable `ebpf:"unused_comm_layout_kind"`
+	UnusedCookieLayout   *ebpf.Variable `ebpf:"unused_cookie_layout"`
+	UnusedCountKey       *ebpf.Variable `ebpf:"unused_count_key"`
+	UnusedCountVal       *ebpf.Variable `ebpf:"unused_count_val"`
+	UnusedDatatypeKind   *ebpf.Variable `ebpf:"unused_datatype_kind"`
+	UnusedDropReason     *ebpf.Variable `ebpf:"unused_drop_reason"`
+	UnusedErrDetail      *ebpf.Variable `ebpf:"unused_err_detail"`
+	UnusedErrLayout      *ebpf.Variable `ebpf:"unused_err_layout"`
+	UnusedExitRec        *ebpf.Variable `ebpf:"unused_exit_rec"`
+	UnusedFreeListLayout *ebpf.Variable `ebpf:"unused_free_list_layout"`
+	UnusedMark           *ebpf.Variable `ebpf:"unused_mark"`
+	UnusedProcEvent      *ebpf.Variable `ebpf:"unused_proc_event"`
+	UnusedProcEventType  *ebpf.Variable `ebpf:"unused_proc_event_type"`
+	UnusedReqKey         *ebpf.Variable `ebpf:"unused_req_key"`
+	UnusedReqVal         *ebpf.Variable `ebpf:"unused_req_val"`
+	UnusedStartup        *ebpf.Variable `ebpf:"unused_startup"`
+	UnusedTaskRegs       *ebpf.Variable `ebpf:"unused_task_regs"`
+	UnusedTraceCookie    *ebpf.Variable `ebpf:"unused_trace_cookie"`
+	UnusedTraceEvent     *ebpf.Variable `ebpf:"unused_trace_event"`
+	UnusedTracedFlag     *ebpf.Variable `ebpf:"unused_traced_flag"`
+	WatchAll             *ebpf.Variable `ebpf:"watch_all"`
 }
 
 // MpiprobePrograms contains all programs after they have been loaded into the kernel.

@@ -4,11 +4,10 @@ package bpf
 
 import (
 	"encoding/binary"
+	"fmt"
 	"os"
 	"reflect"
-	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"unsafe"
@@ -27,15 +26,6 @@ func loadSpec(t *testing.T) *ebpf.CollectionSpec {
 		t.Fatalf("LoadMpiprobe: %v", err)
 	}
 	return spec
-}
-
-func readSource(t *testing.T) string {
-	t.Helper()
-	b, err := os.ReadFile("mpiprobe.bpf.c")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
 }
 
 func TestLoadMpiprobe(t *testing.T) {
@@ -111,12 +101,12 @@ func TestMaps(t *testing.T) {
 	}{
 		{"traced", ebpf.Hash, 4, 4, 0},
 		{"counts", ebpf.Hash, 16, 72, 0},
-		{"drops", ebpf.PerCPUArray, 4, 8, dropReasons(t, readSource(t))},
+		{"drops", ebpf.PerCPUArray, 4, 8, uint32(MpiprobeDropReasonDROP_MAX)},
 		{"proc_events", ebpf.RingBuf, 0, 0, 0},
-		{"coll_layouts", ebpf.Array, 4, 72, 16},
+		{"coll_layouts", ebpf.Array, 4, 72, 1 << MpiprobeCollCookieCOLL_LAYOUT_BITS}, // every layout index a cookie can carry
 		{"coll_index", ebpf.Hash, 24, 4, 0},
 		{"coll_comms", ebpf.Array, 4, 32, 0},
-		{"coll_stats", ebpf.Array, 4, 64, 0},
+		{"coll_stats", ebpf.Array, 4, 64, 1 << MpiprobeCollCookieCOLL_INDEX_BITS}, // one slot until the loader resizes it
 		{"coll_reqs", ebpf.Hash, 16, 16, 0},
 		{"coll_pending", ebpf.Array, 4, 8, 1},
 		{"coll_free", ebpf.Queue, 0, 4, 0},
@@ -149,34 +139,44 @@ func TestMaps(t *testing.T) {
 	}
 }
 
-// dropReasons returns the number of DROP_* reasons of enum drop_reason, and
-// checks that DROP_MAX is that number.
-func dropReasons(t *testing.T, src string) uint32 {
-	t.Helper()
-	body := regexp.MustCompile(`(?s)enum drop_reason \{(.*?)\};`).FindStringSubmatch(src)
-	if body == nil {
-		t.Fatal("mpiprobe.bpf.c: no enum drop_reason")
+// TestIndexEnumsDense checks the enums whose values index an array (the
+// drops map, struct startup): dense from 0, with the count last. Go names
+// one entry per index, so a gap or a stale count would misname them.
+func TestIndexEnumsDense(t *testing.T) {
+	spec := loadSpec(t)
+	tests := []struct {
+		enum, count string
+		want        uint64
+	}{
+		{"drop_reason", "DROP_MAX", uint64(MpiprobeDropReasonDROP_MAX)},
+		{"mark", "MARK_MAX", uint64(MpiprobeMarkMARK_MAX)},
 	}
-	var reasons, max int
-	haveMax := false
-	for _, m := range regexp.MustCompile(`(DROP_[A-Z_]+)\s*=\s*(\d+)`).FindAllStringSubmatch(body[1], -1) {
-		v, _ := strconv.Atoi(m[2])
-		if m[1] == "DROP_MAX" {
-			max, haveMax = v, true
-			continue
-		}
-		if v != reasons {
-			t.Errorf("enum drop_reason: %s = %d, want %d (dense from 0)", m[1], v, reasons)
-		}
-		reasons++
+	for _, tt := range tests {
+		t.Run(tt.enum, func(t *testing.T) {
+			var e *btf.Enum
+			if err := spec.Types.TypeByName(tt.enum, &e); err != nil {
+				t.Fatalf("BTF enum %s: %v", tt.enum, err)
+			}
+			var n uint64
+			count, haveCount := uint64(0), false
+			for _, v := range e.Values {
+				if v.Name == tt.count {
+					count, haveCount = v.Value, true
+					continue
+				}
+				if v.Value != n {
+					t.Errorf("%s = %d, want %d (dense from 0)", v.Name, v.Value, n)
+				}
+				n++
+			}
+			if !haveCount || count != n {
+				t.Errorf("%s = %d, but enum %s has %d values", tt.count, count, tt.enum, n)
+			}
+			if count != tt.want {
+				t.Errorf("%s = %d in the object, %d in the generated Go: run go generate ./bpf", tt.count, count, tt.want)
+			}
+		})
 	}
-	if !haveMax || max != reasons {
-		t.Errorf("enum drop_reason: DROP_MAX = %d, but there are %d reasons", max, reasons)
-	}
-	if reasons != 4 {
-		t.Errorf("enum drop_reason has %d reasons, want 4", reasons)
-	}
-	return uint32(reasons)
 }
 
 // TestGoTypesMatchBTF checks that the generated Go types have the size and
@@ -255,53 +255,18 @@ func TestGoTypesMatchBTF(t *testing.T) {
 	}
 }
 
-// TestObjectMatchesSource checks that the committed object was built from
-// the current mpiprobe.bpf.c: the same programs in the same sections, and
-// the same maps. Run `go generate ./bpf` when it fails.
-func TestObjectMatchesSource(t *testing.T) {
-	src := readSource(t)
+// TestBindingsNameObject checks that the generated Go bindings name every
+// program and map of the embedded object. That the object is what the
+// sources build is checked by make check-generate.
+func TestBindingsNameObject(t *testing.T) {
 	spec := loadSpec(t)
-
-	progs := map[string]string{}
-	for _, m := range regexp.MustCompile(`(?m)^SEC\("([^"]+)"\)\s*\nint\s+(?:BPF_PROG\(\s*)?(\w+)`).FindAllStringSubmatch(src, -1) {
-		progs[m[2]] = m[1]
-	}
-	if len(progs) == 0 {
-		t.Fatal("mpiprobe.bpf.c: no SEC(...) programs found")
-	}
-	for name, sec := range progs {
-		p, ok := spec.Programs[name]
-		if !ok {
-			t.Errorf("program %s (SEC %q) is in mpiprobe.bpf.c but not in the object: run go generate ./bpf", name, sec)
-			continue
-		}
-		if p.SectionName != sec {
-			t.Errorf("program %s: section %q in the object, %q in mpiprobe.bpf.c: run go generate ./bpf", name, p.SectionName, sec)
-		}
-	}
-	for name := range spec.Programs {
-		if _, ok := progs[name]; !ok {
-			t.Errorf("program %s is in the object but not in mpiprobe.bpf.c: run go generate ./bpf", name)
-		}
-	}
-
-	var maps []string
-	for _, m := range regexp.MustCompile(`(?m)^\}\s*(\w+)\s+SEC\("\.maps"\);`).FindAllStringSubmatch(src, -1) {
-		maps = append(maps, m[1])
-	}
-	slices.Sort(maps)
-	var objMaps []string
+	var names []string
 	for name := range spec.Maps {
 		if !strings.HasPrefix(name, ".") { // .bss, .data, .rodata
-			objMaps = append(objMaps, name)
+			names = append(names, name)
 		}
 	}
-	slices.Sort(objMaps)
-	if !slices.Equal(maps, objMaps) {
-		t.Errorf("maps in mpiprobe.bpf.c %v, in the object %v: run go generate ./bpf", maps, objMaps)
-	}
-
-	// The generated Go bindings name every program and map of the object.
+	names = append(names, keys(spec.Programs)...)
 	bound := map[string]bool{}
 	for _, v := range []any{MpiprobeProgramSpecs{}, MpiprobeMapSpecs{}} {
 		typ := reflect.TypeOf(v)
@@ -309,10 +274,45 @@ func TestObjectMatchesSource(t *testing.T) {
 			bound[typ.Field(i).Tag.Get("ebpf")] = true
 		}
 	}
-	for _, name := range append(keys(spec.Programs), objMaps...) {
+	for _, name := range names {
 		if !bound[name] {
 			t.Errorf("%s is in the object but not in the generated Go bindings: run go generate ./bpf", name)
 		}
+	}
+}
+
+// TestTwins checks that each program made by PROBE_TWINS has its twin:
+// the same instructions, one for uprobe links and one for uprobe_multi
+// links.
+func TestTwins(t *testing.T) {
+	spec := loadSpec(t)
+	tests := []struct{ single, multi string }{
+		{"trace_enter", "trace_enter_multi"},
+		{"trace_exit", "trace_exit_multi"},
+		{"trace_fortran_enter", "trace_fortran_enter_multi"},
+		{"coll_enter", "coll_enter_multi"},
+		{"coll_exit", "coll_exit_multi"},
+		{"coll_wait_enter_single", "coll_wait_enter"},
+		{"coll_wait_exit_single", "coll_wait_exit"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.single, func(t *testing.T) {
+			s, m := spec.Programs[tt.single], spec.Programs[tt.multi]
+			if s == nil || m == nil {
+				t.Fatalf("programs %s and %s: have %v", tt.single, tt.multi, keys(spec.Programs))
+			}
+			if s.AttachType != ebpf.AttachNone || m.AttachType != ebpf.AttachTraceUprobeMulti {
+				t.Errorf("%s attaches as %v and %s as %v, want a uprobe and a uprobe_multi", tt.single, s.AttachType, tt.multi, m.AttachType)
+			}
+			if len(s.Instructions) != len(m.Instructions) {
+				t.Fatalf("%s has %d instructions, %s %d", tt.single, len(s.Instructions), tt.multi, len(m.Instructions))
+			}
+			for i := range s.Instructions {
+				if a, b := fmt.Sprint(s.Instructions[i]), fmt.Sprint(m.Instructions[i]); a != b {
+					t.Fatalf("instruction %d: %s has %s, %s has %s", i, tt.single, a, tt.multi, b)
+				}
+			}
+		})
 	}
 }
 

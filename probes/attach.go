@@ -38,20 +38,16 @@ type Target struct {
 }
 
 // debugDirs returns where the separate debug file of t is looked up: dirs
-// (DefaultDebugDirs when nil), then, for a file of another namespace, the
-// default directories inside that namespace.
+// (elfx.DefaultDebugDir when nil), then, for a file of another namespace,
+// the default directory inside that namespace.
 func (t Target) debugDirs(dirs []string) []string {
 	if dirs == nil {
-		dirs = DefaultDebugDirs
+		dirs = []string{elfx.DefaultDebugDir}
 	}
 	if t.Root == "" {
 		return dirs
 	}
-	out := slices.Clone(dirs)
-	for _, d := range DefaultDebugDirs {
-		out = append(out, filepath.Join(t.Root, d))
-	}
-	return out
+	return append(slices.Clone(dirs), filepath.Join(t.Root, elfx.DefaultDebugDir))
 }
 
 // Programs are the BPF programs the probes run, one per Program kind. The
@@ -145,7 +141,7 @@ type Attacher struct {
 	OnFile func(t Target, links []link.Link) error
 	// DebugDirs are searched, in order, for the separate debug file of a
 	// library whose struct layout is not in mpiprobe's tables (see
-	// ResolveFreeListLayout); nil means DefaultDebugDirs.
+	// resolveFreeListLayout); nil means elfx.DefaultDebugDir.
 	DebugDirs []string
 }
 
@@ -207,15 +203,15 @@ func (a *Attacher) attachFile(t Target) ([]link.Link, []Status, error) {
 		return nil, nil, fmt.Errorf("read %s: %w", t.Display, err)
 	}
 	defer file.Close()
-	syms, err := readSymbols(file)
+	syms, err := elfx.ReadSymbols(file)
 	if err != nil {
 		return nil, nil, fmt.Errorf("read %s: %w", t.Display, err)
 	}
 	// The free-list layout as the cookie carries it, and where it came
 	// from: resolved on first use, once per file.
 	freeList := sync.OnceValues(func() (cookieLayout, error) {
-		id, _ := BuildID(file)
-		l, src, err := ResolveFreeListLayout(file, id, t.debugDirs(a.DebugDirs))
+		id, _ := elfx.BuildID(file)
+		l, src, err := resolveFreeListLayout(file, id, t.debugDirs(a.DebugDirs))
 		if err != nil {
 			return cookieLayout{}, err
 		}
@@ -236,7 +232,7 @@ func (a *Attacher) attachFile(t Target) ([]link.Link, []Status, error) {
 		}
 		offsets := []uint64{0}
 		var address uint64
-		off, found, versioned, err := syms.offset(p.Symbol)
+		off, found, versioned, err := syms.Offset(p.Symbol)
 		if err != nil {
 			return false, fmt.Errorf("attach %s:%s: %w", t.Display, p, err)
 		}

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/mpiprobe/mpiprobe/bpf"
 )
 
 // Library names a kind of MPI library file: a shared object whose symbols
@@ -99,12 +101,19 @@ const (
 	GateClose
 )
 
-// The layouts of MPIError's arguments.
+// The layouts of MPIError's arguments (enum err_layout in bpf/counters.h).
 const (
 	// ErrorsOMPI is ompi_errhandler_invoke(eh, obj, type, err_code, message).
-	ErrorsOMPI uint8 = 1
+	ErrorsOMPI = uint8(bpf.MpiprobeErrLayoutERR_OMPI)
 	// ErrorsMPICH is MPIR_Err_return_comm(comm, fcname, errcode).
-	ErrorsMPICH uint8 = 2
+	ErrorsMPICH = uint8(bpf.MpiprobeErrLayoutERR_MPICH)
+)
+
+// How many stash slots and gates a thread has: the widths of their cookie
+// fields (enum cookie_layout in bpf/counters.h).
+const (
+	stashSlots = 1 << bpf.MpiprobeCookieLayoutCOOKIE_SLOT_BITS
+	gates      = 1 << bpf.MpiprobeCookieLayoutCOOKIE_GATE_BITS
 )
 
 func (p Program) String() string {
@@ -117,7 +126,7 @@ func (p Program) String() string {
 }
 
 // readsFreeList reports whether the program reads opal_free_list_t fields,
-// whose offsets the attacher resolves per library file (FreeListLayout)
+// whose offsets the attacher resolves per library file (freeListLayout)
 // and passes in the cookie's operand bits.
 func (p Program) readsFreeList() bool { return p == FreeListGrow || p == FreeListAtMax }
 
@@ -663,12 +672,12 @@ func (p Probe) checkProgram() error {
 		return fmt.Errorf("%s runs on a return", p.Program)
 	case entries && p.Side != Entry:
 		return fmt.Errorf("%s runs on an entry", p.Program)
-	case p.Program == Count && p.Param > 5:
-		return fmt.Errorf("peak source %d: want 0 or an argument 1-5", p.Param)
-	case (p.Program == Stash || returns) && p.Param > 3:
-		return fmt.Errorf("stash slot %d: want 0-3", p.Param)
-	case (p.Program == GateOpen || p.Program == GateCount || p.Program == GateClose) && p.Param > 63:
-		return fmt.Errorf("gate %d: want 0-63", p.Param)
+	case p.Program == Count && p.Param > uint8(MaxSource):
+		return fmt.Errorf("peak source %d: want 0 or an argument 1-%d", p.Param, MaxSource)
+	case (p.Program == Stash || returns) && p.Param >= stashSlots:
+		return fmt.Errorf("stash slot %d: want 0-%d", p.Param, stashSlots-1)
+	case (p.Program == GateOpen || p.Program == GateCount || p.Program == GateClose) && int(p.Param) >= gates:
+		return fmt.Errorf("gate %d: want 0-%d", p.Param, gates-1)
 	case p.Program == MPIError && p.Param != ErrorsOMPI && p.Param != ErrorsMPICH:
 		return fmt.Errorf("error layout %d: want ErrorsOMPI or ErrorsMPICH", p.Param)
 	case p.Program == Stash && (p.Cond.Cmp != Always || p.Cond.Src < Arg(1)):

@@ -30,29 +30,10 @@ func TestBuiltinCatalogsValidate(t *testing.T) {
 					if _, err := Cookie(id, p.Cond); err != nil {
 						t.Errorf("event %q: %s: %v", e.ID, p, err)
 					}
-					if !discoverable(p.Library) {
-						t.Errorf("event %q: %s: library %q is not one Classify can return", e.ID, p, p.Library)
-					}
 				}
 			}
 		})
 	}
-}
-
-// discoverable reports whether Classify can name a file as library l, so
-// that probes on l can ever be attached.
-func discoverable(l Library) bool {
-	for _, f := range []string{"libmpi.so.40", "libmpich.so.12", "libopen-pal.so.40", "libibverbs.so.1", "libucp.so.0"} {
-		if got, ok := Classify("/usr/lib/x86_64-linux-gnu/" + f); ok && got == l {
-			return true
-		}
-	}
-	file, ok := ComponentFile(l)
-	if !ok {
-		return false
-	}
-	got, ok := Classify("/usr/lib/x86_64-linux-gnu/openmpi/lib/openmpi3/" + file)
-	return ok && got == l
 }
 
 func TestCatalogLevels(t *testing.T) {

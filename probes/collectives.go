@@ -1,16 +1,14 @@
 package probes
 
 import (
-	"bytes"
 	"debug/elf"
-	"encoding/binary"
-	"encoding/hex"
-	"errors"
 	"fmt"
 	"strings"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
+	"github.com/mpiprobe/mpiprobe/bpf"
+	"github.com/mpiprobe/mpiprobe/internal/elfx"
 )
 
 // Collective is an MPI collective that --collectives tracks, by C
@@ -60,8 +58,16 @@ var collectives = func() []Collective {
 }()
 
 // MaxCollectives is the number of counters a communicator slot has in BPF
-// (COLL_MAX in bpf/mpiprobe.bpf.c).
-const MaxCollectives = 64
+// (COLL_MAX in bpf/collectives.h).
+const MaxCollectives = 1 << bpf.MpiprobeCollCookieCOLL_INDEX_BITS
+
+// MaxArg is the last argument the BPF programs can read (ARG_MAX in
+// bpf/common.h).
+const MaxArg = int(bpf.MpiprobeArgLimitARG_MAX)
+
+// maxLayouts is the number of communicator layouts a collective cookie can
+// name, the size of the coll_layouts map.
+const maxLayouts = 1 << bpf.MpiprobeCollCookieCOLL_LAYOUT_BITS
 
 // Collectives returns the tracked collectives; the index of one is its id
 // in the BPF counters.
@@ -70,20 +76,21 @@ func Collectives() []Collective { return append([]Collective(nil), collectives..
 // CommLayoutKind says how a library represents MPI_Comm.
 type CommLayoutKind uint32
 
-// The communicator representations (LAYOUT_* in bpf/mpiprobe.bpf.c).
+// The communicator representations (enum comm_layout_kind in
+// bpf/collectives.h).
 const (
 	// LayoutUnknown: the build is not in the table; communicators are
 	// keyed by their rank-local handle and flagged as such.
-	LayoutUnknown CommLayoutKind = iota
+	LayoutUnknown = CommLayoutKind(bpf.MpiprobeCommLayoutKindLAYOUT_UNKNOWN)
 	// LayoutOMPI: MPI_Comm is an ompi_communicator_t pointer.
-	LayoutOMPI
+	LayoutOMPI = CommLayoutKind(bpf.MpiprobeCommLayoutKindLAYOUT_OMPI)
 	// LayoutMPICH: MPI_Comm is an int handle into MPICH's object tables.
-	LayoutMPICH
+	LayoutMPICH = CommLayoutKind(bpf.MpiprobeCommLayoutKindLAYOUT_MPICH)
 )
 
 // CommLayout says where one library build keeps a communicator's
 // identity. Offsets are in bytes; addresses are the file's virtual
-// addresses. It mirrors struct coll_layout in bpf/mpiprobe.bpf.c.
+// addresses. It mirrors struct coll_layout in bpf/collectives.h.
 type CommLayout struct {
 	Kind CommLayoutKind
 	// CIDOff is the context id's offset in the communicator object, read
@@ -138,66 +145,8 @@ func CommLayoutOf(buildID string) (CommLayout, bool) {
 	return l, ok
 }
 
-// BuildID returns the GNU build id of an ELF file in hex.
-func BuildID(f *elf.File) (string, error) {
-	for _, s := range f.Sections {
-		if s.Type != elf.SHT_NOTE {
-			continue
-		}
-		data, err := s.Data()
-		if err != nil {
-			return "", fmt.Errorf("read %s: %w", s.Name, err)
-		}
-		if id, ok := findBuildID(data, f.ByteOrder); ok {
-			return id, nil
-		}
-	}
-	for _, p := range f.Progs {
-		if p.Type != elf.PT_NOTE {
-			continue
-		}
-		if p.Filesz > maxNotes {
-			continue // not a note segment anyone writes; a corrupt size
-		}
-		data := make([]byte, p.Filesz)
-		if _, err := p.ReadAt(data, 0); err != nil {
-			return "", fmt.Errorf("read PT_NOTE: %w", err)
-		}
-		if id, ok := findBuildID(data, f.ByteOrder); ok {
-			return id, nil
-		}
-	}
-	return "", errors.New("no GNU build id note")
-}
-
-// findBuildID scans ELF notes for NT_GNU_BUILD_ID.
-func findBuildID(b []byte, bo binary.ByteOrder) (string, bool) {
-	for len(b) >= 12 {
-		namesz, descsz, typ := bo.Uint32(b), bo.Uint32(b[4:]), bo.Uint32(b[8:])
-		b = b[12:]
-		nlen, dlen := align4(namesz), align4(descsz)
-		if nlen+dlen > uint64(len(b)) {
-			return "", false
-		}
-		name := b[:namesz]
-		desc := b[nlen : nlen+uint64(descsz)]
-		b = b[nlen+dlen:]
-		if typ == 3 && bytes.Equal(bytes.TrimRight(name, "\x00"), []byte("GNU")) && descsz > 0 {
-			return hex.EncodeToString(desc), true
-		}
-	}
-	return "", false
-}
-
-// align4 rounds a note field size up to 4 bytes, in 64 bits so that a
-// corrupt size near 4 GiB cannot wrap to 0.
-func align4(n uint32) uint64 { return (uint64(n) + 3) &^ 3 }
-
-// maxNotes bounds the note segment BuildID reads.
-const maxNotes = 1 << 20
-
-// CollCookie packs a collective probe's attach cookie (see the layout in
-// bpf/mpiprobe.bpf.c): the collective's index, the argument holding the
+// CollCookie packs a collective probe's attach cookie (enum coll_cookie in
+// bpf/collectives.h): the collective's index, the argument holding the
 // communicator, the layout index, the argument receiving the request of a
 // nonblocking collective (0 for a blocking one), whether requests are
 // 4-byte ints (MPICH), and the function's file address.
@@ -205,18 +154,22 @@ func CollCookie(coll, commArg, layout, reqArg int, intRequests bool, addr uint64
 	switch {
 	case coll < 0 || coll >= MaxCollectives:
 		return 0, fmt.Errorf("collective index %d out of range 0..%d", coll, MaxCollectives-1)
-	case commArg < 1 || commArg > 12:
-		return 0, fmt.Errorf("communicator argument %d out of range 1..12", commArg)
-	case layout < 0 || layout > 15:
-		return 0, fmt.Errorf("layout index %d out of range 0..15", layout)
-	case reqArg < 0 || reqArg > 12:
-		return 0, fmt.Errorf("request argument %d out of range 0..12", reqArg)
+	case commArg < 1 || commArg > MaxArg:
+		return 0, fmt.Errorf("communicator argument %d out of range 1..%d", commArg, MaxArg)
+	case layout < 0 || layout >= maxLayouts:
+		return 0, fmt.Errorf("layout index %d out of range 0..%d", layout, maxLayouts-1)
+	case reqArg < 0 || reqArg > MaxArg:
+		return 0, fmt.Errorf("request argument %d out of range 0..%d", reqArg, MaxArg)
 	case addr > 0xffffffff:
 		return 0, fmt.Errorf("function address %#x beyond 4 GiB", addr)
 	}
-	c := uint64(coll) | uint64(commArg)<<8 | uint64(layout)<<12 | uint64(reqArg)<<16 | addr<<32
+	c := uint64(coll)<<bpf.MpiprobeCollCookieCOLL_INDEX_SHIFT |
+		uint64(commArg)<<bpf.MpiprobeCollCookieCOLL_COMM_ARG_SHIFT |
+		uint64(layout)<<bpf.MpiprobeCollCookieCOLL_LAYOUT_SHIFT |
+		uint64(reqArg)<<bpf.MpiprobeCollCookieCOLL_REQ_ARG_SHIFT |
+		addr<<bpf.MpiprobeCollCookieCOLL_ADDR_SHIFT
 	if intRequests {
-		c |= 1 << 20
+		c |= 1 << bpf.MpiprobeCollCookieCOLL_INT_REQ_SHIFT
 	}
 	return c, nil
 }
@@ -240,12 +193,13 @@ var completions = []completion{
 // WaitCookie packs a completion probe's cookie: the request (array)
 // argument, the count argument (0: one request) and the request width.
 func WaitCookie(reqArg, cntArg int, intRequests bool) (uint64, error) {
-	if reqArg < 1 || reqArg > 12 || cntArg < 0 || cntArg > 12 {
+	if reqArg < 1 || reqArg > MaxArg || cntArg < 0 || cntArg > MaxArg {
 		return 0, fmt.Errorf("request argument %d or count argument %d out of range", reqArg, cntArg)
 	}
-	c := uint64(reqArg) | uint64(cntArg)<<4
+	c := uint64(reqArg)<<bpf.MpiprobeCollCookieCOLL_WAIT_REQ_ARG_SHIFT |
+		uint64(cntArg)<<bpf.MpiprobeCollCookieCOLL_WAIT_COUNT_ARG_SHIFT
 	if intRequests {
-		c |= 1 << 20
+		c |= 1 << bpf.MpiprobeCollCookieCOLL_INT_REQ_SHIFT
 	}
 	return c, nil
 }
@@ -329,7 +283,7 @@ func (a *CollAttacher) attach(t Target) ([]link.Link, CollLibrary, error) {
 		return nil, lib, fmt.Errorf("open %s: %w", t.Display, err)
 	}
 	fns, ferr := MPIFunctions(f)
-	lib.BuildID, _ = BuildID(f)
+	lib.BuildID, _ = elfx.BuildID(f)
 	_ = f.Close()
 	if ferr != nil {
 		return nil, lib, fmt.Errorf("%s: %w", t.Display, ferr)

@@ -1,9 +1,7 @@
 package probes
 
 import (
-	"bytes"
 	"debug/elf"
-	"encoding/binary"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,14 +10,22 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mpiprobe/mpiprobe/bpf"
+	"github.com/mpiprobe/mpiprobe/internal/elfx"
 	"github.com/mpiprobe/mpiprobe/internal/mpitest"
 )
 
-// decodeCollCookie unpacks a collective cookie the way bpf/mpiprobe.bpf.c
-// does (do_coll_enter, comm_slot, do_coll_exit).
+// decodeCollCookie unpacks a collective cookie the way do_coll_enter,
+// comm_slot and do_coll_exit (bpf/collectives.h) do, with the generated
+// shifts and widths.
 func decodeCollCookie(c uint64) (coll, commArg, layout, reqArg int, intRequests bool, addr uint64) {
-	return int(c & (MaxCollectives - 1)), int((c >> 8) & 0xf), int((c >> 12) & 0xf), int((c >> 16) & 0xf),
-		(c>>20)&1 == 1, c >> 32
+	const argBits = bpf.MpiprobeCollCookieCOLL_ARG_BITS
+	return int(field(c, bpf.MpiprobeCollCookieCOLL_INDEX_SHIFT, bpf.MpiprobeCollCookieCOLL_INDEX_BITS)),
+		int(field(c, bpf.MpiprobeCollCookieCOLL_COMM_ARG_SHIFT, argBits)),
+		int(field(c, bpf.MpiprobeCollCookieCOLL_LAYOUT_SHIFT, bpf.MpiprobeCollCookieCOLL_LAYOUT_BITS)),
+		int(field(c, bpf.MpiprobeCollCookieCOLL_REQ_ARG_SHIFT, argBits)),
+		field(c, bpf.MpiprobeCollCookieCOLL_INT_REQ_SHIFT, uint32(1)) == 1,
+		c >> bpf.MpiprobeCollCookieCOLL_ADDR_SHIFT
 }
 
 func TestCollCookie(t *testing.T) {
@@ -98,10 +104,12 @@ func TestCollCookieOutOfRange(t *testing.T) {
 // decodeWaitCookie unpacks a completion cookie the way do_wait_enter does.
 func decodeWaitCookie(c uint64) (reqArg, cntArg, width int) {
 	width = 8
-	if (c>>20)&1 == 1 {
+	if field(c, bpf.MpiprobeCollCookieCOLL_INT_REQ_SHIFT, uint32(1)) == 1 {
 		width = 4
 	}
-	return int(c & 0xf), int((c >> 4) & 0xf), width
+	const argBits = bpf.MpiprobeCollCookieCOLL_ARG_BITS
+	return int(field(c, bpf.MpiprobeCollCookieCOLL_WAIT_REQ_ARG_SHIFT, argBits)),
+		int(field(c, bpf.MpiprobeCollCookieCOLL_WAIT_COUNT_ARG_SHIFT, argBits)), width
 }
 
 func TestWaitCookie(t *testing.T) {
@@ -146,46 +154,6 @@ func TestWaitCookie(t *testing.T) {
 	for _, c := range completions {
 		if _, err := WaitCookie(c.reqArg, c.cntArg, true); err != nil {
 			t.Errorf("%s: %v", c.name, err)
-		}
-	}
-}
-
-// TestCollCookieLayoutMatchesBPF checks the layout comment and the field
-// extraction of bpf/mpiprobe.bpf.c against the cookies above.
-func TestCollCookieLayoutMatchesBPF(t *testing.T) {
-	src := readBPFSource(t)
-	for _, line := range []string{
-		`bits\s+0-7\s+collective index`,
-		`bits\s+8-11\s+argument holding the communicator`,
-		`bits\s+12-15\s+layout index`,
-		`bits\s+16-19\s+nonblocking: argument receiving the request`,
-		`bit\s+20\s+requests are 4-byte ints`,
-		`bits\s+32-63\s+the probed function's address`,
-		`bits\s+0-3\s+argument holding the request array`,
-		`bits\s+4-7\s+argument holding the count`,
-	} {
-		if !regexp.MustCompile(`(?m)^//\s*` + line).MatchString(src) {
-			t.Errorf("%s: no layout comment line matching %q", bpfSource, line)
-		}
-	}
-	for _, expr := range []string{
-		`cookie & (COLL_MAX - 1)`,                // collective index
-		`(cookie >> 8) & 0xf`,                    // communicator argument
-		`(cookie >> 12) & 0xf`,                   // layout index
-		`(cookie >> 16) & 0xf`,                   // request argument
-		`(bpf_get_attach_cookie(ctx) >> 20) & 1`, // int requests (coll exit)
-		`((cookie >> 20) & 1) ? 4 : 8`,           // int requests (completion)
-		`PT_REGS_IP(ctx) - (cookie >> 32)`,       // function address
-		`(cookie >> 4) & 0xf`,                    // count argument
-		`arg(ctx, cookie & 0xf)`,                 // request array argument
-		`if (n >= 7 && n <= 12)`,                 // arguments up to 12
-		"#define COLL_MAX 64",                    // MaxCollectives
-		"__uint(max_entries, COLL_MAX);",         // coll_stats, minimal
-		"__type(value, struct coll_layout);",     // coll_layouts
-		"__uint(max_entries, 16);\n\t__type(key, __u32);\n\t__type(value, struct coll_layout);", // 4-bit layout index
-	} {
-		if !strings.Contains(src, expr) {
-			t.Errorf("%s does not contain %q", bpfSource, expr)
 		}
 	}
 }
@@ -407,26 +375,10 @@ func TestCollectivesMatchHeaders(t *testing.T) {
 	}
 }
 
-// readelfBuildID returns the build id `readelf -n` prints for a file.
-func readelfBuildID(t *testing.T, path string) string {
-	t.Helper()
-	if _, err := exec.LookPath("readelf"); err != nil {
-		mpitest.Require(t, "readelf (binutils)")
-	}
-	cmd := exec.Command("readelf", "-n", path)
-	cmd.Env = append(os.Environ(), "LC_ALL=C")
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("readelf -n %s: %v", path, err)
-	}
-	m := regexp.MustCompile(`Build ID:\s*([0-9a-f]+)`).FindSubmatch(out)
-	if m == nil {
-		t.Fatalf("readelf -n %s printed no build id:\n%s", path, out)
-	}
-	return string(m[1])
-}
-
-func TestBuildIDOfRealLibraries(t *testing.T) {
+// TestCommLayoutOfInstalledLibraries looks the installed MPI libraries up
+// by build id in the layout table and checks the addresses there against
+// the files.
+func TestCommLayoutOfInstalledLibraries(t *testing.T) {
 	libs := []struct {
 		path string
 		kind CommLayoutKind
@@ -440,22 +392,18 @@ func TestBuildIDOfRealLibraries(t *testing.T) {
 				mpitest.Require(t, err.Error())
 				return
 			}
-			want := readelfBuildID(t, l.path)
 			f, err := elf.Open(l.path)
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer f.Close()
-			got, err := BuildID(f)
+			id, err := elfx.BuildID(f)
 			if err != nil {
 				t.Fatalf("BuildID: %v", err)
 			}
-			if got != want {
-				t.Errorf("BuildID = %s, readelf says %s", got, want)
-			}
-			layout, ok := CommLayoutOf(got)
+			layout, ok := CommLayoutOf(id)
 			if !ok {
-				t.Fatalf("build %s of %s is not in the layout table (a new Debian package?)", got, l.path)
+				t.Fatalf("build %s of %s is not in the layout table (a new Debian package?)", id, l.path)
 			}
 			if layout.Kind != l.kind {
 				t.Errorf("layout of %s has kind %d, want %d", l.path, layout.Kind, l.kind)
@@ -560,206 +508,4 @@ func TestCommLayoutOf(t *testing.T) {
 			t.Errorf("CommLayoutOf(%q) = %+v, true, want false", id, l)
 		}
 	}
-}
-
-// note encodes one ELF note; the name gets its NUL, name and desc are
-// padded to 4 bytes.
-func note(bo binary.AppendByteOrder, name string, typ uint32, desc []byte) []byte {
-	n := []byte(name)
-	if name != "" {
-		n = append(n, 0)
-	}
-	return rawNote(bo, n, typ, desc)
-}
-
-// rawNote encodes a note whose name is given byte for byte.
-func rawNote(bo binary.AppendByteOrder, name []byte, typ uint32, desc []byte) []byte {
-	b := bo.AppendUint32(nil, uint32(len(name)))
-	b = bo.AppendUint32(b, uint32(len(desc)))
-	b = bo.AppendUint32(b, typ)
-	b = append(b, name...)
-	for len(b)%4 != 0 {
-		b = append(b, 0)
-	}
-	b = append(b, desc...)
-	for len(b)%4 != 0 {
-		b = append(b, 0)
-	}
-	return b
-}
-
-const (
-	ntGNUABITag  = 1
-	ntGNUBuildID = 3
-	ntGoBuildID  = 4
-)
-
-func TestFindBuildID(t *testing.T) {
-	le, be := binary.LittleEndian, binary.BigEndian
-	id := []byte{0x2a, 0x2f, 0x4d, 0x8c, 0x4f, 0x8d, 0xc5, 0xdc, 0xc6, 0x3f, 0x67, 0x89, 0xa5, 0x0f, 0x3a, 0xb4, 0x9f, 0x61, 0xe1, 0x68}
-	const idHex = "2a2f4d8c4f8dc5dcc63f6789a50f3ab49f61e168"
-	good := note(le, "GNU", ntGNUBuildID, id)
-	abiTag := note(le, "GNU", ntGNUABITag, []byte{0, 0, 0, 0, 3, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0})
-	tests := []struct {
-		name   string
-		data   []byte
-		bo     binary.ByteOrder
-		want   string
-		wantOK bool
-	}{
-		{"build id", good, le, idHex, true},
-		{"after an ABI tag", append(bytes.Clone(abiTag), good...), le, idHex, true},
-		{"after a Go build id", append(note(le, "Go", ntGoBuildID, []byte("abc/def")), good...), le, idHex, true},
-		{"odd-sized id (padding)", note(le, "GNU", ntGNUBuildID, []byte{1, 2, 3, 4, 5}), le, "0102030405", true},
-		{"name without NUL", rawNote(le, []byte("GNU"), ntGNUBuildID, id), le, idHex, true},
-		{"big endian", note(be, "GNU", ntGNUBuildID, id), be, idHex, true},
-		{"big endian read as little", note(be, "GNU", ntGNUBuildID, id), le, "", false},
-		{"ABI tag only: wrong type", abiTag, le, "", false},
-		{"wrong type", note(le, "GNU", ntGoBuildID, id), le, "", false},
-		{"wrong name", note(le, "Go", ntGNUBuildID, id), le, "", false},
-		{"longer name", note(le, "GNUX", ntGNUBuildID, id), le, "", false},
-		{"empty name", note(le, "", ntGNUBuildID, id), le, "", false},
-		{"empty id", note(le, "GNU", ntGNUBuildID, nil), le, "", false},
-		{"truncated id", good[:len(good)-1], le, "", false},
-		{"truncated name", good[:14], le, "", false},
-		{"header only", good[:12], le, "", false},
-		{"truncated header", good[:11], le, "", false},
-		{"empty", nil, le, "", false},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got, ok := findBuildID(tt.data, tt.bo)
-			if got != tt.want || ok != tt.wantOK {
-				t.Errorf("findBuildID(% x) = %q, %v, want %q, %v", tt.data, got, ok, tt.want, tt.wantOK)
-			}
-		})
-	}
-}
-
-// elfWithNotes builds a small ELF64 shared object holding notes in an
-// SHT_NOTE section (if sec is not nil) and in a PT_NOTE segment (if seg is
-// not nil).
-func elfWithNotes(t *testing.T, sec, seg []byte) *elf.File {
-	t.Helper()
-	le := binary.LittleEndian
-	const ehsize, phsize, shsize = 64, 56, 64
-	var phnum uint16
-	if seg != nil {
-		phnum = 1
-	}
-	data := bytes.Repeat([]byte{0}, ehsize+int(phnum)*phsize)
-	secOff := uint64(len(data))
-	data = append(data, sec...)
-	segOff := uint64(len(data))
-	data = append(data, seg...)
-	shstrOff := uint64(len(data))
-	shstr := []byte("\x00.note.test\x00.shstrtab\x00")
-	data = append(data, shstr...)
-	for len(data)%8 != 0 {
-		data = append(data, 0)
-	}
-	shoff := uint64(len(data))
-
-	var sh bytes.Buffer
-	sections := []elf.Section64{{}}
-	if sec != nil {
-		sections = append(sections, elf.Section64{Name: 1, Type: uint32(elf.SHT_NOTE), Flags: uint64(elf.SHF_ALLOC),
-			Off: secOff, Size: uint64(len(sec)), Addralign: 4})
-	}
-	sections = append(sections, elf.Section64{Name: 12, Type: uint32(elf.SHT_STRTAB), Off: shstrOff, Size: uint64(len(shstr)), Addralign: 1})
-	for _, s := range sections {
-		if err := binary.Write(&sh, le, s); err != nil {
-			t.Fatal(err)
-		}
-	}
-	data = append(data, sh.Bytes()...)
-
-	hdr := elf.Header64{
-		Type: uint16(elf.ET_DYN), Machine: uint16(elf.EM_X86_64), Version: uint32(elf.EV_CURRENT),
-		Shoff: shoff, Ehsize: ehsize, Phentsize: phsize, Phnum: phnum, Shentsize: shsize,
-		Shnum: uint16(len(sections)), Shstrndx: uint16(len(sections) - 1),
-	}
-	copy(hdr.Ident[:], elf.ELFMAG)
-	hdr.Ident[elf.EI_CLASS] = byte(elf.ELFCLASS64)
-	hdr.Ident[elf.EI_DATA] = byte(elf.ELFDATA2LSB)
-	hdr.Ident[elf.EI_VERSION] = byte(elf.EV_CURRENT)
-	if seg != nil {
-		hdr.Phoff = ehsize
-	}
-	var head bytes.Buffer
-	if err := binary.Write(&head, le, hdr); err != nil {
-		t.Fatal(err)
-	}
-	if seg != nil {
-		ph := elf.Prog64{Type: uint32(elf.PT_NOTE), Flags: uint32(elf.PF_R), Off: segOff, Vaddr: segOff, Paddr: segOff,
-			Filesz: uint64(len(seg)), Memsz: uint64(len(seg)), Align: 4}
-		if err := binary.Write(&head, le, ph); err != nil {
-			t.Fatal(err)
-		}
-	}
-	copy(data, head.Bytes())
-
-	f, err := elf.NewFile(bytes.NewReader(data))
-	if err != nil {
-		t.Fatalf("the test's ELF file does not parse: %v", err)
-	}
-	return f
-}
-
-func TestBuildIDOfSyntheticFiles(t *testing.T) {
-	le := binary.LittleEndian
-	id := []byte{0xde, 0xad, 0xbe, 0xef, 0x01, 0x02, 0x03, 0x04}
-	gnu := note(le, "GNU", ntGNUBuildID, id)
-	other := note(le, "Go", ntGoBuildID, []byte("go-build-id"))
-	tests := []struct {
-		name     string
-		sec, seg []byte
-		want     string
-	}{
-		{"in a note section", gnu, nil, "deadbeef01020304"},
-		{"in a PT_NOTE segment only", nil, gnu, "deadbeef01020304"},
-		{"section without it, segment with it", other, gnu, "deadbeef01020304"},
-		{"no note at all", nil, nil, ""},
-		{"other notes only", other, other, ""},
-		{"truncated note", gnu[:len(gnu)-4], nil, ""},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			f := elfWithNotes(t, tt.sec, tt.seg)
-			got, err := BuildID(f)
-			switch {
-			case tt.want == "" && err == nil:
-				t.Errorf("BuildID = %q, want an error", got)
-			case tt.want != "" && err != nil:
-				t.Errorf("BuildID: %v, want %s", err, tt.want)
-			case got != tt.want:
-				t.Errorf("BuildID = %q, want %q", got, tt.want)
-			}
-		})
-	}
-}
-
-// Corrupt note sizes near 4 GiB must not wrap around and panic.
-func TestFindBuildIDHugeSizes(t *testing.T) {
-	for _, sizes := range [][2]uint32{{0xfffffffd, 0}, {4, 0xfffffffe}, {0xffffffff, 0xffffffff}} {
-		b := make([]byte, 12, 24)
-		binary.LittleEndian.PutUint32(b, sizes[0])
-		binary.LittleEndian.PutUint32(b[4:], sizes[1])
-		binary.LittleEndian.PutUint32(b[8:], 3)
-		b = append(b, "GNU\x00abcd"...)
-		if id, ok := findBuildID(b, binary.LittleEndian); ok {
-			t.Errorf("sizes %#x: found %q in a corrupt note", sizes, id)
-		}
-	}
-}
-
-// FuzzFindBuildID: any note bytes give an id or nothing, never a panic.
-func FuzzFindBuildID(f *testing.F) {
-	f.Add([]byte("\x04\x00\x00\x00\x04\x00\x00\x00\x03\x00\x00\x00GNU\x00abcd"))
-	f.Add([]byte("\xfd\xff\xff\xff\x00\x00\x00\x00\x03\x00\x00\x00GNU\x00"))
-	f.Fuzz(func(t *testing.T, b []byte) {
-		if id, ok := findBuildID(b, binary.LittleEndian); ok && id == "" {
-			t.Error("ok with an empty id")
-		}
-	})
 }

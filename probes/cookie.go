@@ -1,18 +1,23 @@
 package probes
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/mpiprobe/mpiprobe/bpf"
+)
 
 // Cmp is the comparison a Condition applies to its operand.
 type Cmp uint8
 
-// The comparisons, as the BPF side numbers them (bpf/mpiprobe.bpf.c).
+// The comparisons, as the BPF side numbers them (enum cmp_op in
+// bpf/counters.h).
 const (
-	Always Cmp = iota // every hit counts
-	Eq                // operand == Value
-	Ne                // operand != Value
-	Lt                // operand < Value (signed 32-bit)
-	Gt                // operand > Value (signed 32-bit)
-	Eq8               // low byte of operand == low byte of Value: a C bool return
+	Always = Cmp(bpf.MpiprobeCmpOpCMP_ALWAYS) // every hit counts
+	Eq     = Cmp(bpf.MpiprobeCmpOpCMP_EQ)     // operand == Value
+	Ne     = Cmp(bpf.MpiprobeCmpOpCMP_NE)     // operand != Value
+	Lt     = Cmp(bpf.MpiprobeCmpOpCMP_LT)     // operand < Value (signed 32-bit)
+	Gt     = Cmp(bpf.MpiprobeCmpOpCMP_GT)     // operand > Value (signed 32-bit)
+	Eq8    = Cmp(bpf.MpiprobeCmpOpCMP_EQ8)    // low byte of operand == low byte of Value: a C bool return
 )
 
 // Source is where a Condition's operand comes from.
@@ -21,8 +26,11 @@ type Source uint8
 // RetVal is the probed function's return value; Arg(n) is its n-th argument.
 const RetVal Source = 0
 
-// Arg returns the Source for argument n (1 to 5).
+// Arg returns the Source for argument n (1 to MaxSource).
 func Arg(n int) Source { return Source(n) }
+
+// MaxSource is the last argument a Condition can read.
+const MaxSource = Source(bpf.MpiprobeCookieLayoutCOOKIE_SRC_MAX)
 
 // Condition decides whether a hit counts: Src Cmp Value, on the low 32 bits
 // of the operand read as a signed integer.
@@ -33,10 +41,10 @@ type Condition struct {
 }
 
 // MaxEvents is the number of event ids a cookie can carry.
-const MaxEvents = 1 << 16
+const MaxEvents = 1 << bpf.MpiprobeCookieLayoutCOOKIE_EVENT_BITS
 
 // Cookie packs what the BPF program needs to know about one attachment into
-// the 64-bit attach cookie. Layout (must match bpf/mpiprobe.bpf.c):
+// the 64-bit attach cookie. Layout (enum cookie_layout in bpf/counters.h):
 //
 //	bits  0-15  event id
 //	bits 16-19  comparison
@@ -54,12 +62,12 @@ func CookieParam(event int, c Condition, param uint8) (uint64, error) {
 		return 0, fmt.Errorf("event id %d out of range", event)
 	case c.Cmp > Eq8:
 		return 0, fmt.Errorf("comparison %d unknown", c.Cmp)
-	case c.Src > 5:
-		return 0, fmt.Errorf("operand source %d out of range (return value or arguments 1-5)", c.Src)
+	case c.Src > MaxSource:
+		return 0, fmt.Errorf("operand source %d out of range (return value or arguments 1-%d)", c.Src, MaxSource)
 	}
-	return uint64(event) |
-		uint64(c.Cmp)<<16 |
-		uint64(c.Src)<<20 |
-		uint64(param)<<24 |
-		uint64(uint32(c.Value))<<32, nil
+	return uint64(event)<<bpf.MpiprobeCookieLayoutCOOKIE_EVENT_SHIFT |
+		uint64(c.Cmp)<<bpf.MpiprobeCookieLayoutCOOKIE_CMP_SHIFT |
+		uint64(c.Src)<<bpf.MpiprobeCookieLayoutCOOKIE_SRC_SHIFT |
+		uint64(param)<<bpf.MpiprobeCookieLayoutCOOKIE_PARAM_SHIFT |
+		uint64(uint32(c.Value))<<bpf.MpiprobeCookieLayoutCOOKIE_OPERAND_SHIFT, nil
 }

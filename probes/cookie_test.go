@@ -1,17 +1,24 @@
 package probes
 
 import (
-	"os"
-	"regexp"
-	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/mpiprobe/mpiprobe/bpf"
 )
 
-// decodeCookie unpacks a cookie the way bpf/mpiprobe.bpf.c does
-// (count_event and condition_holds).
+// field reads width bits of c from shift, as BITS in bpf/common.h does.
+func field[S, W ~uint32](c uint64, shift S, width W) uint64 {
+	return c >> shift & (1<<width - 1)
+}
+
+// decodeCookie unpacks a cookie the way count_event and condition_holds
+// (bpf/counters.h) do, with the generated shifts and widths.
 func decodeCookie(c uint64) (event int, cmp Cmp, src Source, value int32) {
-	return int(c & 0xffff), Cmp((c >> 16) & 0xf), Source((c >> 20) & 0xf), int32(c >> 32)
+	return int(field(c, bpf.MpiprobeCookieLayoutCOOKIE_EVENT_SHIFT, bpf.MpiprobeCookieLayoutCOOKIE_EVENT_BITS)),
+		Cmp(field(c, bpf.MpiprobeCookieLayoutCOOKIE_CMP_SHIFT, bpf.MpiprobeCookieLayoutCOOKIE_CMP_BITS)),
+		Source(field(c, bpf.MpiprobeCookieLayoutCOOKIE_SRC_SHIFT, bpf.MpiprobeCookieLayoutCOOKIE_SRC_BITS)),
+		int32(c >> bpf.MpiprobeCookieLayoutCOOKIE_OPERAND_SHIFT)
 }
 
 func TestCookie(t *testing.T) {
@@ -59,8 +66,8 @@ func TestCookie(t *testing.T) {
 // TestCookieEverySourceAndCmp round-trips every valid (comparison, source)
 // pair, with operands of both signs, through the BPF side's decoding.
 func TestCookieEverySourceAndCmp(t *testing.T) {
-	for cmp := Always; cmp <= Gt; cmp++ {
-		for src := RetVal; src <= Arg(5); src++ {
+	for cmp := Always; cmp <= Eq8; cmp++ {
+		for src := RetVal; src <= MaxSource; src++ {
 			for _, v := range []int32{0, 1, -1, 42, -4096, 1<<31 - 1, -1 << 31} {
 				c := Condition{Src: src, Cmp: cmp, Value: v}
 				got, err := Cookie(123, c)
@@ -113,81 +120,99 @@ func TestCookieOutOfRange(t *testing.T) {
 	}
 }
 
-const bpfSource = "../bpf/mpiprobe.bpf.c"
-
-func readBPFSource(t *testing.T) string {
-	t.Helper()
-	b, err := os.ReadFile(bpfSource)
-	if err != nil {
-		t.Fatalf("read the BPF source: %v", err)
-	}
-	return string(b)
+// cookieField is one field of an attach cookie: where the generated
+// constants put it, and the largest value the Go side writes into it.
+type cookieField struct {
+	name         string
+	shift, width uint32
+	max          uint64
 }
 
-// TestCookieLayoutMatchesBPF checks that the comparison numbers, the field
-// positions and the documented layout agree with bpf/mpiprobe.bpf.c.
-func TestCookieLayoutMatchesBPF(t *testing.T) {
-	src := readBPFSource(t)
+func fieldOf[S, W ~uint32](name string, shift S, width W, max uint64) cookieField {
+	return cookieField{name, uint32(shift), uint32(width), max}
+}
 
-	t.Run("comparison defines", func(t *testing.T) {
-		defines := map[string]int{}
-		for _, m := range regexp.MustCompile(`(?m)^#define\s+(CMP_[A-Z]+)\s+(\d+)\s*$`).FindAllStringSubmatch(src, -1) {
-			v, err := strconv.Atoi(m[2])
-			if err != nil {
-				t.Fatalf("#define %s %s: %v", m[1], m[2], err)
+// TestCookieFieldsDisjoint checks every cookie layout the Go side writes
+// and the BPF side reads: the fields must not overlap, must fit in the
+// cookie (the free-list operand in its 32 bits), and must hold every value
+// the Go side accepts. The generated constants keep the two sides on the
+// same numbers; this keeps the numbers themselves consistent.
+func TestCookieFieldsDisjoint(t *testing.T) {
+	const (
+		paramBits = bpf.MpiprobeCookieLayoutCOOKIE_OPERAND_SHIFT - bpf.MpiprobeCookieLayoutCOOKIE_PARAM_SHIFT
+		argBits   = bpf.MpiprobeTraceCookieTRACE_ARG_BITS
+		collArg   = bpf.MpiprobeCollCookieCOLL_ARG_BITS
+		flBits    = bpf.MpiprobeFreeListLayoutFL_FIELD_BITS
+		flMax     = uint64(maxLayoutOffset / flWord)
+		maxArg    = uint64(MaxArg)
+	)
+	tests := []struct {
+		name   string
+		bits   uint32
+		fields []cookieField
+	}{
+		{"catalog", 64, []cookieField{
+			fieldOf("event", bpf.MpiprobeCookieLayoutCOOKIE_EVENT_SHIFT, bpf.MpiprobeCookieLayoutCOOKIE_EVENT_BITS, MaxEvents-1),
+			fieldOf("comparison", bpf.MpiprobeCookieLayoutCOOKIE_CMP_SHIFT, bpf.MpiprobeCookieLayoutCOOKIE_CMP_BITS, uint64(Eq8)),
+			fieldOf("source", bpf.MpiprobeCookieLayoutCOOKIE_SRC_SHIFT, bpf.MpiprobeCookieLayoutCOOKIE_SRC_BITS, uint64(MaxSource)),
+			fieldOf("parameter (Probe.Param, a uint8)", bpf.MpiprobeCookieLayoutCOOKIE_PARAM_SHIFT, paramBits, 0xff),
+			fieldOf("operand", bpf.MpiprobeCookieLayoutCOOKIE_OPERAND_SHIFT, uint32(32), 0xffffffff),
+		}},
+		// The parameter as each program reads it, from the parameter field's start.
+		{"parameter: peak source", uint32(paramBits), []cookieField{
+			fieldOf("peak source", uint32(0), bpf.MpiprobeCookieLayoutCOOKIE_PEAK_BITS, uint64(MaxSource))}},
+		{"parameter: stash slot", uint32(paramBits), []cookieField{
+			fieldOf("stash slot", uint32(0), bpf.MpiprobeCookieLayoutCOOKIE_SLOT_BITS, stashSlots-1)}},
+		{"parameter: gate", uint32(paramBits), []cookieField{
+			fieldOf("gate", uint32(0), bpf.MpiprobeCookieLayoutCOOKIE_GATE_BITS, gates-1)}},
+		{"parameter: error layout", uint32(paramBits), []cookieField{
+			fieldOf("error layout", uint32(0), bpf.MpiprobeCookieLayoutCOOKIE_ERR_BITS, uint64(max(ErrorsOMPI, ErrorsMPICH)))}},
+		{"free-list operand", 32, []cookieField{
+			fieldOf("fl_max_to_alloc", bpf.MpiprobeFreeListLayoutFL_MAX_TO_ALLOC_SHIFT, flBits, flMax),
+			fieldOf("fl_num_allocated", bpf.MpiprobeFreeListLayoutFL_NUM_ALLOCATED_SHIFT, flBits, flMax),
+			fieldOf("fl_frag_class", bpf.MpiprobeFreeListLayoutFL_FRAG_CLASS_SHIFT, flBits, flMax),
+		}},
+		{"trace", 64, []cookieField{
+			fieldOf("call", bpf.MpiprobeTraceCookieTRACE_CALL_SHIFT, bpf.MpiprobeTraceCookieTRACE_CALL_BITS, maxCalls-1),
+			fieldOf("peer argument", bpf.MpiprobeTraceCookieTRACE_PEER_SHIFT, argBits, maxArg),
+			fieldOf("count argument", bpf.MpiprobeTraceCookieTRACE_COUNT_SHIFT, argBits, maxArg),
+			fieldOf("datatype argument", bpf.MpiprobeTraceCookieTRACE_DATATYPE_SHIFT, argBits, maxArg),
+			fieldOf("root argument", bpf.MpiprobeTraceCookieTRACE_ROOT_SHIFT, argBits, maxArg),
+			fieldOf("datatype kind", bpf.MpiprobeTraceCookieTRACE_KIND_SHIFT, bpf.MpiprobeTraceCookieTRACE_KIND_BITS, uint64(max(DatatypeOMPI, DatatypeMPICH))),
+		}},
+		{"collective", 64, []cookieField{
+			fieldOf("collective", bpf.MpiprobeCollCookieCOLL_INDEX_SHIFT, bpf.MpiprobeCollCookieCOLL_INDEX_BITS, MaxCollectives-1),
+			fieldOf("communicator argument", bpf.MpiprobeCollCookieCOLL_COMM_ARG_SHIFT, collArg, maxArg),
+			fieldOf("layout", bpf.MpiprobeCollCookieCOLL_LAYOUT_SHIFT, bpf.MpiprobeCollCookieCOLL_LAYOUT_BITS, maxLayouts-1),
+			fieldOf("request argument", bpf.MpiprobeCollCookieCOLL_REQ_ARG_SHIFT, collArg, maxArg),
+			fieldOf("int requests", bpf.MpiprobeCollCookieCOLL_INT_REQ_SHIFT, uint32(1), 1),
+			fieldOf("address", bpf.MpiprobeCollCookieCOLL_ADDR_SHIFT, uint32(32), 0xffffffff),
+		}},
+		{"completion", 64, []cookieField{
+			fieldOf("request argument", bpf.MpiprobeCollCookieCOLL_WAIT_REQ_ARG_SHIFT, collArg, maxArg),
+			fieldOf("count argument", bpf.MpiprobeCollCookieCOLL_WAIT_COUNT_ARG_SHIFT, collArg, maxArg),
+			fieldOf("int requests", bpf.MpiprobeCollCookieCOLL_INT_REQ_SHIFT, uint32(1), 1),
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			owner := map[uint32]string{}
+			for _, fd := range tt.fields {
+				if fd.width == 0 || fd.shift+fd.width > tt.bits {
+					t.Errorf("%s: bits %d-%d, outside the %d bits", fd.name, fd.shift, fd.shift+fd.width-1, tt.bits)
+					continue
+				}
+				if fd.width < 64 && fd.max >= 1<<fd.width {
+					t.Errorf("%s: %d bits cannot hold %d", fd.name, fd.width, fd.max)
+				}
+				for b := fd.shift; b < fd.shift+fd.width; b++ {
+					if o, ok := owner[b]; ok {
+						t.Errorf("%s overlaps %s at bit %d", fd.name, o, b)
+						break
+					}
+					owner[b] = fd.name
+				}
 			}
-			defines[m[1]] = v
-		}
-		want := map[string]Cmp{"CMP_ALWAYS": Always, "CMP_EQ": Eq, "CMP_NE": Ne, "CMP_LT": Lt, "CMP_GT": Gt}
-		for name, cmp := range want {
-			got, ok := defines[name]
-			if !ok {
-				t.Errorf("%s: no #define %s", bpfSource, name)
-				continue
-			}
-			if got != int(cmp) {
-				t.Errorf("%s: #define %s %d, but probes has %d", bpfSource, name, got, cmp)
-			}
-		}
-		for name := range defines {
-			if _, ok := want[name]; !ok {
-				t.Errorf("%s: #define %s has no counterpart in probes.Cmp", bpfSource, name)
-			}
-		}
-	})
-
-	t.Run("layout comment", func(t *testing.T) {
-		for _, field := range []struct{ bits, what string }{
-			{"0-15", "event id"},
-			{"16-19", "comparison"},
-			{"20-23", "operand source"},
-			{"32-63", "operand"},
-		} {
-			re := regexp.MustCompile(`(?m)^//\s*bits\s+` + regexp.QuoteMeta(field.bits) + `\s+` + regexp.QuoteMeta(field.what) + `\b`)
-			if !re.MatchString(src) {
-				t.Errorf("%s: the cookie layout comment has no line %q", bpfSource, "bits "+field.bits+" "+field.what)
-			}
-		}
-	})
-
-	t.Run("field extraction", func(t *testing.T) {
-		// The code, not only the comment, must read the fields where Cookie puts them.
-		for _, expr := range []string{
-			`cookie & 0xffff`,       // event id, bits 0-15
-			`(cookie >> 16) & 0xf`,  // comparison, bits 16-19
-			`(cookie >> 20) & 0xf`,  // source, bits 20-23
-			`(__s32)(cookie >> 32)`, // operand, bits 32-63, signed
-			`src < 6 ? src : 0`,     // sources 0..5
-		} {
-			if !strings.Contains(src, expr) {
-				t.Errorf("%s does not contain %q", bpfSource, expr)
-			}
-		}
-		if MaxEvents != 0xffff+1 {
-			t.Errorf("MaxEvents = %d, but the event id field is 16 bits", MaxEvents)
-		}
-		if Gt > 0xf || Arg(5) > 0xf {
-			t.Errorf("Gt = %d and Arg(5) = %d must fit 4 bits", Gt, Arg(5))
-		}
-	})
+		})
+	}
 }

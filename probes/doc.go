@@ -1,6 +1,6 @@
-// Package probes holds mpiprobe's probe catalog, the discovery of MPI
-// libraries in a process's memory map, and the attachment of the catalog's
-// uprobes to those libraries.
+// Package probes holds mpiprobe's probe catalog, the attach cookies, and
+// the attachment of the catalog's uprobes to MPI library files: the edge
+// between what mpiprobe counts and the libraries' symbols.
 //
 // The catalog is declarative: each Event names a library, the symbols to
 // probe (entry or return), the condition under which a hit counts, and the
@@ -8,11 +8,12 @@
 // program serves every entry; the attach cookie (see Cookie) tells it which
 // event a hit belongs to and which condition to check.
 //
-// Discovery is a pure function over parsed /proc/PID/maps; the files it finds
-// are opened through /proc/PID/map_files or /proc/PID/root so that processes
-// in other mount namespaces work, and are deduplicated by (device, inode):
-// a uprobe on a file is armed in every process that maps it, so each file is
-// attached once.
+// The files to attach to (Target) are found by package discover; they are
+// read through package elfx (symbols, build ids, DWARF). Attachers attach
+// each file, by (device, inode), once: a uprobe on a file is armed in every
+// process that maps it. Struct layouts the programs read (the Open MPI
+// free lists, the communicators of --collectives) are kept here in tables
+// of verified builds keyed by build id.
 //
 // For trace mode, MPIFunctions and FortranBindings list every MPI function
 // and Fortran binding of a library, ArgsOf says which arguments hold the

@@ -3,6 +3,8 @@ package probes
 import (
 	"fmt"
 	"strings"
+
+	"github.com/mpiprobe/mpiprobe/bpf"
 )
 
 // Error class names by number, as the installed mpi.h headers of Debian's
@@ -131,16 +133,16 @@ var (
 	}
 )
 
-// errorDetail renders mpi_error's detail (bits 0-6 the error class, bit 7
-// set for MPICH) and the API name read with it, e.g. "MPI_ERR_RANK in
+// errorDetail renders mpi_error's detail (enum err_detail in
+// bpf/counters.h: the error class, a flag set for MPICH) and the API name read with it, e.g. "MPI_ERR_RANK in
 // MPI_Send". MPICH passes the name of its internal function
 // ("internal_Send"), which is turned back into the API's.
 func errorDetail(detail uint64, api string) string {
 	table := ompiErrClasses
-	if detail&0x80 != 0 {
+	if detail&uint64(bpf.MpiprobeErrDetailERR_DETAIL_MPICH) != 0 {
 		table = mpichErrClasses
 	}
-	class := detail & 0x7f
+	class := detail & uint64(bpf.MpiprobeErrDetailERR_CLASS_MASK)
 	name, ok := table[class]
 	if !ok {
 		name = fmt.Sprintf("error class %d", class)

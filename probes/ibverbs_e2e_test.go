@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/mpiprobe/mpiprobe/bpf"
+	"github.com/mpiprobe/mpiprobe/internal/kernel"
 	"github.com/mpiprobe/mpiprobe/internal/mpitest"
 	"github.com/mpiprobe/mpiprobe/probes"
 )
@@ -39,7 +40,7 @@ func loadObjects(t *testing.T) *bpf.MpiprobeObjects {
 	t.Helper()
 	mpitest.RequireE2E(t)
 	var objs bpf.MpiprobeObjects
-	if err := bpf.LoadMpiprobeObjects(&objs, nil); err != nil {
+	if err := kernel.Load(&objs, kernel.Options{}); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = objs.Close() })

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mpiprobe/mpiprobe/internal/elfx"
 	"github.com/mpiprobe/mpiprobe/internal/mpitest"
 	"github.com/mpiprobe/mpiprobe/probes"
 )
@@ -24,7 +25,7 @@ func TestFreeListEventsNeedTheLayout(t *testing.T) {
 		mpitest.Require(t, "Debian's libopenmpi3 ("+debianOb1File+")")
 	}
 	foreign := mpitest.NewForeignPal(t)
-	if got := probes.DebugFile(foreign.DebugDir, foreign.BuildID); got != foreign.DebugFile {
+	if got := elfx.DebugFile(foreign.DebugDir, foreign.BuildID); got != foreign.DebugFile {
 		t.Fatalf("DebugFile = %s, want %s (gdb's .build-id/ab/cdef….debug)", got, foreign.DebugFile)
 	}
 	id, palCopy, debugDir, debugFile := foreign.BuildID, foreign.Lib, foreign.DebugDir, foreign.DebugFile

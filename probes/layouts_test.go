@@ -1,7 +1,6 @@
 package probes
 
 import (
-	"bytes"
 	"debug/elf"
 	"os"
 	"path/filepath"
@@ -9,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mpiprobe/mpiprobe/bpf"
+	"github.com/mpiprobe/mpiprobe/internal/elfx"
 	"github.com/mpiprobe/mpiprobe/internal/mpitest"
 )
 
@@ -40,17 +41,23 @@ func openELF(t *testing.T, path string) *elf.File {
 }
 
 // TestFreeListLayoutOperand checks the cookie packing against the decoding
-// of bpf/mpiprobe.bpf.c's FL_* macros, and its limits.
+// of the FL_* macros of bpf/counters.h, and its limits.
 func TestFreeListLayoutOperand(t *testing.T) {
-	decode := func(op int32) FreeListLayout {
-		c := uint64(uint32(op)) << 32
-		return FreeListLayout{
-			MaxToAlloc:   uint32((c >> 32 & 0x3ff) * 8),
-			NumAllocated: uint32((c >> 42 & 0x3ff) * 8),
-			FragClass:    uint32((c >> 52 & 0x3ff) * 8),
+	decode := func(op int32) freeListLayout {
+		c, err := CookieParam(0, Condition{Value: op}, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fl := func(shift bpf.MpiprobeFreeListLayout) uint32 {
+			return uint32(field(c, uint32(bpf.MpiprobeCookieLayoutCOOKIE_OPERAND_SHIFT)+uint32(shift), bpf.MpiprobeFreeListLayoutFL_FIELD_BITS)) * flWord
+		}
+		return freeListLayout{
+			MaxToAlloc:   fl(bpf.MpiprobeFreeListLayoutFL_MAX_TO_ALLOC_SHIFT),
+			NumAllocated: fl(bpf.MpiprobeFreeListLayoutFL_NUM_ALLOCATED_SHIFT),
+			FragClass:    fl(bpf.MpiprobeFreeListLayoutFL_FRAG_CLASS_SHIFT),
 		}
 	}
-	for _, l := range []FreeListLayout{
+	for _, l := range []freeListLayout{
 		{80, 88, 144},
 		{0, 8, 16},
 		{maxLayoutOffset, maxLayoutOffset - 8, maxLayoutOffset},
@@ -64,7 +71,7 @@ func TestFreeListLayoutOperand(t *testing.T) {
 			t.Errorf("operand(%+v) decodes to %+v", l, got)
 		}
 	}
-	for _, l := range []FreeListLayout{{81, 88, 144}, {80, 88, maxLayoutOffset + 8}} {
+	for _, l := range []freeListLayout{{81, 88, 144}, {80, 88, maxLayoutOffset + 8}} {
 		if _, err := l.operand(); err == nil || !strings.Contains(err.Error(), "want a multiple of 8") {
 			t.Errorf("operand(%+v): err %v, want a range error", l, err)
 		}
@@ -76,14 +83,14 @@ func TestFreeListLayoutOperand(t *testing.T) {
 // must be the table's layout for the installed libopen-pal.
 func TestFreeListLayoutTableMatchesHeaders(t *testing.T) {
 	lib := headerLayoutLib(t)
-	got, err := FreeListLayoutFromDWARF(openELF(t, lib))
+	got, err := freeListLayoutFromDWARF(openELF(t, lib))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(debianPal); err != nil {
 		mpitest.Require(t, "Debian's libopenmpi3 ("+debianPal+")")
 	}
-	id, err := BuildID(openELF(t, debianPal))
+	id, err := elfx.BuildID(openELF(t, debianPal))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,7 +116,7 @@ func TestResolveFreeListLayout(t *testing.T) {
 	const otherID = "0123456789abcdef0123456789abcdef01234567"
 
 	debugDir := t.TempDir()
-	debugFile := DebugFile(debugDir, otherID)
+	debugFile := elfx.DebugFile(debugDir, otherID)
 	if err := os.MkdirAll(filepath.Dir(debugFile), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -123,7 +130,7 @@ func TestResolveFreeListLayout(t *testing.T) {
 	// A debug file with DWARF but without the struct: Debian's libopen-pal
 	// has none, so any other file with DWARF and no opal types will do.
 	wrongDir := t.TempDir()
-	wrongFile := DebugFile(wrongDir, otherID)
+	wrongFile := elfx.DebugFile(wrongDir, otherID)
 	if err := os.MkdirAll(filepath.Dir(wrongFile), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -154,7 +161,7 @@ func TestResolveFreeListLayout(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			l, from, err := ResolveFreeListLayout(tt.file, tt.id, tt.dirs)
+			l, from, err := resolveFreeListLayout(tt.file, tt.id, tt.dirs)
 			if tt.wantError != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantError) {
 					t.Fatalf("err %v, want it to contain %q", err, tt.wantError)
@@ -172,29 +179,6 @@ func TestResolveFreeListLayout(t *testing.T) {
 			}
 		})
 	}
-}
-
-// FuzzFreeListLayoutFromDWARF reads arbitrary bytes as an ELF file with
-// DWARF, as mpiprobe reads any library or debug file a process maps: it
-// must return a layout or an error, never panic, and any layout it returns
-// must fit the cookie.
-func FuzzFreeListLayoutFromDWARF(f *testing.F) {
-	if b, err := os.ReadFile(debianPal); err == nil && len(b) < 1<<22 {
-		f.Add(b)
-	}
-	f.Add([]byte("\x7fELF\x02\x01\x01"))
-	f.Fuzz(func(t *testing.T, b []byte) {
-		ef, err := elf.NewFile(bytes.NewReader(b))
-		if err != nil {
-			return
-		}
-		l, err := FreeListLayoutFromDWARF(ef)
-		if err == nil {
-			if _, err := l.operand(); err != nil {
-				t.Fatalf("layout %+v does not fit the cookie: %v", l, err)
-			}
-		}
-	})
 }
 
 // TestTargetDebugDirs: the configured directories first, then for a file

@@ -8,6 +8,7 @@ import (
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
+	"github.com/mpiprobe/mpiprobe/bpf"
 )
 
 // Libraries probed for startup timing only.
@@ -21,21 +22,21 @@ const (
 )
 
 // Mark is a point of an MPI process's start or end; the values are the
-// indexes of struct startup in bpf/mpiprobe.bpf.c.
+// indexes of struct startup (enum mark in bpf/lifecycle.h).
 type Mark uint8
 
 // The marks startup_mark records.
 const (
-	MarkInitEnter Mark = iota // MPI_Init or MPI_Init_thread entered
-	MarkInitExit
-	MarkPMIxStart // Open MPI: the first PMIx fence, which is the modex
-	MarkPMIxEnd   // Open MPI: ompi_proc_complete_init, right after the modex
-	MarkUCXStart  // MPICH: ucp_worker_get_address, before the address exchange
-	MarkUCXEnd    // MPICH: the first ucp_ep_create, after it
-	MarkFinEnter  // MPI_Finalize entered
-	MarkFinExit
+	MarkInitEnter = Mark(bpf.MpiprobeMarkMARK_INIT_ENTER) // MPI_Init or MPI_Init_thread entered
+	MarkInitExit  = Mark(bpf.MpiprobeMarkMARK_INIT_EXIT)
+	MarkPMIxStart = Mark(bpf.MpiprobeMarkMARK_PMIX_START) // Open MPI: the first PMIx fence, which is the modex
+	MarkPMIxEnd   = Mark(bpf.MpiprobeMarkMARK_PMIX_END)   // Open MPI: ompi_proc_complete_init, right after the modex
+	MarkUCXStart  = Mark(bpf.MpiprobeMarkMARK_UCX_START)  // MPICH: ucp_worker_get_address, before the address exchange
+	MarkUCXEnd    = Mark(bpf.MpiprobeMarkMARK_UCX_END)    // MPICH: the first ucp_ep_create, after it
+	MarkFinEnter  = Mark(bpf.MpiprobeMarkMARK_FIN_ENTER)  // MPI_Finalize entered
+	MarkFinExit   = Mark(bpf.MpiprobeMarkMARK_FIN_EXIT)
 	// NumMarks is the number of marks.
-	NumMarks
+	NumMarks = Mark(bpf.MpiprobeMarkMARK_MAX)
 )
 
 // StartupProbe records Mark when Symbol of Library is entered or returns.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
+	"github.com/mpiprobe/mpiprobe/bpf"
 )
 
 // The Fortran binding libraries trace mode probes in addition to the C ones.
@@ -28,17 +29,18 @@ type ArgSpec struct {
 // DatatypeKind says how to read an element size out of a datatype argument.
 type DatatypeKind uint8
 
-// The datatype representations trace mode can read.
+// The datatype representations trace mode can read (enum datatype_kind in
+// bpf/trace.h).
 const (
 	// DatatypeUnknown: the size is not read.
-	DatatypeUnknown DatatypeKind = iota
+	DatatypeUnknown = DatatypeKind(bpf.MpiprobeDatatypeKindDT_UNKNOWN)
 	// DatatypeOMPI: a pointer to ompi_datatype_t, whose size_t size sits at
 	// +24 in Open MPI 4.1 (checked against MPI_DOUBLE, MPI_INT and a
 	// contiguous derived type).
-	DatatypeOMPI
+	DatatypeOMPI = DatatypeKind(bpf.MpiprobeDatatypeKindDT_OMPI)
 	// DatatypeMPICH: an int handle; builtin types carry their size in bits
 	// 8-15, derived types are reported as unknown.
-	DatatypeMPICH
+	DatatypeMPICH = DatatypeKind(bpf.MpiprobeDatatypeKindDT_MPICH)
 )
 
 // DatatypeKindOf returns how the library's datatypes are read.
@@ -89,19 +91,28 @@ var argSpecs = func() map[string]ArgSpec {
 // ArgsOf returns the recorded arguments of an MPI function ("MPI_Send").
 func ArgsOf(name string) ArgSpec { return argSpecs[name] }
 
+// maxCalls is the number of call indexes a trace cookie can carry.
+const maxCalls = 1 << bpf.MpiprobeTraceCookieTRACE_CALL_BITS
+
 // TraceCookie packs a trace probe's call index, arguments and datatype kind
-// into the attach cookie that bpf/mpiprobe.bpf.c's trace_enter decodes.
+// into the attach cookie that trace_enter decodes (enum trace_cookie in
+// bpf/trace.h).
 func TraceCookie(call int, a ArgSpec, kind DatatypeKind) (uint64, error) {
-	if call < 0 || call > 0xffff {
-		return 0, fmt.Errorf("call index %d out of range 0..65535", call)
+	if call < 0 || call >= maxCalls {
+		return 0, fmt.Errorf("call index %d out of range 0..%d", call, maxCalls-1)
 	}
 	for _, n := range []int{a.Peer, a.Count, a.Datatype, a.Root} {
-		if n < 0 || n > 12 {
-			return 0, fmt.Errorf("argument %d out of range 0..12", n)
+		if n < 0 || n > MaxArg {
+			return 0, fmt.Errorf("argument %d out of range 0..%d", n, MaxArg)
 		}
 	}
-	return uint64(call) | uint64(a.Peer)<<16 | uint64(a.Count)<<20 | uint64(a.Datatype)<<24 |
-		uint64(a.Root)<<28 | uint64(kind&3)<<32, nil
+	const kindMask = 1<<bpf.MpiprobeTraceCookieTRACE_KIND_BITS - 1
+	return uint64(call)<<bpf.MpiprobeTraceCookieTRACE_CALL_SHIFT |
+		uint64(a.Peer)<<bpf.MpiprobeTraceCookieTRACE_PEER_SHIFT |
+		uint64(a.Count)<<bpf.MpiprobeTraceCookieTRACE_COUNT_SHIFT |
+		uint64(a.Datatype)<<bpf.MpiprobeTraceCookieTRACE_DATATYPE_SHIFT |
+		uint64(a.Root)<<bpf.MpiprobeTraceCookieTRACE_ROOT_SHIFT |
+		uint64(kind&kindMask)<<bpf.MpiprobeTraceCookieTRACE_KIND_SHIFT, nil
 }
 
 // Function is one function of a library file, named once however many

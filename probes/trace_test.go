@@ -6,15 +6,23 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/mpiprobe/mpiprobe/bpf"
 	"github.com/mpiprobe/mpiprobe/internal/mpitest"
 )
 
-// decodeTraceCookie unpacks a trace cookie the way trace_enter in
-// bpf/mpiprobe.bpf.c does.
+// decodeTraceCookie unpacks a trace cookie the way trace_enter
+// (bpf/trace.h) does, with the generated shifts and widths.
 func decodeTraceCookie(c uint64) (call int, a ArgSpec, kind DatatypeKind) {
-	return int(c & 0xffff), ArgSpec{
-		Peer: int(c >> 16 & 0xf), Count: int(c >> 20 & 0xf), Datatype: int(c >> 24 & 0xf), Root: int(c >> 28 & 0xf),
-	}, DatatypeKind(c >> 32 & 3)
+	arg := func(shift bpf.MpiprobeTraceCookie) int {
+		return int(field(c, shift, bpf.MpiprobeTraceCookieTRACE_ARG_BITS))
+	}
+	return int(field(c, bpf.MpiprobeTraceCookieTRACE_CALL_SHIFT, bpf.MpiprobeTraceCookieTRACE_CALL_BITS)), ArgSpec{
+			Peer:     arg(bpf.MpiprobeTraceCookieTRACE_PEER_SHIFT),
+			Count:    arg(bpf.MpiprobeTraceCookieTRACE_COUNT_SHIFT),
+			Datatype: arg(bpf.MpiprobeTraceCookieTRACE_DATATYPE_SHIFT),
+			Root:     arg(bpf.MpiprobeTraceCookieTRACE_ROOT_SHIFT),
+		},
+		DatatypeKind(field(c, bpf.MpiprobeTraceCookieTRACE_KIND_SHIFT, bpf.MpiprobeTraceCookieTRACE_KIND_BITS))
 }
 
 func TestTraceCookie(t *testing.T) {

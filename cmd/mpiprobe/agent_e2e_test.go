@@ -274,12 +274,76 @@ func TestAgentJobs(t *testing.T) {
 	if v, _ := mpitest.MetricValue(page, "mpiprobe_jobs_finished_total", nil); v < 3 {
 		t.Errorf("mpiprobe_jobs_finished_total = %v, want at least 3", v)
 	}
+	// Job C's counts as its summary has them, every rank's counter of an
+	// attached event present (at 0 when nothing happened), no host label
+	// (the scrape's instance names the node), nothing left out.
+	for _, r := range c.Jobs[0].Ranks {
+		var want uint64
+		for _, e := range r.Events {
+			if e.Event == "ob1.send_pending.new" {
+				want += e.Count
+			}
+		}
+		v, ok := mpitest.MetricValue(page, "mpiprobe_events_total", map[string]string{"mpi_job": jobC0, "rank": r.Rank, "event": "ob1.send_pending.new"})
+		if !ok || uint64(v) != want {
+			t.Errorf("job C rank %s: mpiprobe_events_total = %v (present %v), summary says %d", r.Rank, v, ok, want)
+		}
+	}
+	if strings.Contains(page, "host=") || strings.Contains(page, ",job=") || strings.Contains(page, "{job=") {
+		t.Errorf("the page has host or job labels:\n%s", page)
+	}
+	for _, reason := range []string{"series_cap", "invalid"} {
+		if v, ok := mpitest.MetricValue(page, "mpiprobe_metrics_series_dropped", map[string]string{"reason": reason}); !ok || v != 0 {
+			t.Errorf("mpiprobe_metrics_series_dropped{reason=%q} = %v (present %v), want 0", reason, v, ok)
+		}
+	}
+	if _, ok := mpitest.MetricValue(page, "mpiprobe_build_info", nil); !ok {
+		t.Error("no mpiprobe_build_info")
+	}
+	ag.Stop(t, syscall.SIGTERM)
+}
+
+// TestAgentSingletons runs two MPICH singletons (no launcher, so no job
+// id nor rank) under the agent: each gets its own series, told apart by
+// pid, and the page stays whole.
+func TestAgentSingletons(t *testing.T) {
+	mpich := mpitest.MPICH()
+	mpitest.RequireE2E(t, mpich)
+	bin := mpitest.BuildMpiprobe(t)
+	progs := []string{mpitest.Build(t, mpich, "hang"), mpitest.Build(t, mpich, "hang")}
+	d := mpitest.NewAgentDirs(t)
+	ag := mpitest.StartAgent(t, bin, d, "")
+	var pids []string
+	for _, prog := range progs {
+		// One rank: it is the last, and spins after its rounds.
+		job := mpitest.StartJob(t, []string{prog, "skip", "1"}, prog, 1, "libmpich")
+		pids = append(pids, strconv.Itoa(job.Ranks[0]))
+	}
+	page := ag.WaitMetrics(t, "both singletons' MPI_Init times", func(page string) bool {
+		for _, pid := range pids {
+			if _, ok := mpitest.MetricValue(page, "mpiprobe_mpi_init_seconds", map[string]string{"mpi_job": "?", "rank": "?", "pid": pid}); !ok {
+				return false
+			}
+		}
+		return true
+	})
+	for _, pid := range pids {
+		if v, ok := mpitest.MetricValue(page, "mpiprobe_events_total", map[string]string{"mpi_job": "?", "rank": "?", "pid": pid, "event": "mpi.error"}); !ok || v != 0 {
+			t.Errorf("singleton %s: mpiprobe_events_total{event=\"mpi.error\"} = %v (present %v), want 0", pid, v, ok)
+		}
+	}
+	if v, ok := mpitest.MetricValue(page, "mpiprobe_metrics_series_dropped", map[string]string{"reason": "invalid"}); !ok || v != 0 {
+		t.Errorf("mpiprobe_metrics_series_dropped{reason=\"invalid\"} = %v (present %v), want 0", v, ok)
+	}
+	if v, _ := mpitest.MetricValue(page, "mpiprobe_ranks_active", nil); v < 2 {
+		t.Errorf("mpiprobe_ranks_active = %v, want at least 2", v)
+	}
 	ag.Stop(t, syscall.SIGTERM)
 }
 
 // hasCounts reports whether the metrics page has queued sends of the job.
 func hasCounts(page, job string) bool {
-	v, ok := mpitest.MetricValue(page, "mpiprobe_events_total", map[string]string{"job": job, "event": "ob1.send_pending.new"})
+	v, ok := mpitest.MetricValue(page, "mpiprobe_events_total", map[string]string{"mpi_job": job, "event": "ob1.send_pending.new"})
 	return ok && v > 0
 }
 

@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	configfile "github.com/mpiprobe/mpiprobe/internal/config"
+	"github.com/mpiprobe/mpiprobe/internal/elfx"
 	"github.com/mpiprobe/mpiprobe/probes"
 	"github.com/mpiprobe/mpiprobe/thresholds"
 )
@@ -33,7 +34,7 @@ func debugDirs(cli, file []string) []string {
 		return nil
 	}
 	var out []string
-	for _, d := range slices.Concat(cli, file, probes.DefaultDebugDirs) {
+	for _, d := range slices.Concat(cli, file, []string{elfx.DefaultDebugDir}) {
 		if !slices.Contains(out, d) {
 			out = append(out, d)
 		}

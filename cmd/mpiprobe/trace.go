@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/mpiprobe/mpiprobe/internal/session"
+	"github.com/mpiprobe/mpiprobe/internal/text"
+	"github.com/mpiprobe/mpiprobe/internal/trace/chrometrace"
 	"github.com/mpiprobe/mpiprobe/internal/trace/tracefile"
 	"github.com/mpiprobe/mpiprobe/internal/trace/traceview"
 )
@@ -43,7 +45,7 @@ func parseTraceArgs(args []string, stderr io.Writer) (traceConfig, error) {
 	fs.StringVar(&cfg.ring, "ring", "64M", "`SIZE` of the ring buffer between the kernel and mpiprobe: a power of two from 4K to 1G")
 	fs.BoolVar(&cfg.verbose, "v", false, "log attach and symbolization details")
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: mpiprobe trace -o FILE [flags] -- COMMAND [ARGS...]\n       mpiprobe trace -o FILE [flags] -p PID | --job JOBID\n       mpiprobe trace show FILE [--rank N] [--detail low|high]\n\nflags:\n")
+		fmt.Fprintf(stderr, "usage: mpiprobe trace -o FILE [flags] -- COMMAND [ARGS...]\n       mpiprobe trace -o FILE [flags] -p PID | --job JOBID\n       mpiprobe trace show FILE [--rank N | --per-rank] [--detail low|high] [--json]\n       mpiprobe trace export --format chrome -o OUT.json FILE\n\nflags:\n")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -95,6 +97,9 @@ func parseRingSize(s string) (uint32, error) {
 func traceMain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if len(args) > 0 && args[0] == "show" {
 		return showMain(args[1:], stdout, stderr)
+	}
+	if len(args) > 0 && args[0] == "export" {
+		return exportMain(args[1:], stderr)
 	}
 	cfg, err := parseTraceArgs(args, stderr)
 	if errors.Is(err, flag.ErrHelp) {
@@ -149,21 +154,52 @@ func runTrace(ctx context.Context, cfg traceConfig, stdout, stderr io.Writer) er
 	return err
 }
 
-// showMain runs "mpiprobe trace show FILE" and returns the exit code.
+// readTraceFile reads a trace file for show and export. A file that is
+// damaged gives the Trace read around the damage and its *DamageError; one
+// with nothing to show gives a nil Trace and an error of one line.
+func readTraceFile(file string) (*tracefile.Trace, *tracefile.DamageError, error) {
+	f, err := os.Open(file)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer f.Close()
+	t, err := tracefile.Read(bufio.NewReaderSize(f, 1<<20))
+	var de *tracefile.DamageError
+	switch {
+	case t == nil:
+		return nil, nil, fmt.Errorf("%s: %w", file, err)
+	case errors.As(err, &de):
+		return t, de, nil
+	case err != nil:
+		return nil, nil, fmt.Errorf("%s: %w", file, err)
+	}
+	return t, nil, nil
+}
+
+// splitFile takes the one file argument from before or after the flags.
+func splitFile(args []string) (string, []string) {
+	if len(args) > 0 && len(args[0]) > 0 && args[0][0] != '-' {
+		return args[0], args[1:]
+	}
+	return "", args
+}
+
+// showMain runs "mpiprobe trace show FILE" and returns the exit code: 0, 1
+// for a file damaged (what could be read is shown) or unreadable, 2 for bad
+// usage.
 func showMain(args []string, stdout, stderr io.Writer) int {
+	const usage = "usage: mpiprobe trace show FILE [--rank N | --per-rank] [--detail low|high] [--json]"
 	fs := flag.NewFlagSet("mpiprobe trace show", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	rank := fs.String("rank", "", "show only MPI rank `N`")
+	rank := fs.String("rank", "", "show only MPI rank `N`, in detail")
+	perRank := fs.Bool("per-rank", false, "show every rank in detail instead of each distinct structure once")
 	detail := fs.String("detail", "low", "`LEVEL` of detail: low (calls and loops) or high (compute bursts, times, peers)")
+	asJSON := fs.Bool("json", false, "print JSON (schema_version 1): call sites, structure trees, ranks and counts")
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: mpiprobe trace show FILE [--rank N] [--detail low|high]\n\nflags:\n")
+		fmt.Fprintf(stderr, "%s\n\nflags:\n", usage)
 		fs.PrintDefaults()
 	}
-	// Accept the file before or after the flags.
-	var file string
-	if len(args) > 0 && len(args[0]) > 0 && args[0][0] != '-' {
-		file, args = args[0], args[1:]
-	}
+	file, args := splitFile(args)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -182,24 +218,123 @@ func showMain(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "mpiprobe: --detail: %v\n", err)
 		return 2
 	}
-	f, err := os.Open(file)
+	if *rank != "" && *perRank {
+		fmt.Fprintln(stderr, "mpiprobe: trace show: give --rank N or --per-rank, not both")
+		return 2
+	}
+	t, de, err := readTraceFile(file)
 	if err != nil {
 		fmt.Fprintf(stderr, "mpiprobe: %v\n", err)
 		return 1
 	}
-	defer f.Close()
-	t, rerr := tracefile.Read(bufio.NewReaderSize(f, 1<<20))
-	if t == nil {
-		fmt.Fprintf(stderr, "mpiprobe: %s: %v\n", file, rerr)
-		return 1
+	if *rank != "" {
+		if err := traceview.CheckRank(t, *rank); err != nil {
+			fmt.Fprintf(stderr, "mpiprobe: --rank: %v\n", err)
+			return 2
+		}
 	}
-	if err := traceview.Show(stdout, t, traceview.Options{Rank: *rank, Detail: d}); err != nil {
+	opt := traceview.Options{Rank: *rank, PerRank: *perRank, Detail: d, Damage: de}
+	bw := bufio.NewWriter(stdout)
+	if *asJSON {
+		err = traceview.ShowJSON(bw, t, opt)
+	} else {
+		err = traceview.Show(bw, t, opt)
+	}
+	if ferr := bw.Flush(); err == nil {
+		err = ferr
+	}
+	if err != nil {
 		fmt.Fprintf(stderr, "mpiprobe: %v\n", err)
 		return 1
 	}
-	if rerr != nil {
-		fmt.Fprintf(stderr, "mpiprobe: %s: %v\n", file, rerr)
+	if de != nil {
+		fmt.Fprintf(stderr, "mpiprobe: %s: %v\n", file, de)
 		return 1
 	}
 	return 0
+}
+
+// exportMain runs "mpiprobe trace export --format chrome -o OUT FILE" and
+// returns the exit code.
+func exportMain(args []string, stderr io.Writer) int {
+	const usage = "usage: mpiprobe trace export --format chrome -o OUT.json FILE"
+	fs := flag.NewFlagSet("mpiprobe trace export", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	format := fs.String("format", "chrome", "`FORMAT` of the timeline: chrome (Trace Event Format JSON, for Perfetto and chrome://tracing)")
+	out := fs.String("o", "", "write the timeline to `FILE` (required)")
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "%s\n\nflags:\n", usage)
+		fs.PrintDefaults()
+	}
+	file, args := splitFile(args)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if file == "" && fs.NArg() > 0 {
+		file = fs.Arg(0)
+	}
+	switch {
+	case file == "":
+		fmt.Fprintf(stderr, "mpiprobe: trace export: give the trace file (%s)\n", usage)
+		return 2
+	case *format != "chrome":
+		fmt.Fprintf(stderr, "mpiprobe: trace export: --format %s: give --format chrome (the only format)\n", text.Line(*format))
+		return 2
+	case *out == "":
+		fmt.Fprintf(stderr, "mpiprobe: trace export: give the output file with -o OUT.json\n")
+		return 2
+	}
+	de, err := writeChrome(*out, file)
+	if err != nil {
+		fmt.Fprintf(stderr, "mpiprobe: trace export: %v\n", err)
+		return 1
+	}
+	if de != nil {
+		fmt.Fprintf(stderr, "mpiprobe: %s: %v (the timeline holds what was read)\n", file, de)
+		return 1
+	}
+	return 0
+}
+
+// writeChrome streams the timeline of the trace file in to the file out,
+// one events chunk at a time. A damaged trace gives its DamageError; the
+// timeline then holds what was read.
+func writeChrome(out, in string) (*tracefile.DamageError, error) {
+	src, err := os.Open(in)
+	if err != nil {
+		return nil, err
+	}
+	defer src.Close()
+	f, err := os.Create(out)
+	if err != nil {
+		return nil, err
+	}
+	var x *chrometrace.Writer
+	t, rerr := tracefile.ReadFunc(bufio.NewReaderSize(src, 1<<20), func(t *tracefile.Trace, ev []tracefile.Event) error {
+		if x == nil {
+			x = chrometrace.NewWriter(f, t.Header)
+		}
+		x.WriteEvents(t, ev)
+		return nil
+	})
+	var de *tracefile.DamageError
+	if t == nil || (rerr != nil && !errors.As(rerr, &de)) {
+		f.Close()
+		os.Remove(out)
+		return nil, fmt.Errorf("%s: %w", in, rerr)
+	}
+	if x == nil {
+		x = chrometrace.NewWriter(f, t.Header)
+	}
+	err = x.Close(t)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return nil, fmt.Errorf("write %s: %w", out, err)
+	}
+	return de, nil
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"github.com/mpiprobe/mpiprobe/internal/mpitest"
+	"github.com/mpiprobe/mpiprobe/internal/trace/chrometrace/chromecheck"
 )
 
 // shown is the parsed output of `mpiprobe trace show`.
@@ -28,9 +30,30 @@ type shown struct {
 }
 
 var (
-	siteLine = regexp.MustCompile(`^\s+(\d+)\s+(\S+)\s+\S+ \((\S+:\d+)\)`)
-	rankLine = regexp.MustCompile(`^rank (\S+) \(pid \d+`)
+	siteLine  = regexp.MustCompile(`^\s+(\d+)\s+(\S+)\s+\S+ \((\S+:\d+)\)`)
+	rankLine  = regexp.MustCompile(`^rank (\S+) \(pid \d+`)
+	groupLine = regexp.MustCompile(`^ranks? ([0-9,-]+)(?:, [^:]*)?:$`)
 )
+
+// expandRanks reads "0,2-4" as ["0" "2" "3" "4"].
+func expandRanks(t *testing.T, list string) []string {
+	var out []string
+	for _, part := range strings.Split(list, ",") {
+		lo, hi, ok := strings.Cut(part, "-")
+		if !ok {
+			hi = lo
+		}
+		a, err1 := strconv.Atoi(lo)
+		b, err2 := strconv.Atoi(hi)
+		if err1 != nil || err2 != nil {
+			t.Fatalf("bad rank list %q", list)
+		}
+		for r := a; r <= b; r++ {
+			out = append(out, strconv.Itoa(r))
+		}
+	}
+	return out
+}
 
 func parseShow(t *testing.T, out string) shown {
 	t.Helper()
@@ -41,10 +64,19 @@ func parseShow(t *testing.T, out string) shown {
 			n, _ := strconv.Atoi(m[1])
 			s.sites[n] = [2]string{m[2], m[3]}
 		}
+		next := ""
+		if i+1 < len(lines) && strings.HasPrefix(lines[i+1], "  ") && !strings.HasPrefix(lines[i+1], "  thread ") {
+			next = strings.TrimSpace(lines[i+1])
+		}
 		if m := rankLine.FindStringSubmatch(l); m != nil {
 			s.header[m[1]] = l
-			if i+1 < len(lines) && strings.HasPrefix(lines[i+1], "  ") {
-				s.structure[m[1]] = strings.TrimSpace(lines[i+1])
+			if next != "" {
+				s.structure[m[1]] = next
+			}
+		}
+		if m := groupLine.FindStringSubmatch(l); m != nil && next != "" {
+			for _, r := range expandRanks(t, m[1]) {
+				s.structure[r] = next
 			}
 		}
 	}
@@ -79,8 +111,8 @@ func sourceLines(t *testing.T, src string, calls ...string) []string {
 }
 
 // traceAndShow records argv under `mpiprobe trace` and returns the parsed
-// output of `trace show` at the given detail, and the trace file.
-func traceAndShow(t *testing.T, bin string, detail string, traceArgs ...string) (shown, string) {
+// output of `trace show` with showArgs, and the trace file.
+func traceAndShow(t *testing.T, bin string, showArgs []string, traceArgs ...string) (shown, string) {
 	t.Helper()
 	file := filepath.Join(t.TempDir(), "run.trace")
 	code, stdout, stderr := runOutput(t, bin, nil, append([]string{"trace", "-o", file}, traceArgs...)...)
@@ -90,11 +122,17 @@ func traceAndShow(t *testing.T, bin string, detail string, traceArgs ...string) 
 	if strings.Contains(stdout, "LOST") {
 		t.Errorf("calls lost: %s", stdout)
 	}
-	code, out, stderr := runOutput(t, bin, nil, "trace", "show", file, "--detail", detail)
+	return show(t, bin, file, showArgs...), file
+}
+
+// show runs `trace show` on file and returns its parsed output.
+func show(t *testing.T, bin, file string, args ...string) shown {
+	t.Helper()
+	code, out, stderr := runOutput(t, bin, nil, append([]string{"trace", "show", file}, args...)...)
 	if code != 0 {
 		t.Fatalf("mpiprobe trace show exit %d\nstderr:\n%s", code, stderr)
 	}
-	return parseShow(t, out), file
+	return parseShow(t, out)
 }
 
 // checkSites checks the call site table: site n is calls[n] on line lines[n].
@@ -118,7 +156,7 @@ func TestTraceLoopStructure(t *testing.T) {
 			bin := mpitest.BuildMpiprobe(t)
 			prog := mpitest.Build(t, impl, "loops")
 			const iters, ms = 5, 10
-			s, _ := traceAndShow(t, bin, "low", append([]string{"--"}, impl.Command(2, nil, prog, strconv.Itoa(iters), strconv.Itoa(ms))...)...)
+			s, _ := traceAndShow(t, bin, nil, append([]string{"--"}, impl.Command(2, nil, prog, strconv.Itoa(iters), strconv.Itoa(ms))...)...)
 			calls := []string{"Init", "Comm_rank", "Bcast", "Barrier", "Allreduce", "Finalize"}
 			checkSites(t, s, calls, sourceLines(t, "loops.c", calls...))
 			want := fmt.Sprintf("Init0 Comm_rank1 Bcast2 Barrier3 (Allreduce4)[%d] Finalize5", iters)
@@ -127,7 +165,7 @@ func TestTraceLoopStructure(t *testing.T) {
 					t.Errorf("rank %s: %q, want %q\n%s", r, s.structure[r], want, s.text)
 				}
 			}
-			if !strings.Contains(s.text, "all 2 ranks (0-1) have the same structure (SPMD)") {
+			if !strings.Contains(s.text, "ranks 0-1, all with the same structure (SPMD):\n  "+want+"\n") {
 				t.Errorf("ranks not grouped as SPMD:\n%s", s.text)
 			}
 		})
@@ -135,38 +173,63 @@ func TestTraceLoopStructure(t *testing.T) {
 }
 
 // TestTraceHighDetail: at high detail the loop body shows the compute burst
-// before the allreduce, which spins for at least `ms` per iteration, and the
-// call site table shows the broadcast's root and the element sizes read
-// from the datatypes.
+// before the allreduce, which spins for at least `ms` per iteration, with
+// units in the text and exact nanoseconds in --json, and the call site table
+// shows the broadcast's root and the element sizes read from the datatypes.
 func TestTraceHighDetail(t *testing.T) {
 	impl := mpitest.OpenMPI()
 	mpitest.RequireE2E(t, impl)
 	bin := mpitest.BuildMpiprobe(t)
 	prog := mpitest.Build(t, impl, "loops")
 	const iters, ms = 4, 20
-	s, _ := traceAndShow(t, bin, "high", append([]string{"--"}, impl.Command(2, nil, prog, strconv.Itoa(iters), strconv.Itoa(ms))...)...)
-	loop := regexp.MustCompile(`\(CPU4: ([0-9.]+)\+Allreduce4: ([0-9.]+)\)\[4\]: ([0-9.]+)`)
-	for _, r := range []string{"0", "1"} {
-		m := loop.FindStringSubmatch(s.structure[r])
-		if m == nil {
-			t.Fatalf("rank %s: no (CPU4+Allreduce4)[4] loop in %q", r, s.structure[r])
-		}
-		cpu, _ := strconv.ParseFloat(m[1], 64)
-		inside, _ := strconv.ParseFloat(m[2], 64)
-		total, _ := strconv.ParseFloat(m[3], 64)
-		// The program times its spin with the vDSO's CLOCK_MONOTONIC, the
-		// trace with the kernel's; on this VM the two were seen 1.1% apart
-		// (19,772 µs traced for a 20 ms spin) while NTP slewed the clock.
-		if cpu < ms*1000*0.97 {
-			t.Errorf("rank %s: compute burst %.0f µs, the program spins %d ms", r, cpu, ms)
-		}
-		if d := total - iters*(cpu+inside); d > 1 || d < -1 {
-			t.Errorf("rank %s: loop total %.2f µs is not %d × (%.2f + %.2f)", r, total, iters, cpu, inside)
-		}
-	}
+	s, file := traceAndShow(t, bin, []string{"--detail", "high", "--per-rank"}, append([]string{"--"}, impl.Command(2, nil, prog, strconv.Itoa(iters), strconv.Itoa(ms))...)...)
+	loop := regexp.MustCompile(`\(CPU4: [0-9.]+ ms\+Allreduce4: [0-9.]+ [nµm]?s\)\[4\]: [0-9.]+ ms`)
 	for _, w := range []string{"root 0  count 1 x 4 B", "count 1 x 8 B"} {
 		if !strings.Contains(s.text, w) {
 			t.Errorf("site table lacks %q:\n%s", w, s.text)
+		}
+	}
+	for _, r := range []string{"0", "1"} {
+		if !loop.MatchString(s.structure[r]) {
+			t.Errorf("rank %s: no (CPU4+Allreduce4)[4] loop with units in %q", r, s.structure[r])
+		}
+		code, out, stderr := runOutput(t, bin, nil, "trace", "show", file, "--json", "--detail", "high", "--rank", r)
+		if code != 0 {
+			t.Fatalf("show --json: exit %d: %s", code, stderr)
+		}
+		type node struct {
+			Call       string `json:"call"`
+			Compute    bool   `json:"compute"`
+			Iterations int    `json:"iterations"`
+			Body       []node `json:"body"`
+			Executions int    `json:"executions"`
+			TotalNS    int64  `json:"total_ns"`
+		}
+		var doc struct {
+			RankDetail []struct {
+				Threads []struct{ Tree []node } `json:"threads"`
+			} `json:"rank_detail"`
+		}
+		if err := json.Unmarshal([]byte(out), &doc); err != nil || len(doc.RankDetail) != 1 {
+			t.Fatalf("show --json: %v\n%s", err, out)
+		}
+		var l *node
+		for i, nd := range doc.RankDetail[0].Threads[0].Tree {
+			if nd.Iterations == iters {
+				l = &doc.RankDetail[0].Threads[0].Tree[i]
+			}
+		}
+		if l == nil || len(l.Body) != 2 || !l.Body[0].Compute || l.Body[1].Call != "MPI_Allreduce" {
+			t.Fatalf("rank %s: no loop of %d (compute, MPI_Allreduce) in\n%s", r, iters, out)
+		}
+		// The program times its spin with the vDSO's CLOCK_MONOTONIC, the
+		// trace with the kernel's; on this VM the two were seen 1.1% apart
+		// (19,772 µs traced for a 20 ms spin) while NTP slewed the clock.
+		if cpu := l.Body[0].TotalNS / int64(l.Body[0].Executions); cpu < ms*1e6*97/100 {
+			t.Errorf("rank %s: compute burst %d ns, the program spins %d ms", r, cpu, ms)
+		}
+		if d := l.TotalNS - l.Body[0].TotalNS - l.Body[1].TotalNS; d > 2 || d < -2 {
+			t.Errorf("rank %s: loop total %d ns is not the sum of its body's %d + %d", r, l.TotalNS, l.Body[0].TotalNS, l.Body[1].TotalNS)
 		}
 	}
 }
@@ -181,7 +244,7 @@ func TestTraceNestedRoles(t *testing.T) {
 			bin := mpitest.BuildMpiprobe(t)
 			prog := mpitest.Build(t, impl, "nested")
 			const outer = 3
-			s, _ := traceAndShow(t, bin, "high", append([]string{"--"}, impl.Command(4, nil, prog, strconv.Itoa(outer))...)...)
+			s, file := traceAndShow(t, bin, []string{"--detail", "high", "--per-rank"}, append([]string{"--"}, impl.Command(4, nil, prog, strconv.Itoa(outer))...)...)
 			// Rank 0 shows its sites first (0-5); the odd ranks' Recv and Send follow (6, 7).
 			calls := []string{"Init", "Comm_rank", "Send", "Recv", "Barrier", "Finalize", "Recv", "Send"}
 			lines := sourceLines(t, "nested.c", "Init", "Comm_rank", "Send", "Recv", "Recv", "Send", "Barrier", "Finalize")
@@ -194,9 +257,16 @@ func TestTraceNestedRoles(t *testing.T) {
 					t.Errorf("rank %s: %q, want %q", r, got, want)
 				}
 			}
-			for _, w := range []string{"ranks 0,2: " + even, "ranks 1,3: " + odd, "peers 1,3", "count 16 x 4 B"} {
+			for _, w := range []string{"peers 1,3", "count 16 x 4 B"} {
 				if !strings.Contains(s.text, w) {
 					t.Errorf("output lacks %q:\n%s", w, s.text)
+				}
+			}
+			// Grouped: each role's structure once, under its ranks.
+			g := show(t, bin, file)
+			for _, w := range []string{"ranks 0,2:\n  " + even + "\n", "ranks 1,3:\n  " + odd + "\n"} {
+				if strings.Count(g.text, w) != 1 {
+					t.Errorf("grouped output lacks %q once:\n%s", w, g.text)
 				}
 			}
 		})
@@ -206,7 +276,7 @@ func TestTraceNestedRoles(t *testing.T) {
 // lowOf reduces a high-detail structure to its calls: compute bursts and
 // times removed.
 func lowOf(high string) string {
-	s := regexp.MustCompile(`: [0-9.]+`).ReplaceAllString(high, "")
+	s := regexp.MustCompile(`: [0-9.]+ [nµm]?s`).ReplaceAllString(high, "")
 	s = regexp.MustCompile(`CPU\d+\+`).ReplaceAllString(s, "")
 	s = regexp.MustCompile(`CPU\d+ `).ReplaceAllString(s, "")
 	return s
@@ -225,7 +295,7 @@ func TestTraceFortran(t *testing.T) {
 			}
 			bin := mpitest.BuildMpiprobe(t)
 			prog := mpitest.Build(t, impl, "loopsf")
-			s, _ := traceAndShow(t, bin, "low", append([]string{"--"}, impl.Command(2, nil, prog, "6")...)...)
+			s, _ := traceAndShow(t, bin, nil, append([]string{"--"}, impl.Command(2, nil, prog, "6")...)...)
 			calls := []string{"Init", "Comm_rank", "Bcast", "Barrier", "Allreduce", "Barrier", "Finalize"}
 			checkSites(t, s, calls, sourceLines(t, "loopsf.f90", calls...))
 			want := "Init0 Comm_rank1 Bcast2 Barrier3 (Allreduce4)[6] Barrier5 Finalize6"
@@ -252,7 +322,7 @@ func TestTraceRunningJob(t *testing.T) {
 	for _, pid := range job.Ranks {
 		args = append(args, "-p", strconv.Itoa(pid))
 	}
-	s, _ := traceAndShow(t, bin, "low", args...)
+	s, _ := traceAndShow(t, bin, nil, args...)
 	loop := regexp.MustCompile(`^\(Allreduce0\)\[(\d+)\]$`)
 	for _, r := range []string{"0", "1"} {
 		m := loop.FindStringSubmatch(s.structure[r])
@@ -300,15 +370,11 @@ func TestTraceKilledRank(t *testing.T) {
 		t.Fatalf("show exit %d: %s", code, stderr)
 	}
 	s := parseShow(t, out)
-	killedRank := ""
-	for r, h := range s.header {
-		if strings.Contains(h, "killed by SIGKILL") {
-			killedRank = r
-		}
-	}
-	if killedRank == "" {
+	m := regexp.MustCompile(`(?m)^ended: .*killed by SIGKILL \(rank (\d)\)`).FindStringSubmatch(out)
+	if m == nil {
 		t.Fatalf("no rank shown as killed by SIGKILL:\n%s", out)
 	}
+	killedRank := m[1]
 	if !regexp.MustCompile(`^Init0 Comm_rank1 Bcast2 Barrier3 \(Allreduce4\)\[\d+\]`).MatchString(s.structure[killedRank]) {
 		t.Errorf("killed rank %s: %q, want its calls up to the kill", killedRank, s.structure[killedRank])
 	}
@@ -355,7 +421,7 @@ func TestTraceThreads(t *testing.T) {
 			bin := mpitest.BuildMpiprobe(t)
 			prog := mpitest.Build(t, impl, "threads")
 			const na, nb = 6, 4
-			s, _ := traceAndShow(t, bin, "low", append([]string{"--"}, impl.Command(2, nil, prog, strconv.Itoa(na), strconv.Itoa(nb))...)...)
+			s, _ := traceAndShow(t, bin, []string{"--per-rank"}, append([]string{"--"}, impl.Command(2, nil, prog, strconv.Itoa(na), strconv.Itoa(nb))...)...)
 			// Per rank: the main thread, then the threads in the order they first called.
 			threads := regexp.MustCompile(`(?m)^rank (\d+) .*\n  thread \d+:\n  (.*)\n  thread \d+:\n  (.*)\n  thread \d+:\n  (.*)$`).FindAllStringSubmatch(s.text, -1)
 			if len(threads) != 2 {
@@ -376,5 +442,91 @@ func TestTraceThreads(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestTraceExportMillion records 10^6 calls of two ranks (million.c) and
+// exports them as a Chrome/Perfetto timeline: every recorded call must be
+// one valid complete event on its rank's track, with its arguments, and the
+// export must stream (its memory well under the size of its output).
+func TestTraceExportMillion(t *testing.T) {
+	impl := mpitest.OpenMPI()
+	mpitest.RequireE2E(t, impl)
+	bin := mpitest.BuildMpiprobe(t)
+	prog := mpitest.Build(t, impl, "million")
+	const iters = 250000
+	dir := t.TempDir()
+	file := filepath.Join(dir, "million.trace")
+	start := time.Now()
+	code, stdout, stderr := runOutput(t, bin, nil, append([]string{"trace", "-o", file, "--"},
+		impl.Command(2, []string{"--mca", "pml", "ob1", "--mca", "btl", "self,vader"}, prog, strconv.Itoa(iters))...)...)
+	if code != 0 {
+		t.Fatalf("trace: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	m := regexp.MustCompile(`trace: (\d+) MPI calls of 2 ranks`).FindStringSubmatch(stdout)
+	if m == nil || strings.Contains(stdout, "LOST") {
+		t.Fatalf("trace: %s", stdout)
+	}
+	recorded, _ := strconv.Atoi(m[1])
+	if recorded != 4*iters+8 { // + Init, Comm_rank, Comm_size, Finalize per rank
+		t.Errorf("recorded %d calls, the program makes %d", recorded, 4*iters+8)
+	}
+	t.Logf("traced %d calls in %v", recorded, time.Since(start).Round(time.Millisecond))
+
+	out := filepath.Join(dir, "million.json")
+	cmd := exec.Command(bin, "trace", "export", "--format", "chrome", "-o", out, file)
+	start = time.Now()
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("export: %v\n%s", err, b)
+	}
+	took := time.Since(start)
+	rss := cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss << 10
+	tfi, _ := os.Stat(file)
+	jfi, _ := os.Stat(out)
+	t.Logf("trace file %d bytes (%.2f bytes/call); timeline %d bytes (%.0f bytes/call); export took %v, peak RSS %d MiB",
+		tfi.Size(), float64(tfi.Size())/float64(recorded), jfi.Size(), float64(jfi.Size())/float64(recorded), took.Round(time.Millisecond), rss>>20)
+	// Holding the events (56 bytes a call) or the JSON would take 56 MB or
+	// 280 MB here; streaming takes buffers and the definitions.
+	if rss > 48<<20 {
+		t.Errorf("export peak RSS %d MiB for %d calls: not streaming", rss>>20, recorded)
+	}
+
+	f, err := os.Open(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	start = time.Now()
+	st, err := chromecheck.Check(bufio.NewReaderSize(f, 1<<20))
+	if err != nil {
+		t.Fatalf("timeline breaks the Trace Event Format: %v", err)
+	}
+	t.Logf("validated %d events, %d metadata, in %v", st.Complete, st.Metadata, time.Since(start).Round(time.Millisecond))
+	if st.Complete != recorded || st.Processes != 2 || st.Names["MPI_Send"] != iters || st.Names["MPI_Recv"] != iters || st.Names["MPI_Allreduce"] != 2*iters {
+		t.Errorf("timeline holds %+v, want %d calls of 2 ranks", st, recorded)
+	}
+
+	// The first send: its call site is million.c's MPI_Send line, its
+	// arguments the peer, count and element size.
+	if _, err := f.Seek(0, 0); err != nil {
+		t.Fatal(err)
+	}
+	send := sourceLines(t, "million.c", "Send")[0]
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 1<<20)
+	found := false
+	for sc.Scan() && !found {
+		l := sc.Text()
+		if strings.Contains(l, `"name":"MPI_Send"`) {
+			found = true
+			for _, w := range []string{`"pid":0`, `"site":"`, send + `"`, `"peer":1`, `"count":1`, `"elem_size":4`, `"ret":0`} {
+				if !strings.Contains(l, w) {
+					t.Errorf("first MPI_Send event lacks %s: %s", w, l)
+				}
+			}
+		}
+	}
+	if !found {
+		t.Error("no MPI_Send event")
 	}
 }

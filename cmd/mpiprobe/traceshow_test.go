@@ -2,12 +2,16 @@ package main
 
 import (
 	"bytes"
+	"context"
+	"encoding/json"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/mpiprobe/mpiprobe/internal/trace/chrometrace/chromecheck"
 	"github.com/mpiprobe/mpiprobe/internal/trace/tracefile"
 )
 
@@ -76,17 +80,57 @@ func TestShowTrace(t *testing.T) {
 	for _, w := range []string{
 		"2 ranks, 20000 MPI calls",
 		"0  Allreduce            main+0x34 (app.c:12)",
-		"rank 0 (pid 100, host n1, job j): app, exit 0\n  (Allreduce0)[10000]\n",
-		"rank 1 (pid 101, host n1, job j): app, killed by SIGKILL, LOST 3 calls",
-		"all 2 ranks (0-1) have the same structure (SPMD)",
+		"ranks 0-1, all with the same structure (SPMD):\n  (Allreduce0)[10000]\n",
+		"ended: exit 0 (rank 0); killed by SIGKILL (rank 1)\n",
+		"rank 1 LOST 3 calls",
 	} {
 		if !strings.Contains(out, w) {
 			t.Errorf("output lacks %q:\n%s", w, out)
 		}
 	}
+	if strings.Count(out, "(Allreduce0)") != 1 {
+		t.Errorf("the structure is printed more than once:\n%s", out)
+	}
 	code, out, _ = showFile(t, writeTrace(t, 3), "--rank", "1", "--detail", "high")
-	if code != 0 || strings.Contains(out, "rank 0 (") || !strings.Contains(out, "(CPU0: 0.66+Allreduce0: 0.01)[3]: 2.01") {
+	if code != 0 || strings.Contains(out, "rank 0 (") || !strings.Contains(out, "rank 1 (pid 101, host n1, job j): app, killed by SIGKILL, LOST 3 calls") ||
+		!strings.Contains(out, "(CPU0: 660 ns+Allreduce0: 10 ns)[3]: 2.0 µs") {
 		t.Errorf("--rank 1 --detail high: exit %d\n%s", code, out)
+	}
+	code, out, _ = showFile(t, writeTrace(t, 3), "--per-rank")
+	if code != 0 || !strings.Contains(out, "rank 0 (pid 100") || !strings.Contains(out, "rank 1 (pid 101") {
+		t.Errorf("--per-rank: exit %d\n%s", code, out)
+	}
+}
+
+func TestShowUsage(t *testing.T) {
+	good := writeTrace(t, 3)
+	for _, tc := range []struct {
+		args []string
+		code int
+		err  string
+	}{
+		{[]string{"--rank", "7"}, 2, "mpiprobe: --rank: rank 7 is not in this trace: give a rank in 0-1\n"},
+		{[]string{"--rank", "1", "--per-rank"}, 2, "give --rank N or --per-rank, not both"},
+		{[]string{"--detail", "medium"}, 2, "give low or high"},
+	} {
+		code, out, stderr := showFile(t, good, tc.args...)
+		if code != tc.code || !strings.Contains(stderr, tc.err) || strings.Count(stderr, "\n") != 1 || out != "" {
+			t.Errorf("%v: exit %d, stderr %q, stdout %q", tc.args, code, stderr, out)
+		}
+	}
+}
+
+func TestShowJSON(t *testing.T) {
+	code, out, stderr := showFile(t, writeTrace(t, 5), "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var doc map[string]any
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if doc["schema_version"] != 1.0 || doc["calls"] != 10.0 || doc["damage"] != nil || len(doc["structures"].([]any)) != 1 {
+		t.Errorf("doc:\n%s", out)
 	}
 }
 
@@ -96,15 +140,24 @@ func TestShowBadFiles(t *testing.T) {
 	good := writeTrace(t, 20000)
 	newer := bytes.Clone(good)
 	newer[len("MPIPROBE-TRACE\n")] = tracefile.Version + 1
+	flipped := bytes.Clone(good)
+	for i := range 4 {
+		flipped[len(good)/2+i] ^= 0xff
+	}
+	header := bytes.Clone(good)
+	header[20] ^= 0xff
 	tests := []struct {
 		name    string
 		data    []byte
 		showing string // what stdout must still show, "" for nothing
 		err     string
 	}{
-		{"truncated in a chunk", good[:len(good)*2/3], "rank 0 (pid 100", "cut off inside a chunk"},
-		{"truncated between chunks", good[:len(good)-chunkTail(t, good)], "rank 0 (pid 100", "ends without its closing record"},
-		{"corrupted", append(bytes.Clone(good[:len(good)/2]), bytes.Repeat([]byte{0xff}, 64)...), "rank 0 (pid 100", "damaged at byte"},
+		{"cut in half", good[:len(good)/2], "(Allreduce0)[", "unreadable (chunk 42: truncated)"},
+		{"cut between chunks", good[:len(good)-chunkTail(t, good)], "(Allreduce0)[20000]", "without its closing record"},
+		{"4 bytes flipped", flipped, "of 40000 MPI calls", "read 38980 of 40000 calls in 56 chunks; bytes 79889-83996 unreadable (chunk 42: crc mismatch)"},
+		{"corrupted tail", append(bytes.Clone(good[:len(good)/2]), bytes.Repeat([]byte{0xff}, 64)...), "(Allreduce0)[", "damaged trace: read 19"},
+		{"20 bytes", good[:20], "", "too short (20 bytes)"},
+		{"header flipped", header, "", "header damaged at byte 16 (crc mismatch)"},
 		{"newer version", newer, "", "newer than this mpiprobe reads"},
 		{"empty", nil, "", "empty"},
 		{"not a trace", []byte("hello world, this is not a trace\n"), "", "not an mpiprobe trace file"},
@@ -112,8 +165,8 @@ func TestShowBadFiles(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			code, out, stderr := showFile(t, tc.data)
-			if code == 0 {
-				t.Errorf("exit 0 for a bad file")
+			if code != 1 {
+				t.Errorf("exit %d for a bad file", code)
 			}
 			if strings.Count(strings.TrimSpace(stderr), "\n") != 0 || !strings.Contains(stderr, tc.err) {
 				t.Errorf("stderr %q: want one line containing %q", stderr, tc.err)
@@ -121,13 +174,49 @@ func TestShowBadFiles(t *testing.T) {
 			if tc.showing == "" && out != "" {
 				t.Errorf("stdout for an unreadable file:\n%s", out)
 			}
-			if tc.showing != "" && (!strings.Contains(out, tc.showing) || !strings.Contains(out, "incomplete")) {
-				t.Errorf("stdout lacks %q and the incomplete warning:\n%s", tc.showing, out)
+			if tc.showing != "" && !strings.Contains(out, tc.showing) {
+				t.Errorf("stdout lacks %q:\n%s", tc.showing, out)
+			}
+			if strings.Contains(out, "started under mpiprobe trace") || strings.Contains(out, "0001-01-01") {
+				t.Errorf("hint or zero header for a damaged file:\n%s", out)
 			}
 		})
 	}
-	if code, _, stderr := showFile(t, good, "--detail", "medium"); code != 2 || !strings.Contains(stderr, "give low or high") {
-		t.Errorf("--detail medium: exit %d, %q", code, stderr)
+}
+
+func TestExport(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "x.trace")
+	if err := os.WriteFile(file, writeTrace(t, 50), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "x.json")
+	var stderr bytes.Buffer
+	if code := traceMain(context.Background(), []string{"export", "--format", "chrome", "-o", out, file}, io.Discard, &stderr); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	f, err := os.Open(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	st, err := chromecheck.Check(f)
+	if err != nil || st.Complete != 100 || st.Processes != 2 || st.Tracks != 2 {
+		t.Fatalf("%+v, %v", st, err)
+	}
+	for _, tc := range []struct {
+		args []string
+		err  string
+	}{
+		{[]string{"export", "-o", out}, "give the trace file"},
+		{[]string{"export", "--format", "otf2", "-o", out, file}, "--format otf2: give --format chrome"},
+		{[]string{"export", file}, "give the output file with -o"},
+		{[]string{"export", "-o", out, filepath.Join(dir, "none")}, "no such file"},
+	} {
+		stderr.Reset()
+		if code := traceMain(context.Background(), tc.args, io.Discard, &stderr); code == 0 || !strings.Contains(stderr.String(), tc.err) {
+			t.Errorf("%v: exit %d, %q", tc.args, code, stderr.String())
+		}
 	}
 }
 

@@ -21,6 +21,7 @@ import (
 	"github.com/mpiprobe/mpiprobe/bpf"
 	"github.com/mpiprobe/mpiprobe/internal/config"
 	"github.com/mpiprobe/mpiprobe/internal/counters"
+	"github.com/mpiprobe/mpiprobe/internal/discover"
 	"github.com/mpiprobe/mpiprobe/internal/identity"
 	"github.com/mpiprobe/mpiprobe/internal/jobstore"
 	"github.com/mpiprobe/mpiprobe/internal/journal"
@@ -28,7 +29,6 @@ import (
 	"github.com/mpiprobe/mpiprobe/internal/metrics"
 	"github.com/mpiprobe/mpiprobe/internal/procfs"
 	"github.com/mpiprobe/mpiprobe/internal/report"
-	"github.com/mpiprobe/mpiprobe/internal/session"
 	"github.com/mpiprobe/mpiprobe/internal/text"
 	"github.com/mpiprobe/mpiprobe/probes"
 	"github.com/mpiprobe/mpiprobe/thresholds"
@@ -59,7 +59,7 @@ type Config struct {
 	LibraryPaths []string
 	// DebugDirs are searched for the separate debug file of a library whose
 	// struct layout mpiprobe does not know; nil means
-	// probes.DefaultDebugDirs.
+	// elfx.DefaultDebugDir.
 	DebugDirs []string
 	// Metrics, when non-nil, is where the Prometheus metrics are served.
 	Metrics net.Listener
@@ -156,7 +156,10 @@ func Run(ctx context.Context, cfg Config) error {
 	defer stopEvents()
 
 	if a.cfg.Metrics != nil {
-		h := metrics.Handler(a.collect, a.cfg.MaxSeries, a.cfg.Log)
+		h, err := a.metricsHandler()
+		if err != nil {
+			return err
+		}
 		go func() {
 			if err := metrics.Serve(ctx, a.cfg.Metrics, h); err != nil {
 				a.cfg.Log.Error("metrics server stopped", "err", err)
@@ -276,7 +279,11 @@ func (a *agent) start() error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.restore()
-	targets, err := session.SystemTargets(a.libraries(), a.libraryFiles())
+	files, errs := discover.LibraryFiles(a.cfg.LibraryPaths)
+	for _, err := range errs {
+		a.cfg.Log.Warn("library path unreadable", "err", err)
+	}
+	targets, err := discover.SystemTargets(a.libraries(), files)
 	if err != nil {
 		a.cfg.Log.Warn("no MPI library installed where ldconfig looks; libraries are found in the processes that map them", "err", err)
 	}
@@ -293,34 +300,6 @@ func (a *agent) start() error {
 // startup probes'.
 func (a *agent) libraries() []probes.Library {
 	return append(a.cat.Libraries(), probes.StartupLibraries()...)
-}
-
-// libraryFiles expands the configured library paths into the MPI library
-// files they hold.
-func (a *agent) libraryFiles() []string {
-	var out []string
-	for _, p := range a.cfg.LibraryPaths {
-		st, err := os.Stat(p)
-		if err != nil {
-			a.cfg.Log.Warn("library path unreadable", "path", p, "err", err)
-			continue
-		}
-		if !st.IsDir() {
-			out = append(out, p)
-			continue
-		}
-		ents, err := os.ReadDir(p)
-		if err != nil {
-			a.cfg.Log.Warn("library path unreadable", "path", p, "err", err)
-			continue
-		}
-		for _, e := range ents {
-			if _, ok := probes.Classify(e.Name()); ok && !e.IsDir() {
-				out = append(out, filepath.Join(p, e.Name()))
-			}
-		}
-	}
-	return out
 }
 
 // attach attaches the catalog and the startup probes to new library files.
@@ -370,15 +349,10 @@ func (a *agent) scan(pid int) {
 	if p, ok := a.t.procs[pid]; ok && p.End.Kind == agg.Running {
 		return
 	}
-	maps, err := a.cfg.Proc.Maps(pid)
-	if err != nil {
-		return // gone, or a kernel thread
-	}
-	libs := probes.Discover(maps)
-	if !probes.IsMPI(libs) {
+	targets, errs, ok := discover.Scan(a.cfg.Proc, pid, a.libraries())
+	if !ok {
 		return
 	}
-	targets, errs := session.ProcessTargets(a.cfg.Proc, pid, libs, a.libraries())
 	for _, err := range errs {
 		a.cfg.Log.Warn("library not attachable", "pid", pid, "err", err)
 	}

@@ -16,6 +16,8 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
 
+	"github.com/mpiprobe/mpiprobe/bpf"
+	"github.com/mpiprobe/mpiprobe/internal/discover"
 	"github.com/mpiprobe/mpiprobe/internal/mpitest"
 	"github.com/mpiprobe/mpiprobe/probes"
 )
@@ -199,7 +201,7 @@ func BenchmarkPerHitCost(b *testing.B) {
 	}
 	defer fork.Close()
 	// Follow every process this benchmark starts, as mpiprobe -- does.
-	if err := objs.Traced.Put(uint32(os.Getpid()), uint32(1)); err != nil {
+	if err := objs.Traced.Put(uint32(os.Getpid()), uint32(bpf.MpiprobeTracedFlagTRACED_FOLLOW)); err != nil {
 		b.Fatal(err)
 	}
 	ex := openLibmpi(b)
@@ -236,8 +238,8 @@ func findLibmpi() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	for _, p := range probes.ParseLdconfig(out) {
-		if lib, _ := probes.Classify(p); lib == probes.OMPILibMPI {
+	for _, p := range discover.ParseLdconfig(out) {
+		if lib, _ := discover.Classify(p); lib == probes.OMPILibMPI {
 			return p, nil
 		}
 	}

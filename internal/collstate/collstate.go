@@ -31,8 +31,8 @@ func Of(o *bpf.MpiprobeObjects) Maps {
 		Reqs: o.CollReqs, Pending: o.CollPending}
 }
 
-// The flags of struct coll_comm.
-const commLocal = 1
+// The flags of struct coll_comm (enum comm_flag in bpf/collectives.h).
+const commLocal = uint32(bpf.MpiprobeCommFlagCOMM_LOCAL)
 
 // The builtin MPICH handles of MPI_COMM_WORLD and MPI_COMM_SELF.
 const (

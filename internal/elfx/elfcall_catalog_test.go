@@ -8,6 +8,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/mpiprobe/mpiprobe/internal/discover"
 	"github.com/mpiprobe/mpiprobe/internal/elfx"
 	"github.com/mpiprobe/mpiprobe/internal/mpitest"
 	"github.com/mpiprobe/mpiprobe/probes"
@@ -50,7 +51,7 @@ func debianFiles(t testing.TB) map[probes.Library]string {
 	}
 	out := map[probes.Library]string{}
 	for _, p := range paths {
-		if lib, ok := probes.Classify(p); ok && out[lib] == "" {
+		if lib, ok := discover.Classify(p); ok && out[lib] == "" {
 			out[lib] = p
 		}
 	}

@@ -59,13 +59,15 @@ func CString(b []int8) string {
 }
 
 // DropReasons says what each index of the drops map counts, and what to do.
+// It is indexed by the generated enum drop_reason, so the order cannot drift
+// from the BPF side.
 func DropReasons() []string {
-	return []string{
-		"event counters (counts map full: too many processes x events)",
-		"followed child processes (traced map full)",
-		"process notifications (ring buffer full: mpiprobe fell behind)",
-		"collective calls (no free communicator slot: raise --comm-slots)",
-	}
+	r := make([]string, bpf.MpiprobeDropReasonDROP_MAX)
+	r[bpf.MpiprobeDropReasonDROP_COUNTS_FULL] = "event counters (counts map full: too many processes x events)"
+	r[bpf.MpiprobeDropReasonDROP_TRACED_FULL] = "followed child processes (traced map full)"
+	r[bpf.MpiprobeDropReasonDROP_RINGBUF_FULL] = "process notifications (ring buffer full: mpiprobe fell behind)"
+	r[bpf.MpiprobeDropReasonDROP_COLL_FULL] = "collective calls (no free communicator slot: raise --comm-slots)"
+	return r
 }
 
 // ReadDrops reads the drops map m, summed over the CPUs, into counts (one

@@ -13,17 +13,17 @@ import (
 	"github.com/mpiprobe/mpiprobe/bpf"
 )
 
-// The proc_event types of bpf/mpiprobe.bpf.c.
+// The proc_event types (enum proc_event_type in bpf/lifecycle.h).
 const (
 	// ProcFork: a followed process forked a child, now traced.
-	ProcFork = 1
+	ProcFork = uint32(bpf.MpiprobeProcEventTypePROC_FORK)
 	// ProcExec: a process executed a new program.
-	ProcExec = 2
+	ProcExec = uint32(bpf.MpiprobeProcEventTypePROC_EXEC)
 	// ProcExit: the last thread of a traced process exited.
-	ProcExit = 3
+	ProcExit = uint32(bpf.MpiprobeProcEventTypePROC_EXIT)
 	// ProcMPI: a traced process made its first MPI call (trace mode), or
 	// entered MPI_Init and became traced (the agent).
-	ProcMPI = 4
+	ProcMPI = uint32(bpf.MpiprobeProcEventTypePROC_MPI)
 )
 
 // ProcEvents starts reading the process notifications of the proc_events

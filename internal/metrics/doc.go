@@ -1,32 +1,36 @@
-// Package metrics writes mpiprobe's metrics in the Prometheus text
-// exposition format (version 0.0.4) and serves them over HTTP, without a
-// Prometheus client library.
+// Package metrics serves mpiprobe's Prometheus metrics over HTTP with
+// github.com/prometheus/client_golang.
 //
 // # The page
 //
-// The caller hands [Encode] (or [Handler], which calls it for every scrape)
-// its metrics as [Family] values. Encode validates them, sorts them and
-// writes them deterministically: families sorted by name, each with one
-// "# HELP" and one "# TYPE" line, and its samples sorted by their label
-// values (compared in the order the labels are given). Label values are
-// escaped (backslash, double quote, newline) and any invalid UTF-8 in them
-// is replaced with U+FFFD, as Prometheus accepts only valid UTF-8. Invalid
-// input (a bad metric or label name, a counter not ending in "_total", a
-// duplicate series, ...) is a programming error of the caller: Encode
-// returns an error naming the family and the label and writes nothing.
+// The agent's state changes with the jobs it follows, so its metrics come
+// from a [Collector]: at every scrape it calls a fill function, which adds
+// the samples of the moment to a [Page] (under the agent's lock), each
+// with its [Family] (name, help text, kind) and labels. [NewRegistry] puts
+// such collectors into a registry together with the Go runtime's and the
+// process's collectors and [BuildInfoName]; [Handler] serves a registry's
+// page, in the Prometheus text format or OpenMetrics and gzip-compressed
+// when the scraper asks for it.
+//
+// # One bad sample never fails the page
+//
+// Label values come from users (job names from the environment), so
+// [Page.Add] makes them valid UTF-8 (the exposition escapes quotes,
+// backslashes and newlines). A sample that still cannot be written (its
+// label set repeats one of the same family in this scrape, a name is
+// invalid) is left out alone: the rest of its family and every other
+// family stay on the page. Each kind of problem of a family is logged
+// once, not at every scrape, and the gauge [DroppedName]{reason="invalid"}
+// says how many samples this scrape lacks.
 //
 // # Bounded cardinality
 //
-// mpiprobe labels some series by host, job and rank, so a node running many
-// jobs could grow the page without bound. Two things keep it small. The
-// agent ages finished jobs out: their series leave the page some time after
-// the job ends. And as a
-// backstop, Encode takes a cap, maxSeries: when the page would hold more
-// samples than that, it keeps the samples in page order (families by name,
-// samples by label values) until the cap and drops the rest. With a cap, the
-// page always carries the gauge mpiprobe_metrics_series_dropped, the number
-// of samples dropped from this scrape (0 when none were), which is worth an
-// alert: a nonzero value means the page is incomplete.
+// mpiprobe labels some series by job and rank, so a node running many
+// jobs could grow the page without bound. The agent ages finished jobs
+// out, and as a backstop a Collector takes a cap: samples added beyond it
+// are left out and counted in [DroppedName]{reason="series_cap"}. Both
+// reasons are always on the page (0 when nothing was dropped), and worth
+// an alert: a nonzero value means the page is incomplete.
 //
 // # Serving
 //

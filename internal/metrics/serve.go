@@ -1,63 +1,138 @@
 package metrics
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
+	"runtime"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	dto "github.com/prometheus/client_model/go"
 )
 
 // DefaultAddr is where the agent serves its metrics unless configured
 // otherwise: loopback only, as the page names jobs and hosts.
 const DefaultAddr = "127.0.0.1:9767"
 
-// ContentType is the media type of the text exposition format 0.0.4.
-const ContentType = "text/plain; version=0.0.4; charset=utf-8"
-
 // howToChange is the part of Listen's errors that says how to pick another
 // address; it must match the agent's configuration key and flag.
 const howToChange = "set metrics_addr in /etc/mpiprobe/config.conf or --metrics-addr"
 
-// Handler returns the HTTP handler of the metrics page. For each GET or
-// HEAD request it calls collect and encodes the families with [Encode] and
-// maxSeries into a buffer before writing anything, so a scrape gets either
-// the whole page or, when Encode fails (a bug of the caller), a 500 with a
-// one-line body, the error being logged to log (slog.Default() when nil).
-// Other methods get 405. The handler answers whatever path it is mounted
-// on.
-func Handler(collect func() []Family, maxSeries int, log *slog.Logger) http.Handler {
-	if log == nil {
-		log = slog.Default()
+// BuildInfoName is the gauge, always 1, whose labels version and goversion
+// name the build of the running mpiprobe.
+const BuildInfoName = "mpiprobe_build_info"
+
+// Version returns the version of the running mpiprobe as the Go toolchain
+// recorded it: the module version of a `go install`ed binary, or for a
+// build in a checkout "(devel)", followed by the VCS revision when Go
+// stamped one ("(devel)-0123456789ab", "+dirty" for uncommitted
+// changes); "unknown" without build information.
+func Version() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok || bi.Main.Version == "" {
+		return "unknown"
 	}
+	if bi.Main.Version != "(devel)" {
+		return bi.Main.Version
+	}
+	var rev, dirty string
+	for _, s := range bi.Settings {
+		switch {
+		case s.Key == "vcs.revision":
+			rev = "-" + s.Value[:min(12, len(s.Value))]
+		case s.Key == "vcs.modified" && s.Value == "true":
+			dirty = "+dirty"
+		}
+	}
+	if rev == "" {
+		return bi.Main.Version
+	}
+	return bi.Main.Version + rev + dirty
+}
+
+// NewRegistry returns a registry that holds cs, the Go runtime's
+// collector (go_*), this process's collector (process_*) and
+// [BuildInfoName].
+func NewRegistry(cs ...prometheus.Collector) (*prometheus.Registry, error) {
+	build := prometheus.NewGauge(prometheus.GaugeOpts{
+		Name:        BuildInfoName,
+		Help:        "Always 1; the labels name the build of the running mpiprobe.",
+		ConstLabels: prometheus.Labels{"version": Version(), "goversion": runtime.Version()},
+	})
+	build.Set(1)
+	reg := prometheus.NewRegistry()
+	all := append([]prometheus.Collector{
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		build,
+	}, cs...)
+	for _, c := range all {
+		if err := reg.Register(c); err != nil {
+			return nil, fmt.Errorf("metrics: register a collector: %w", err)
+		}
+	}
+	return reg, nil
+}
+
+// scrapeTimeout is how long a scrape may wait for the page (the agent's
+// lock) before it gets a 503; Prometheus gives up after 10 s by default.
+const scrapeTimeout = 10 * time.Second
+
+// Handler returns the HTTP handler of the metrics page of reg, for GET
+// and HEAD requests; other methods get 405. It negotiates the format
+// (Prometheus text 0.0.4 or OpenMetrics) and the compression (gzip) with
+// the scraper, and adds promhttp_metric_handler_* metrics to reg. When
+// gathering reports problems (a collector's sample that could not be
+// written), the page is served without the samples concerned and each
+// problem is logged once to log (slog.Default() when nil), not at every
+// scrape. The handler answers whatever path it is mounted on.
+func Handler(reg *prometheus.Registry, log *slog.Logger) http.Handler {
+	g := onceGatherer{g: reg, log: newOnceLog(log)}
+	h := promhttp.InstrumentMetricHandler(reg, promhttp.HandlerFor(g, promhttp.HandlerOpts{
+		ErrorHandling:       promhttp.ContinueOnError,
+		EnableOpenMetrics:   true,
+		Registry:            reg,
+		MaxRequestsInFlight: 4,
+		Timeout:             scrapeTimeout,
+	}))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			w.Header().Set("Allow", "GET, HEAD")
 			http.Error(w, "metrics: method "+strconv.Quote(r.Method)+" not allowed (use GET or HEAD)", http.StatusMethodNotAllowed)
 			return
 		}
-		var buf bytes.Buffer
-		if err := Encode(&buf, collect(), maxSeries); err != nil {
-			log.Error("metrics: cannot encode the metrics page", "err", err, "remote", r.RemoteAddr)
-			msg := strings.ReplaceAll(err.Error(), "\n", " ")
-			http.Error(w, "metrics: cannot encode the metrics page (see the agent's log): "+msg, http.StatusInternalServerError)
-			return
-		}
-		h := w.Header()
-		h.Set("Content-Type", ContentType)
-		h.Set("Content-Length", strconv.Itoa(buf.Len()))
-		h.Set("Cache-Control", "no-store")
-		w.WriteHeader(http.StatusOK)
-		if r.Method == http.MethodGet {
-			w.Write(buf.Bytes()) // the scraper's problem if it went away
-		}
+		w.Header().Set("Cache-Control", "no-store")
+		h.ServeHTTP(w, r)
 	})
+}
+
+// onceGatherer logs each distinct problem of its Gatherer once and passes
+// everything through.
+type onceGatherer struct {
+	g   prometheus.Gatherer
+	log *onceLog
+}
+
+func (o onceGatherer) Gather() ([]*dto.MetricFamily, error) {
+	mfs, err := o.g.Gather()
+	var multi prometheus.MultiError
+	if !errors.As(err, &multi) && err != nil {
+		multi = prometheus.MultiError{err}
+	}
+	for _, e := range multi {
+		o.log.once(e.Error(), "metrics: gathering the page", "err", e)
+	}
+	return mfs, err
 }
 
 // listenError is Listen's error: one line that names the address and says

@@ -1,7 +1,6 @@
 package mpitest
 
 import (
-	"bufio"
 	"fmt"
 	"io"
 	"net/http"
@@ -10,11 +9,13 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 )
 
 // Agent is one `mpiprobe agent` process started by a test.
@@ -150,26 +151,33 @@ func (a *Agent) WaitMetrics(t testing.TB, what string, ok func(page string) bool
 	}
 }
 
-// MetricValue returns the value of the first sample of name whose labels
-// include every want label, and whether there was one.
+// MetricValue returns the value of a sample of name whose labels include
+// every want label with exactly that value (the first in the page's
+// order), and whether there was one. A page that does not parse has none.
 func MetricValue(page, name string, want map[string]string) (float64, bool) {
-	sc := bufio.NewScanner(strings.NewReader(page))
-	for sc.Scan() {
-		line := sc.Text()
-		if !strings.HasPrefix(line, name+"{") && !strings.HasPrefix(line, name+" ") {
-			continue
-		}
-		ok := true
-		for k, v := range want {
-			if !strings.Contains(line, k+"="+strconv.Quote(v)) {
-				ok = false
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := p.TextToMetricFamilies(strings.NewReader(page))
+	if err != nil {
+		return 0, false
+	}
+	for _, m := range fams[name].GetMetric() {
+		n := 0
+		for _, lp := range m.GetLabel() {
+			if v, ok := want[lp.GetName()]; ok && v == lp.GetValue() {
+				n++
 			}
 		}
-		if !ok {
+		if n != len(want) {
 			continue
 		}
-		v, err := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64)
-		return v, err == nil
+		switch {
+		case m.Counter != nil:
+			return m.GetCounter().GetValue(), true
+		case m.Gauge != nil:
+			return m.GetGauge().GetValue(), true
+		case m.Untyped != nil:
+			return m.GetUntyped().GetValue(), true
+		}
 	}
 	return 0, false
 }

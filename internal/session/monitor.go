@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
-	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -21,6 +20,7 @@ import (
 	"github.com/mpiprobe/mpiprobe/bpf"
 	"github.com/mpiprobe/mpiprobe/internal/collstate"
 	"github.com/mpiprobe/mpiprobe/internal/counters"
+	"github.com/mpiprobe/mpiprobe/internal/discover"
 	"github.com/mpiprobe/mpiprobe/internal/identity"
 	"github.com/mpiprobe/mpiprobe/internal/kernel"
 	"github.com/mpiprobe/mpiprobe/internal/procfs"
@@ -68,7 +68,7 @@ type Config struct {
 	CommSlots int
 	// DebugDirs are searched for the separate debug file of a library whose
 	// struct layout mpiprobe does not know (probes.Attacher.DebugDirs); nil
-	// means probes.DefaultDebugDirs.
+	// means elfx.DefaultDebugDir.
 	DebugDirs []string
 	// Signals are the signals mpiprobe received (SIGINT, SIGTERM). With a
 	// Command, each is passed on to the command's process group and the
@@ -183,38 +183,23 @@ func (s *session) run(ctx context.Context) error {
 	cfg := s.cfg
 	// Resolve and check the targets before touching the kernel, so that a
 	// typo in a pid is reported as such.
-	pids := slices.Clone(cfg.PIDs)
-	if cfg.Job != "" {
-		jp, err := JobPIDs(cfg.Proc, cfg.Job, cfg.Host)
-		if err != nil {
-			return err
-		}
-		pids = append(pids, jp...)
+	pids, err := discover.Named(cfg.Proc, cfg.PIDs, cfg.Job, cfg.Host)
+	if err != nil {
+		return err
 	}
-	var targets []probes.Target
-	var live []int
-	var problems []error
-	for _, pid := range pids {
-		libs, err := CheckTarget(cfg.Proc, pid)
-		if err != nil {
-			problems = append(problems, err)
-			continue
-		}
-		t, errs := ProcessTargets(cfg.Proc, pid, libs, s.cat.Libraries())
-		for _, e := range errs {
-			cfg.Log.Warn("library not attachable", "pid", pid, "err", e)
-		}
-		targets = append(targets, t...)
-		live = append(live, pid)
+	sel := discover.Select(cfg.Proc, pids, s.cat.Libraries())
+	for _, e := range sel.Unattachable {
+		cfg.Log.Warn("library not attachable", "err", e)
 	}
+	targets, live := sel.Targets, sel.Live
 	if len(pids) > 0 && len(live) == 0 {
-		return errors.Join(problems...)
+		return errors.Join(sel.Skipped...)
 	}
-	for _, e := range problems {
+	for _, e := range sel.Skipped {
 		cfg.Log.Warn("target skipped", "err", e)
 	}
 	if len(cfg.Command) > 0 {
-		t, err := SystemTargets(s.cat.Libraries(), cfg.Libraries)
+		t, err := discover.SystemTargets(s.cat.Libraries(), cfg.Libraries)
 		if err != nil {
 			return err
 		}
@@ -412,7 +397,7 @@ func (c *command) signal(sig os.Signal) {
 // waits for the command to end and prints the summary.
 func (s *session) startCommand() (*command, error) {
 	self := os.Getpid()
-	if err := s.trace(self, 1); err != nil {
+	if err := s.trace(self, uint32(bpf.MpiprobeTracedFlagTRACED_FOLLOW)); err != nil {
 		return nil, err
 	}
 	cmd := exec.Command(s.cfg.Command[0], s.cfg.Command[1:]...)

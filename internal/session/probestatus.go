@@ -1,6 +1,7 @@
 package session
 
 import (
+	"github.com/mpiprobe/mpiprobe/internal/discover"
 	"github.com/mpiprobe/mpiprobe/internal/kernel"
 	"github.com/mpiprobe/mpiprobe/internal/procfs"
 	"github.com/mpiprobe/mpiprobe/probes"
@@ -12,11 +13,11 @@ import (
 // returns. Nothing is counted: the process is not added to the traced set.
 // debugDirs are as in Config.DebugDirs.
 func ProbeEntries(pfs procfs.FS, pid int, cat probes.Catalog, debugDirs []string) ([]probes.EntryStatus, error) {
-	libs, err := CheckTarget(pfs, pid)
+	libs, err := discover.CheckTarget(pfs, pid)
 	if err != nil {
 		return nil, err
 	}
-	targets, errs := ProcessTargets(pfs, pid, libs, cat.Libraries())
+	targets, errs := discover.ProcessTargets(pfs, pid, libs, cat.Libraries())
 	if err := kernel.Preflight(); err != nil {
 		return nil, err
 	}

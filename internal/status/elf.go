@@ -27,18 +27,3 @@ func mpiFunctionNames(path string) ([]string, error) {
 	}
 	return names, nil
 }
-
-// loadBias returns the runtime address minus the file address for a file
-// mapped at start from file offset off: the PT_LOAD segment holding off
-// gives the file address.
-func loadBias(progs []*elf.Prog, start, off uint64) (uint64, bool) {
-	for _, p := range progs {
-		if p.Type != elf.PT_LOAD {
-			continue
-		}
-		if off >= p.Off && off < p.Off+max(p.Filesz, 1) {
-			return start - off - (p.Vaddr - p.Off), true
-		}
-	}
-	return 0, false
-}

@@ -5,6 +5,7 @@ import (
 	"path"
 	"strings"
 
+	"github.com/mpiprobe/mpiprobe/internal/discover"
 	"github.com/mpiprobe/mpiprobe/internal/symbolize"
 	"github.com/mpiprobe/mpiprobe/probes"
 )
@@ -13,7 +14,7 @@ import (
 // whose exported functions are the MPI calls an application makes.
 func apiLibrary(object string) bool {
 	base := path.Base(object)
-	if l, ok := probes.Classify(base); ok {
+	if l, ok := discover.Classify(base); ok {
 		switch l {
 		case probes.OMPILibMPI, probes.MPICHLib, probes.OMPIFortran, probes.MPICHFortran:
 			return true

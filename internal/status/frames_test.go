@@ -2,7 +2,6 @@ package status
 
 import (
 	"bytes"
-	"debug/elf"
 	"encoding/binary"
 	"os"
 	"path/filepath"
@@ -355,48 +354,6 @@ func TestVoteCommValidatesOnce(t *testing.T) {
 	}
 	if calls[0] != 0 {
 		t.Errorf("valid(0) called %d times, want never", calls[0])
-	}
-}
-
-func TestLoadBias(t *testing.T) {
-	// A shared library as ld lays it out: the data segment's file offset
-	// and address differ by a page.
-	lib := []*elf.Prog{
-		{ProgHeader: elf.ProgHeader{Type: elf.PT_PHDR, Off: 0x40, Vaddr: 0x40, Filesz: 0x230}},
-		{ProgHeader: elf.ProgHeader{Type: elf.PT_LOAD, Off: 0, Vaddr: 0, Filesz: 0x1000}},
-		{ProgHeader: elf.ProgHeader{Type: elf.PT_LOAD, Off: 0x1000, Vaddr: 0x1000, Filesz: 0x5000}},
-		{ProgHeader: elf.ProgHeader{Type: elf.PT_LOAD, Off: 0x6000, Vaddr: 0x7000, Filesz: 0x800, Memsz: 0x2000}},
-		{ProgHeader: elf.ProgHeader{Type: elf.PT_DYNAMIC, Off: 0x9000, Vaddr: 0xa000, Filesz: 0x200}},
-		{ProgHeader: elf.ProgHeader{Type: elf.PT_LOAD, Off: 0xb000, Vaddr: 0xd000, Filesz: 0}},
-	}
-	exe := []*elf.Prog{
-		{ProgHeader: elf.ProgHeader{Type: elf.PT_LOAD, Off: 0, Vaddr: 0x400000, Filesz: 0x2000}},
-	}
-	const base = 0x7f0000000000
-	tests := []struct {
-		name       string
-		progs      []*elf.Prog
-		start, off uint64
-		want       uint64
-		wantOK     bool
-	}{
-		{"first segment", lib, base, 0, base, true},
-		{"text segment", lib, base + 0x1000, 0x1000, base, true},
-		{"inside the text segment (split mapping)", lib, base + 0x3000, 0x3000, base, true},
-		{"data segment: address and offset differ", lib, base + 0x7000, 0x6000, base, true},
-		{"a segment with no file bytes", lib, base + 0xd000, 0xb000, base, true},
-		{"offset in no PT_LOAD (only in PT_DYNAMIC)", lib, base + 0xa000, 0x9000, 0, false},
-		{"offset past the file", lib, base, 0x100000, 0, false},
-		{"non-PIE executable", exe, 0x400000, 0, 0, true},
-		{"no program headers", nil, base, 0, 0, false},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got, ok := loadBias(tt.progs, tt.start, tt.off)
-			if got != tt.want || ok != tt.wantOK {
-				t.Errorf("loadBias(start %#x, off %#x) = %#x, %v, want %#x, %v", tt.start, tt.off, got, ok, tt.want, tt.wantOK)
-			}
-		})
 	}
 }
 

@@ -7,6 +7,8 @@ import (
 	"os"
 	"path"
 
+	"github.com/mpiprobe/mpiprobe/internal/discover"
+	"github.com/mpiprobe/mpiprobe/internal/elfx"
 	"github.com/mpiprobe/mpiprobe/internal/procfs"
 	"github.com/mpiprobe/mpiprobe/internal/status/unwind"
 	"github.com/mpiprobe/mpiprobe/internal/symbolize"
@@ -30,7 +32,7 @@ type tables struct {
 
 type fileInfo struct {
 	table *unwind.Table
-	progs []*elf.Prog
+	segs  elfx.Segments
 	build string
 	err   error
 }
@@ -61,7 +63,7 @@ func openProcess(fs procfs.FS, pid int, files *tables) (*process, error) {
 	}
 	p := &process{pid: pid, maps: maps, mem: mem, open: symbolize.ProcOpener(fs, pid), files: files}
 	p.comms = commReader{mem: p.read}
-	for _, m := range probes.Discover(maps) {
+	for _, m := range discover.Discover(maps) {
 		if m.Library != probes.OMPILibMPI && m.Library != probes.MPICHLib {
 			continue
 		}
@@ -131,19 +133,15 @@ func (p *process) file(m procfs.Mapping) *fileInfo {
 		fi.err = err
 		return fi
 	}
-	fi.progs = ef.Progs
-	fi.build, _ = probes.BuildID(ef)
+	fi.segs = elfx.Loads(ef.Progs)
+	fi.build, _ = elfx.BuildID(ef)
 	fi.table, fi.err = unwind.Load(f)
 	return fi
 }
 
 // bias returns a file mapping's load bias.
 func (p *process) bias(m procfs.Mapping) (uint64, bool) {
-	fi := p.file(m)
-	if fi.progs == nil {
-		return 0, false
-	}
-	return loadBias(fi.progs, m.Start, m.Offset)
+	return p.file(m).segs.Bias(m.Start, m.Offset)
 }
 
 // module finds the unwind table for a code address.

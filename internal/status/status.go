@@ -17,10 +17,10 @@ import (
 
 	"github.com/mpiprobe/mpiprobe/agg"
 	"github.com/mpiprobe/mpiprobe/internal/collstate"
+	"github.com/mpiprobe/mpiprobe/internal/discover"
 	"github.com/mpiprobe/mpiprobe/internal/identity"
 	"github.com/mpiprobe/mpiprobe/internal/kernel"
 	"github.com/mpiprobe/mpiprobe/internal/procfs"
-	"github.com/mpiprobe/mpiprobe/internal/session"
 	"github.com/mpiprobe/mpiprobe/internal/status/hang"
 	"github.com/mpiprobe/mpiprobe/internal/status/unwind"
 	"github.com/mpiprobe/mpiprobe/internal/symbolize"
@@ -143,34 +143,19 @@ func Collect(ctx context.Context, cfg Config) (Result, error) {
 	}
 	res := Result{Host: cfg.Host, Window: cfg.Window}
 
-	pids := slices.Clone(cfg.PIDs)
-	if cfg.Job != "" {
-		jp, err := session.JobPIDs(cfg.Proc, cfg.Job, cfg.Host)
-		if err != nil {
-			return res, err
-		}
-		pids = append(pids, jp...)
+	pids, err := discover.Named(cfg.Proc, cfg.PIDs, cfg.Job, cfg.Host)
+	if err != nil {
+		return res, err
 	}
 	if len(pids) == 0 {
 		return res, errors.New("no target: give -p PID or --job JOBID")
 	}
-	var targets []probes.Target
-	var live []int
-	var problems []error
-	for _, pid := range pids {
-		libs, err := session.CheckTarget(cfg.Proc, pid)
-		if err != nil {
-			problems = append(problems, err)
-			continue
-		}
-		t, _ := session.ProcessTargets(cfg.Proc, pid, libs, nil)
-		targets = append(targets, t...)
-		live = append(live, pid)
-	}
+	sel := discover.Select(cfg.Proc, pids, nil)
+	targets, live := sel.Targets, sel.Live
 	if len(live) == 0 {
-		return res, errors.Join(problems...)
+		return res, errors.Join(sel.Skipped...)
 	}
-	for _, e := range problems {
+	for _, e := range sel.Skipped {
 		res.Notes = append(res.Notes, e.Error())
 	}
 	if err := kernel.Preflight(); err != nil {

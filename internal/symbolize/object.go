@@ -10,6 +10,8 @@ import (
 	"slices"
 	"sort"
 	"strings"
+
+	"github.com/mpiprobe/mpiprobe/internal/elfx"
 )
 
 // object is one parsed ELF file. Its symbol and line tables are built on
@@ -17,8 +19,8 @@ import (
 type object struct {
 	f     *os.File
 	ef    *elf.File
-	err   error            // why the file could not be parsed
-	loads []elf.ProgHeader // the PT_LOAD program headers
+	err   error         // why the file could not be parsed
+	loads elfx.Segments // the PT_LOAD program headers
 
 	symsBuilt bool
 	syms      symtab
@@ -40,11 +42,7 @@ func newObject(f *os.File) *object {
 		return o
 	}
 	o.ef = ef
-	for _, p := range ef.Progs {
-		if p.Type == elf.PT_LOAD {
-			o.loads = append(o.loads, p.ProgHeader)
-		}
-	}
+	o.loads = elfx.Loads(ef.Progs)
 	if len(o.loads) == 0 {
 		f.Close()
 		o.f, o.ef, o.err = nil, nil, errors.New("ELF file has no PT_LOAD segment")
@@ -60,38 +58,6 @@ func (o *object) close() error {
 	err := o.f.Close()
 	o.f, o.ef = nil, nil
 	return err
-}
-
-// vaddr converts a file offset of the object into its virtual address,
-// using the PT_LOAD segment whose file range holds the offset (the
-// executable one if several do). An offset in the page-alignment slack
-// around an executable segment, which the kernel maps along with it, is
-// converted with that segment.
-func (o *object) vaddr(off uint64) (uint64, bool) {
-	best := -1
-	for i, p := range o.loads {
-		if off >= p.Off && off-p.Off < p.Filesz {
-			if best < 0 || (p.Flags&elf.PF_X != 0 && o.loads[best].Flags&elf.PF_X == 0) {
-				best = i
-			}
-		}
-	}
-	if best < 0 {
-		page := uint64(os.Getpagesize())
-		for i, p := range o.loads {
-			lo := p.Off &^ (page - 1)
-			hi := (p.Off + p.Filesz + page - 1) &^ (page - 1)
-			if p.Flags&elf.PF_X != 0 && off >= lo && off < hi {
-				best = i
-				break
-			}
-		}
-	}
-	if best < 0 {
-		return 0, false
-	}
-	p := o.loads[best]
-	return off - p.Off + p.Vaddr, true
 }
 
 // site symbolizes the virtual address va. Function and line are looked up

@@ -99,7 +99,7 @@ func (r *Resolver) Resolve(maps []procfs.Mapping, open Opener, addr uint64) (Sit
 	if err != nil {
 		return Site{Object: m.Path}, fmt.Errorf("symbolize: address %#x: %w", addr, err)
 	}
-	va, ok := o.vaddr(off)
+	va, ok := o.loads.Vaddr(off)
 	if !ok {
 		return Site{Object: m.Path}, fmt.Errorf("symbolize: address %#x: file offset %#x of %s is in no PT_LOAD segment", addr, off, m.Path)
 	}

@@ -2,7 +2,6 @@ package symbolize
 
 import (
 	"debug/elf"
-	"os"
 	"slices"
 	"testing"
 )
@@ -118,38 +117,6 @@ func TestMergeRows(t *testing.T) {
 		file, line, _ := tab.lookup(tc.pc)
 		if file != tc.file || line != tc.line {
 			t.Errorf("lookup(%#x) = %s:%d, want %s:%d", tc.pc, file, line, tc.file, tc.line)
-		}
-	}
-}
-
-func TestVaddr(t *testing.T) {
-	page := uint64(os.Getpagesize())
-	o := &object{loads: []elf.ProgHeader{
-		{Type: elf.PT_LOAD, Flags: elf.PF_R, Off: 0, Vaddr: 0, Filesz: 0x5a0},
-		{Type: elf.PT_LOAD, Flags: elf.PF_R | elf.PF_X, Off: page, Vaddr: page, Filesz: 0x234},
-		{Type: elf.PT_LOAD, Flags: elf.PF_R | elf.PF_W, Off: 3*page + 0xdd0, Vaddr: 4*page + 0xdd0, Filesz: 0x240, Memsz: 0x300},
-		// An old-style layout where a read-only and an executable segment
-		// share file bytes: the executable one wins.
-		{Type: elf.PT_LOAD, Flags: elf.PF_R, Off: 8 * page, Vaddr: 0x100000, Filesz: 0x800},
-		{Type: elf.PT_LOAD, Flags: elf.PF_R | elf.PF_X, Off: 8*page + 0x400, Vaddr: 0x200400, Filesz: 0x800},
-	}}
-	tests := []struct {
-		off, va uint64
-		ok      bool
-	}{
-		{0x10, 0x10, true},
-		{page + 0x20, page + 0x20, true},
-		{page + 0x300, page + 0x300, true}, // page slack after the executable segment
-		{3*page + 0xde0, 4*page + 0xde0, true},
-		{2*page + 0x10, 0, false}, // beyond the executable segment's page
-		{8*page + 0x500, 0x200500, true},
-		{8*page + 0x100, 0x100100, true},
-		{100 * page, 0, false},
-	}
-	for _, tc := range tests {
-		va, ok := o.vaddr(tc.off)
-		if va != tc.va || ok != tc.ok {
-			t.Errorf("vaddr(%#x) = %#x, %v; want %#x, %v", tc.off, va, ok, tc.va, tc.ok)
 		}
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+
+	"github.com/mpiprobe/mpiprobe/internal/elfx"
 )
 
 // maxSection caps how many bytes Load reads for .eh_frame or .eh_frame_hdr
@@ -91,17 +93,15 @@ func (t *Table) fromProgs(f *elf.File, r io.ReaderAt) error {
 	if err != nil || ind {
 		return errors.New("unwind: no .eh_frame section (and no usable eh_frame_ptr in PT_GNU_EH_FRAME)")
 	}
-	for _, p := range f.Progs {
-		if p.Type == elf.PT_LOAD && p.Vaddr <= ehAddr && ehAddr-p.Vaddr < p.Filesz {
-			delta := ehAddr - p.Vaddr
-			if t.eh, err = readAt(r, p.Off+delta, p.Filesz-delta); err != nil {
-				return fmt.Errorf("unwind: read .eh_frame at %#x: %w", ehAddr, err)
-			}
-			t.bases.addr = ehAddr
-			return nil
-		}
+	off, n, ok := elfx.Loads(f.Progs).Offset(ehAddr)
+	if !ok {
+		return fmt.Errorf("unwind: no .eh_frame section (eh_frame_ptr %#x is in no PT_LOAD segment)", ehAddr)
 	}
-	return fmt.Errorf("unwind: no .eh_frame section (eh_frame_ptr %#x is in no PT_LOAD segment)", ehAddr)
+	if t.eh, err = readAt(r, off, n); err != nil {
+		return fmt.Errorf("unwind: read .eh_frame at %#x: %w", ehAddr, err)
+	}
+	t.bases.addr = ehAddr
+	return nil
 }
 
 // readAt reads n bytes at off, growing its buffer as data arrives, so that a

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mpiprobe/mpiprobe/internal/elfx"
 	"github.com/mpiprobe/mpiprobe/internal/mpitest"
 )
 
@@ -51,24 +52,6 @@ func parseMaps(t testing.TB, text string) []mapping {
 	return ms
 }
 
-// loadBias returns the bias of a mapping of the file f at file offset
-// offset and address start: the PT_LOAD segment holding that offset (the
-// kernel maps it from its page-aligned offset) was linked at p.Vaddr for
-// file offset p.Off, so the mapping's start corresponds to virtual address
-// p.Vaddr - p.Off + offset.
-func loadBias(f *elf.File, start, offset uint64) (uint64, bool) {
-	const page = 4096
-	for _, p := range f.Progs {
-		if p.Type != elf.PT_LOAD || p.Flags&elf.PF_X == 0 {
-			continue
-		}
-		if p.Off&^(page-1) <= offset && offset < p.Off+p.Filesz {
-			return start - (p.Vaddr - p.Off + offset), true
-		}
-	}
-	return 0, false
-}
-
 // process is what the test knows of the snapshotted process: its
 // executable mappings with their Tables and biases, and the symbols of
 // the mapped files.
@@ -95,9 +78,9 @@ func newProcess(t testing.TB, maps []mapping) *process {
 		if err != nil {
 			t.Fatalf("open %s: %v", m.path, err)
 		}
-		bias, ok := loadBias(ef, m.start, m.offset)
+		bias, ok := elfx.Loads(ef.Progs).Bias(m.start, m.offset)
 		if !ok {
-			t.Fatalf("%s: no executable PT_LOAD holds offset %#x", m.path, m.offset)
+			t.Fatalf("%s: no PT_LOAD holds offset %#x", m.path, m.offset)
 		}
 		if _, ok := tables[m.path]; !ok {
 			fh, err := os.Open(m.path)

@@ -7,8 +7,9 @@ import (
 
 // FormatOptions are the options of Format.
 type FormatOptions struct {
-	Times bool               // print times (high detail); false: structure only (low detail)
-	Hide  func(sym int) bool // leaves to leave out of the text (e.g. compute bursts at low detail); a loop whose body prints nothing is left out too; nil hides nothing
+	Times bool                   // print times (high detail); false: structure only (low detail)
+	Hide  func(sym int) bool     // leaves to leave out of the text (e.g. compute bursts at low detail); a loop whose body prints nothing is left out too; nil hides nothing
+	Value func(v float64) string // prints a time, e.g. with its unit; nil prints the bare number with at most two decimals
 }
 
 // Format prints nodes as space-separated top-level elements. A leaf prints
@@ -82,7 +83,11 @@ func (f *formatter) node(nd *Node) bool {
 			execs = 1
 		}
 		f.buf = append(f.buf, ": "...)
-		f.buf = append(f.buf, formatNumber(nd.Total/execs)...)
+		if f.opt.Value != nil {
+			f.buf = append(f.buf, f.opt.Value(nd.Total/execs)...)
+		} else {
+			f.buf = append(f.buf, formatNumber(nd.Total/execs)...)
+		}
 	}
 	return true
 }

@@ -36,6 +36,8 @@ func TestFormat(t *testing.T) {
 			"Init0 Bcast1 Barrier2 (Allreduce3)[4] Finalize4"},
 		{"times", trace, FormatOptions{Times: true},
 			"CPU0: 720 Init0: 487 CPU1: 900 Bcast1: 864 CPU2: 10 Barrier2: 20 (CPU3: 75+Allreduce3: 25)[4]: 400 CPU4: 0.5 Finalize4: 1"},
+		{"times with units", trace[6:7], FormatOptions{Times: true, Value: func(v float64) string { return formatNumber(v) + " us" }},
+			"(CPU3: 75 us+Allreduce3: 25 us)[4]: 400 us"},
 		{"times hidden", trace, FormatOptions{Times: true, Hide: isCPU},
 			"Init0: 487 Bcast1: 864 Barrier2: 20 (Allreduce3: 25)[4]: 400 Finalize4: 1"},
 		{"hidden loop", []*Node{

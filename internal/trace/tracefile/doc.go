@@ -26,6 +26,8 @@
 //	    string host, varint unix seconds of Start, uvarint nanoseconds of
 //	    Start, uvarint n, n strings of Command
 //	'C' call name, one string; calls are numbered 0, 1, ... in file order
+//	    (the Writer writes a name just before the first events chunk
+//	    that uses it, so a file holds only the calls made)
 //	'S' site: string Object, uvarint Offset, string Function,
 //	    uvarint FuncOffset, string File, varint Line; numbered like calls
 //	'R' rank: varint PID, strings Host, Job, Rank, Exe; numbered like calls
@@ -72,14 +74,25 @@
 // # Damage
 //
 // Chunks are atomic: one that is truncated, fails its CRC, or does not decode
-// is dropped along with everything after it. Read then returns the Trace
-// read so far, with Complete false, and an error such as
+// is never partly read. The writer ends an events chunk every 4 KiB (or 4096
+// events), smaller while the file is small (from 512 bytes: a trace of 800
+// calls has a dozen), so a damaged chunk costs tens to hundreds of calls. Events chunks
+// decode on their own and define nothing, so a damaged events chunk whose
+// frame holds together (the chunk after it reads) is skipped and reading
+// goes on; any other damage (a cut, a bad length, a damaged definition, two
+// damaged chunks in a row) ends the reading there. If the closing record
+// then counts more calls, sites or ranks than were read, a skipped chunk was
+// really a definition, and everything after the first damage is dropped.
 //
-//	trace file damaged at byte 12345 (crc mismatch): showing the 40960 events before it
+// Read returns the Trace read outside the damage, with Complete false, and a
+// *DamageError that counts the calls read and names each unreadable byte
+// range with its chunk number and cause, in one line such as
+//
+//	damaged trace: read 412 of 823 calls in 9 chunks; bytes 18304-22417 unreadable (chunk 14: crc mismatch)
 //
 // A file that ends cleanly after a chunk but has no closing record was cut
-// short (the recorder was interrupted); Read returns its events and an error
-// saying so. Read returns a nil Trace only when there is nothing to show: an
-// empty file, a file that is not a trace, one whose signature or version is
-// cut off, or one written by a newer format version.
+// short (the recorder was interrupted); the DamageError says so. Read returns
+// a nil Trace only when there is nothing to show: an empty file, a file that
+// is not a trace, one written by a newer format version, or one whose
+// signature, version or header chunk is cut off or damaged.
 package tracefile

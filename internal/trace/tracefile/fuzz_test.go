@@ -2,6 +2,7 @@ package tracefile
 
 import (
 	"bytes"
+	"errors"
 	"math/rand/v2"
 	"testing"
 )
@@ -125,10 +126,61 @@ func checkRead(t *testing.T, data []byte) {
 		if rerr != nil {
 			t.Fatalf("rewritten trace: %v", rerr)
 		}
-		want := *tr
+		want := *byFirstUse(tr) // the writer writes only the calls used
 		want.Complete = true
 		if d := sameTrace(again, &want); d != "" {
 			t.Fatalf("rewritten trace differs: %s", d)
 		}
 	}
+}
+
+// FuzzDamage damages a real written trace, cutting it at cut (if below its
+// size) and xoring the bytes of flips in at the offsets they name: flips is
+// read as pairs of a little-endian uint16 offset and an xor byte. Read must
+// not panic, and must return only events that were written, in the order
+// they were written, no more than were written.
+func FuzzDamage(f *testing.F) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	want := randTrace(rng, 1500)
+	data := encode(f, rng, want)
+	f.Add(uint32(len(data)), []byte{})
+	f.Add(uint32(len(data)/2), []byte{})
+	f.Add(uint32(len(data)), []byte{0x00, 0x10, 0xff, 0x00, 0x30, 0x01})
+	f.Add(uint32(20), []byte{})
+	f.Fuzz(func(t *testing.T, cut uint32, flips []byte) {
+		b := bytes.Clone(data)
+		for ; len(flips) >= 3; flips = flips[3:] {
+			off := int(flips[0]) | int(flips[1])<<8
+			off = off * len(b) / 65536
+			b[off] ^= flips[2]
+		}
+		if int(cut) < len(b) {
+			b = b[:cut]
+		}
+		tr, err := Read(bytes.NewReader(b))
+		if tr == nil {
+			if err == nil {
+				t.Fatal("nil Trace and nil error")
+			}
+			return
+		}
+		if len(tr.Events) > len(want.Events) {
+			t.Fatalf("read %d events of %d written", len(tr.Events), len(want.Events))
+		}
+		i := 0
+		for _, e := range tr.Events {
+			for i < len(want.Events) && want.Events[i] != e {
+				i++
+			}
+			if i == len(want.Events) {
+				t.Fatalf("read an event that was not written, or out of order: %+v", e)
+			}
+			i++
+		}
+		var de *DamageError
+		if errors.As(err, &de) && de.Events != len(tr.Events) {
+			t.Fatalf("error counts %d events, the Trace holds %d", de.Events, len(tr.Events))
+		}
+		checkRead(t, b)
+	})
 }

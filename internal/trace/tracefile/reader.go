@@ -13,13 +13,33 @@ import (
 
 // Read reads a whole trace file.
 //
-// A nil error means the file was read through its closing record. A file cut
-// short or damaged gives both the Trace read before the damage (Complete
-// false) and an error naming the byte offset of the damage; callers that
-// show traces should show that Trace along with the error. The Trace is nil
-// only when there is nothing to show: the file is empty, is not a trace,
-// ends inside its signature or version, or has a newer format version.
+// A nil error means the file was read through its closing record. A file
+// that is damaged or cut short gives both the Trace read around the damage
+// (Complete false) and a *DamageError saying how many calls were read and
+// which bytes and chunks could not be; callers that show traces should show
+// that Trace along with the error. An events chunk that is damaged while the
+// chunk after it is whole is skipped and reading goes on; any other damage
+// ends the reading there. The Trace is nil only when there is nothing to
+// show: the file is empty, is not a trace, has a newer format version, or
+// its signature, version or header chunk is cut off or damaged.
 func Read(r io.Reader) (*Trace, error) {
+	return read(r, nil)
+}
+
+// ReadFunc reads a trace file like Read, but hands the events to fn one
+// events chunk at a time, with the Trace as read so far (every call, site
+// and rank the events refer to is defined in it), instead of keeping them:
+// the returned Trace has no Events, and memory stays small however long the
+// trace. An error from fn stops the reading and is returned. Damage is
+// handled and reported as by Read, except that events fn has seen cannot be
+// taken back: when the closing record shows that a skipped chunk was a
+// definition, the DamageError says so, but fn has already seen the events
+// after it.
+func ReadFunc(r io.Reader, fn func(t *Trace, events []Event) error) (*Trace, error) {
+	return read(r, fn)
+}
+
+func read(r io.Reader, emit func(*Trace, []Event) error) (*Trace, error) {
 	s := &source{br: bufio.NewReader(r)}
 
 	var m [len(magic)]byte
@@ -32,17 +52,17 @@ func Read(r io.Reader) (*Trace, error) {
 	case err == io.EOF:
 		return nil, errors.New("trace file is empty (0 bytes): mpiprobe trace stopped before writing anything, record the trace again")
 	case err == io.ErrUnexpectedEOF:
-		return nil, fmt.Errorf("trace file damaged at byte %d (it ends inside the file signature): nothing to show, record the trace again", s.off)
+		return nil, fmt.Errorf("trace file too short (%d bytes): it ends inside the file signature, record the trace again", s.off)
 	case err != nil:
-		return nil, fmt.Errorf("reading trace file at byte %d: %v: check the file and try again", s.off, err)
+		return nil, fmt.Errorf("reading trace file at byte %d: %w", s.off, err)
 	}
 
 	v, err := binary.ReadUvarint(s)
 	switch {
 	case err == io.EOF || err == io.ErrUnexpectedEOF:
-		return nil, fmt.Errorf("trace file damaged at byte %d (it ends before the format version): nothing to show, record the trace again", s.off)
+		return nil, fmt.Errorf("trace file too short (%d bytes): it ends before the format version, record the trace again", s.off)
 	case err != nil && s.ioErr != nil:
-		return nil, fmt.Errorf("reading trace file at byte %d: %v: check the file and try again", s.off, err)
+		return nil, fmt.Errorf("reading trace file at byte %d: %w", s.off, s.ioErr)
 	case err != nil:
 		return nil, fmt.Errorf("trace file damaged at byte %d (unreadable format version): nothing to show, record the trace again", len(magic))
 	case v > Version:
@@ -52,54 +72,192 @@ func Read(r io.Reader) (*Trace, error) {
 	}
 
 	t := &Trace{Version: int(v)}
-	d := &decoder{t: t}
+	d := &decoder{t: t, written: -1, emit: emit}
+
+	// The header chunk: without it there is nothing to show.
+	start := s.off
+	typ, st, cause := s.next(d)
+	switch {
+	case st == frameIOError:
+		return nil, fmt.Errorf("reading trace file at byte %d: %w", s.off, s.ioErr)
+	case st == frameEOF || st == frameCut:
+		return nil, fmt.Errorf("trace file too short (%d bytes): it ends inside its header chunk, record the trace again", s.drain())
+	case st == frameOK:
+		if err := d.chunk(typ, d.buf); err != nil {
+			cause = err.Error()
+		}
+	}
+	if !d.sawHeader {
+		return nil, fmt.Errorf("trace file header damaged at byte %d (%s): nothing to show, record the trace again", start, cause)
+	}
+
+	de := &DamageError{Written: -1}
+	chunkNo := 0       // of the chunk being read; the header was chunk 0
+	var pend *Damage   // a damaged events chunk, skipped unless its successor is damaged too
+	var snap *snapshot // what had been read before the first damage
+	stop := func(dm Damage) {
+		if pend != nil {
+			dm.Start, dm.Chunk = pend.Start, pend.Chunk
+			dm.Cause = pend.Cause
+		}
+		dm.End = s.drain()
+		de.Size = dm.End
+		de.Damage = append(de.Damage, dm)
+	}
 	for {
+		chunkNo++
 		start := s.off
-		typ, err := s.ReadByte()
-		if err == io.EOF {
+		typ, st, cause := s.next(d)
+		if st == frameIOError {
+			return t, d.finish(de, fmt.Errorf("reading trace file at byte %d: %w", s.off, s.ioErr))
+		}
+		if st == frameEOF {
+			if pend != nil {
+				stop(Damage{})
+			} else {
+				de.Unclosed = !d.closed
+				de.Size = s.off
+			}
 			break
 		}
-		if err != nil {
-			return t, d.ioError(start, err)
+		if d.closed {
+			stop(Damage{Start: start, Chunk: chunkNo, Cause: "data after the closing record, ignored"})
+			break
 		}
-		if t.Complete {
-			return t, fmt.Errorf("trace file has unexpected data after its closing record, from byte %d (ignored): showing the %d events before it", start, len(t.Events))
-		}
-		length, err := binary.ReadUvarint(s)
-		if err != nil {
-			if s.ioErr != nil {
-				return t, d.ioError(start, s.ioErr)
+		if st == frameOK {
+			before := d.snapshot()
+			err := d.chunk(typ, d.buf)
+			if d.emitErr != nil {
+				return t, d.emitErr
 			}
-			if err == io.EOF || err == io.ErrUnexpectedEOF {
-				return t, d.damaged(start, "cut off inside a chunk")
+			if err == nil {
+				if pend != nil {
+					pend.End = start
+					de.Damage = append(de.Damage, *pend)
+					pend = nil
+				}
+				continue
 			}
-			return t, d.damaged(start, "unreadable chunk length")
+			before.restore(d)
+			st, cause = frameBad, err.Error()
 		}
-		if length > maxPayload {
-			return t, d.damaged(start, fmt.Sprintf("chunk length %d over the limit of %d", length, maxPayload))
-		}
-		d.buf, err = s.payload(d.buf, int(length))
-		var sum [4]byte
-		if err == nil {
-			err = s.full(sum[:])
-		}
-		if err != nil {
-			if err == io.EOF || err == io.ErrUnexpectedEOF {
-				return t, d.damaged(start, "cut off inside a chunk")
+		// The chunk is damaged. An events chunk whose frame holds together
+		// is skipped if the next chunk reads: events chunks decode on
+		// their own and define nothing later chunks refer to.
+		if st == frameBad && typ == chunkEvents && pend == nil {
+			if snap == nil {
+				snap = d.snapshot()
 			}
-			return t, d.ioError(start, err)
+			d.damaged = true
+			pend = &Damage{Start: start, End: s.off, Chunk: chunkNo, Cause: cause}
+			continue
 		}
-		if binary.LittleEndian.Uint32(sum[:]) != chunkCRC(typ, d.buf) {
-			return t, d.damaged(start, "crc mismatch")
-		}
-		if err := d.chunk(typ, d.buf); err != nil {
-			return t, d.damaged(start, err.Error())
-		}
+		stop(Damage{Start: start, Chunk: chunkNo, Cause: cause})
+		break
 	}
-	if !t.Complete {
-		return t, fmt.Errorf("trace file ends without its closing record (mpiprobe was interrupted?): showing the %d events read", len(t.Events))
+	// A skipped chunk whose type byte was damaged into 'E' may have defined
+	// a call, site or rank, so that every later one would be misnumbered:
+	// the closing record's counts tell, and if they disagree, nothing after
+	// the first damage can be trusted.
+	if snap != nil && d.defsLost {
+		snap.restore(d)
+		first := de.Damage[0]
+		first.End = de.Size
+		first.Cause += "; later definitions do not match the closing record"
+		de.Damage = []Damage{first}
 	}
-	return t, nil
+	return t, d.finish(de, nil)
+}
+
+// frame statuses of source.next.
+const (
+	frameOK      = iota // a whole chunk with a matching checksum
+	frameEOF            // the file ends cleanly before the chunk
+	frameBad            // a whole chunk by its length, with a checksum mismatch
+	frameCut            // the file ends inside the chunk, or its length is unreadable
+	frameIOError        // reading failed; see source.ioErr
+)
+
+// next reads one chunk into d.buf and returns its type, status and, unless
+// it is OK, the cause of the damage.
+func (s *source) next(d *decoder) (typ byte, status int, cause string) {
+	typ, err := s.ReadByte()
+	if err == io.EOF {
+		return 0, frameEOF, ""
+	}
+	if err != nil {
+		return 0, frameIOError, ""
+	}
+	length, err := binary.ReadUvarint(s)
+	switch {
+	case err != nil && s.ioErr != nil:
+		return typ, frameIOError, ""
+	case err == io.EOF || err == io.ErrUnexpectedEOF:
+		return typ, frameCut, "truncated"
+	case err != nil:
+		return typ, frameCut, "unreadable chunk length"
+	case length > maxPayload:
+		return typ, frameCut, fmt.Sprintf("chunk length %d over the limit of %d", length, maxPayload)
+	}
+	d.buf, err = s.payload(d.buf, int(length))
+	var sum [4]byte
+	if err == nil {
+		err = s.full(sum[:])
+	}
+	switch {
+	case err == io.EOF || err == io.ErrUnexpectedEOF:
+		return typ, frameCut, "truncated"
+	case err != nil:
+		s.ioErr = err
+		return typ, frameIOError, ""
+	case binary.LittleEndian.Uint32(sum[:]) != chunkCRC(typ, d.buf):
+		return typ, frameBad, "crc mismatch"
+	}
+	return typ, frameOK, ""
+}
+
+// drain reads the rest of the file and returns its size.
+func (s *source) drain() int64 {
+	n, _ := io.Copy(io.Discard, s.br)
+	s.off += n
+	return s.off
+}
+
+// snapshot is how much of a Trace had been read at some point.
+type snapshot struct {
+	events, calls, sites, ranks, ends int
+	header                            bool
+}
+
+func (d *decoder) snapshot() *snapshot {
+	t := d.t
+	return &snapshot{d.nevents, len(t.Calls), len(t.Sites), len(t.Ranks), len(t.Ends), d.sawHeader}
+}
+
+// restore cuts t back to the snapshot.
+func (sn *snapshot) restore(d *decoder) {
+	t := d.t
+	d.nevents = sn.events
+	t.Events = t.Events[:min(sn.events, len(t.Events))]
+	t.Calls = t.Calls[:sn.calls]
+	t.Sites = t.Sites[:sn.sites]
+	t.Ranks = t.Ranks[:sn.ranks]
+	t.Ends = t.Ends[:sn.ends]
+}
+
+// finish completes the DamageError of a read: nil if the file was read
+// whole, or ioErr if reading failed.
+func (d *decoder) finish(de *DamageError, ioErr error) error {
+	de.Events = d.nevents
+	de.Chunks = d.eventChunks
+	de.Written = d.written
+	if ioErr != nil {
+		return fmt.Errorf("%w: showing the %d calls read before it", ioErr, de.Events)
+	}
+	if len(de.Damage) == 0 && !de.Unclosed {
+		return nil
+	}
+	return de
 }
 
 // source reads the file and counts the bytes consumed.
@@ -162,14 +320,16 @@ type decoder struct {
 	sawHeader bool
 	buf       []byte  // payload scratch
 	streams   []Event // events chunk scratch
-}
 
-func (d *decoder) damaged(off int64, cause string) error {
-	return fmt.Errorf("trace file damaged at byte %d (%s): showing the %d events before it", off, cause, len(d.t.Events))
-}
+	eventChunks int  // events chunks read
+	written     int  // events the closing record counts, -1 before it is read
+	damaged     bool // a damaged chunk was skipped: the closing record cannot match
+	defsLost    bool // the closing record counts more definitions than were read
+	closed      bool // the closing record was read
+	nevents     int  // events read (Trace.Events holds them unless emit takes them)
 
-func (d *decoder) ioError(off int64, err error) error {
-	return fmt.Errorf("reading trace file at byte %d: %v: showing the %d events before it", off, err, len(d.t.Events))
+	emit    func(*Trace, []Event) error // ReadFunc's callback, or nil
+	emitErr error                       // what emit returned
 }
 
 // chunk applies one chunk whose checksum matched.
@@ -264,13 +424,24 @@ func (d *decoder) chunk(typ byte, p []byte) error {
 		if err := c.done("closing"); err != nil {
 			return err
 		}
-		have := [5]int{len(t.Events), len(t.Calls), len(t.Sites), len(t.Ranks), len(t.Ends)}
+		have := [5]int{d.nevents, len(t.Calls), len(t.Sites), len(t.Ranks), len(t.Ends)}
 		names := [5]string{"events", "calls", "sites", "ranks", "rank ends"}
+		if got[0] > math.MaxInt32 {
+			return fmt.Errorf("closing record counts %d events, more than a file holds", got[0])
+		}
+		d.closed = true
+		if d.damaged {
+			// Events were skipped; the definitions must all be there.
+			d.written = int(got[0])
+			d.defsLost = got[1] != uint64(have[1]) || got[2] != uint64(have[2]) || got[3] != uint64(have[3])
+			return nil
+		}
 		for i := range got {
 			if got[i] != uint64(have[i]) {
 				return fmt.Errorf("closing record counts %d %s but the file holds %d", got[i], names[i], have[i])
 			}
 		}
+		d.written = int(got[0])
 		t.Complete = true
 
 	default:
@@ -384,6 +555,12 @@ func (d *decoder) events(c *cursor) error {
 	}
 	t.Events = evs
 	d.streams = streams[:0]
+	d.eventChunks++
+	d.nevents += int(n)
+	if d.emit != nil {
+		d.emitErr = d.emit(t, evs[base:])
+		t.Events = evs[:0]
+	}
 	return nil
 }
 

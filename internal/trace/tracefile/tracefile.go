@@ -1,8 +1,11 @@
 package tracefile
 
 import (
+	"fmt"
 	"hash/crc32"
 	"math"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -92,6 +95,17 @@ const (
 // the reader allocate without limit.
 const maxPayload = 16 << 20
 
+// chunkBytes is the size of encoded events after which the writer ends an
+// events chunk: a damaged chunk loses about this much (some hundreds of
+// calls), and framing a chunk costs about 20 bytes, half a percent.
+const chunkBytes = 4096
+
+// minChunkBytes is where events chunks start: until 32 KiB of events are
+// written, a chunk ends at an eighth of what was written before it, so that
+// a small trace is cut in many chunks too, at about 20 bytes of framing
+// each.
+const minChunkBytes = 512
+
 // eventsPerChunk is how many events the writer puts in one events chunk, and
 // the most the reader accepts in one.
 const eventsPerChunk = 4096
@@ -130,4 +144,62 @@ type streamKey struct {
 // crcUpdate continues a chunk checksum over more payload.
 func crcUpdate(crc uint32, p []byte) uint32 {
 	return crc32.Update(crc, castagnoli, p)
+}
+
+// Damage is a part of a trace file that could not be read.
+type Damage struct {
+	// Start and End delimit the unreadable bytes: from offset Start up to,
+	// not including, End (the file size when reading stopped there).
+	Start, End int64
+	// Chunk is the number of the first unreadable chunk, counting the
+	// header chunk as 0.
+	Chunk int
+	// Cause says what is wrong: "truncated", "crc mismatch", ...
+	Cause string
+}
+
+// DamageError is the error Read returns for a file it could read only in
+// part; the Trace it returns with it holds everything outside the damage.
+type DamageError struct {
+	// Events is how many events (MPI calls) were read, in Chunks events
+	// chunks.
+	Events, Chunks int
+	// Written is how many events the writer wrote, from the closing
+	// record; -1 when that was not read.
+	Written int
+	// Size is the size of the file in bytes.
+	Size int64
+	// Damage lists the unreadable parts in file order.
+	Damage []Damage
+	// Unclosed is set when the file ends cleanly after a chunk but without
+	// the closing record: the recorder was interrupted.
+	Unclosed bool
+}
+
+// Error is one line, such as
+//
+//	damaged trace: read 412 calls in 9 chunks; bytes 18304-36912 unreadable (chunk 13: truncated)
+func (e *DamageError) Error() string {
+	var b strings.Builder
+	if len(e.Damage) > 0 {
+		b.WriteString("damaged trace: read ")
+	} else {
+		b.WriteString("incomplete trace: read ")
+	}
+	b.WriteString(strconv.Itoa(e.Events))
+	if e.Written >= 0 {
+		b.WriteString(" of " + strconv.Itoa(e.Written))
+	}
+	fmt.Fprintf(&b, " calls in %d chunks", e.Chunks)
+	for i, d := range e.Damage {
+		sep := "; "
+		if i > 0 {
+			sep = ", "
+		}
+		fmt.Fprintf(&b, "%sbytes %d-%d unreadable (chunk %d: %s)", sep, d.Start, d.End, d.Chunk, d.Cause)
+	}
+	if e.Unclosed {
+		fmt.Fprintf(&b, "; the file ends at byte %d without its closing record (was mpiprobe trace interrupted?)", e.Size)
+	}
+	return b.String()
 }

@@ -8,6 +8,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -150,7 +151,27 @@ func encode(tb testing.TB, rng *rand.Rand, t *Trace) []byte {
 	if err := w.Close(t.Ends); err != nil {
 		tb.Fatal(err)
 	}
+	*t = *byFirstUse(t)
 	return buf.Bytes()
+}
+
+// byFirstUse returns t with its calls as a file holds them: only those the
+// events use, numbered in the order of their first use.
+func byFirstUse(t *Trace) *Trace {
+	u := *t
+	u.Calls = nil
+	u.Events = slices.Clone(t.Events)
+	num := map[int]int{}
+	for i, e := range u.Events {
+		n, ok := num[e.Call]
+		if !ok {
+			n = len(u.Calls)
+			num[e.Call] = n
+			u.Calls = append(u.Calls, t.Calls[e.Call])
+		}
+		u.Events[i].Call = n
+	}
+	return &u
 }
 
 // sameTrace reports how got differs from want, or "".
@@ -256,7 +277,7 @@ func TestTruncateEveryByte(t *testing.T) {
 			t.Fatalf("error is not one line: %q", err)
 		}
 		if tr == nil {
-			if n > len(magic)+1 {
+			if int64(n) >= layout(t, data)[0].end {
 				t.Fatalf("truncated to %d bytes: nil Trace (%v)", n, err)
 			}
 			continue
@@ -272,6 +293,7 @@ func TestTruncateManyChunks(t *testing.T) {
 	rng := rand.New(rand.NewPCG(8, 8))
 	want := randTrace(rng, 3*eventsPerChunk+100)
 	data := encode(t, rng, want)
+	chunks := layout(t, data)
 	seen := map[int]bool{}
 	for n := 0; n < len(data); n += 1 + rng.IntN(800) {
 		tr, err := Read(bytes.NewReader(data[:n]))
@@ -280,8 +302,8 @@ func TestTruncateManyChunks(t *testing.T) {
 		}
 		if tr != nil {
 			checkPrefix(t, fmt.Sprintf("truncated to %d bytes", n), tr, want)
-			if len(tr.Events)%eventsPerChunk != 0 {
-				t.Fatalf("truncated to %d bytes: %d events, not whole chunks", n, len(tr.Events))
+			if want := eventsBefore(chunks, int64(n)); len(tr.Events) != want {
+				t.Fatalf("truncated to %d bytes: %d events, want the %d of the whole chunks before", n, len(tr.Events), want)
 			}
 			seen[len(tr.Events)] = true
 		}
@@ -293,8 +315,12 @@ func TestTruncateManyChunks(t *testing.T) {
 
 func TestBitFlips(t *testing.T) {
 	rng := rand.New(rand.NewPCG(9, 9))
-	want := randTrace(rng, 40)
+	want := randTrace(rng, 100)
 	data := encode(t, rng, want)
+	chunks := layout(t, data)
+	if countType(chunks, chunkEvents) < 3 {
+		t.Fatalf("%d events chunks", countType(chunks, chunkEvents))
+	}
 	bad := make([]byte, len(data))
 	for i := range len(data) * 8 {
 		copy(bad, data)
@@ -303,38 +329,24 @@ func TestBitFlips(t *testing.T) {
 		if err == nil {
 			t.Fatalf("bit %d of byte %d flipped: no error", i%8, i/8)
 		}
-		if tr != nil {
-			checkPrefix(t, fmt.Sprintf("bit %d of byte %d flipped", i%8, i/8), tr, want)
+		if tr == nil {
+			continue
 		}
-	}
-}
-
-func TestDamageMessage(t *testing.T) {
-	rng := rand.New(rand.NewPCG(10, 10))
-	want := randTrace(rng, 3*eventsPerChunk)
-	data := encode(t, rng, want)
-	// Find the second events chunk by walking the frames.
-	off := len(magic) + 1
-	var starts []int
-	for off < len(data) {
-		l, n := binary.Uvarint(data[off+1:])
-		if data[off] == chunkEvents {
-			starts = append(starts, off)
+		// Whole chunks are read or skipped: the events are those of the
+		// chunks read, all of one chunk or none.
+		what := fmt.Sprintf("bit %d of byte %d flipped", i%8, i/8)
+		var evs []Event
+		var de *DamageError
+		errors.As(err, &de)
+		for k, c := range chunks {
+			if c.typ != chunkEvents || (de != nil && slices.ContainsFunc(de.Damage, func(d Damage) bool { return d.Chunk <= k && c.end <= d.End })) {
+				continue
+			}
+			evs = append(evs, want.Events[c.first:c.first+c.events]...)
 		}
-		off += 1 + n + int(l) + 4
-	}
-	if off != len(data) || len(starts) != 3 {
-		t.Fatalf("frames end at %d of %d, %d events chunks", off, len(data), len(starts))
-	}
-	bad := bytes.Clone(data)
-	bad[starts[1]+20] ^= 0x10
-	tr, err := Read(bytes.NewReader(bad))
-	wantErr := fmt.Sprintf("trace file damaged at byte %d (crc mismatch): showing the 4096 events before it", starts[1])
-	if err == nil || err.Error() != wantErr {
-		t.Fatalf("err = %v, want %s", err, wantErr)
-	}
-	if tr == nil || len(tr.Events) != eventsPerChunk || tr.Complete {
-		t.Fatalf("trace %v", tr != nil)
+		if !slices.Equal(tr.Events, evs) {
+			t.Fatalf("%s: read %d events, not those of the %d chunks outside the damage (%v)", what, len(tr.Events), len(evs), err)
+		}
 	}
 }
 
@@ -358,12 +370,17 @@ func TestNoClosingRecord(t *testing.T) {
 	if err := w.WriteEvents(want.Events); err != nil {
 		t.Fatal(err)
 	}
+	want = byFirstUse(want)
+	size := buf.Len()
+	chunks := layout(t, buf.Bytes())
 	tr, err := Read(&buf) // the writer is never closed
-	wantErr := "trace file ends without its closing record (mpiprobe was interrupted?): showing the 4096 events read"
+	n := eventsBefore(chunks, int64(size))
+	wantErr := fmt.Sprintf("incomplete trace: read %d calls in %d chunks; the file ends at byte %d without its closing record (was mpiprobe trace interrupted?)",
+		n, countType(chunks, chunkEvents), size)
 	if err == nil || err.Error() != wantErr {
 		t.Fatalf("err = %v, want %s", err, wantErr)
 	}
-	if tr.Complete || len(tr.Events) != eventsPerChunk {
+	if tr.Complete || len(tr.Events) != n || n < eventsPerChunk/2 {
 		t.Fatalf("Complete %v, %d events", tr.Complete, len(tr.Events))
 	}
 	checkPrefix(t, "unclosed", tr, want)
@@ -374,6 +391,9 @@ func TestBadFiles(t *testing.T) {
 	w, _ := NewWriter(&good, Header{})
 	w.Close(nil)
 	rest := string(good.Bytes()[len(magic)+1:])
+	// A bit of the header's payload (its host name's length) flipped.
+	hdrFlip := []byte(good.String())
+	hdrFlip[len(magic)+3] ^= 1
 
 	for _, tc := range []struct {
 		name, data, err string
@@ -381,8 +401,13 @@ func TestBadFiles(t *testing.T) {
 		{"empty", "", "trace file is empty (0 bytes): mpiprobe trace stopped before writing anything, record the trace again"},
 		{"bad magic", "#!/bin/sh\necho hello world\n", "not an mpiprobe trace file (bad magic): give a file written by mpiprobe trace -o"},
 		{"short text", "hi", "not an mpiprobe trace file (bad magic): give a file written by mpiprobe trace -o"},
-		{"magic cut", magic[:7], "trace file damaged at byte 7 (it ends inside the file signature): nothing to show, record the trace again"},
-		{"no version", magic, "trace file damaged at byte 15 (it ends before the format version): nothing to show, record the trace again"},
+		{"magic cut", magic[:7], "trace file too short (7 bytes): it ends inside the file signature, record the trace again"},
+		{"no version", magic, "trace file too short (15 bytes): it ends before the format version, record the trace again"},
+		{"20 bytes", good.String()[:20], "trace file too short (20 bytes): it ends inside its header chunk, record the trace again"},
+		{"header crc", string(hdrFlip),
+			"trace file header damaged at byte 16 (crc mismatch): nothing to show, record the trace again"},
+		{"no header", magic + "\x01" + string(frame(chunkCall, []byte{1, 'a'})) + rest,
+			"trace file header damaged at byte 16 (first chunk has type 'C', not the header): nothing to show, record the trace again"},
 		{"version 2", magic + "\x02" + rest, "trace file version 2 is newer than this mpiprobe reads (1): use a newer mpiprobe"},
 		{"version 300", magic + "\xac\x02" + rest, "trace file version 300 is newer than this mpiprobe reads (1): use a newer mpiprobe"},
 		{"version 0", magic + "\x00" + rest, "trace file damaged at byte 15 (format version 0 does not exist): nothing to show, record the trace again"},
@@ -400,13 +425,13 @@ func TestBadFiles(t *testing.T) {
 	var hdr bytes.Buffer
 	NewWriter(&hdr, Header{})
 	tr, err := Read(&hdr)
-	if tr == nil || err == nil || !strings.Contains(err.Error(), "ends without its closing record") {
+	if tr == nil || err == nil || !strings.Contains(err.Error(), "without its closing record") {
 		t.Errorf("header only: %v, %v", tr, err)
 	}
 
 	// Data after the closing record.
 	tr, err = Read(strings.NewReader(good.String() + "junk"))
-	want := fmt.Sprintf("trace file has unexpected data after its closing record, from byte %d (ignored): showing the 0 events before it", good.Len())
+	want := fmt.Sprintf("damaged trace: read 0 of 0 calls in 0 chunks; bytes %d-%d unreadable (chunk 3: data after the closing record, ignored)", good.Len(), good.Len()+4)
 	if tr == nil || !tr.Complete || err == nil || err.Error() != want {
 		t.Errorf("trailing junk: %v, %v", tr, err)
 	}
@@ -452,7 +477,7 @@ func TestBadChunks(t *testing.T) {
 		off := len(data)
 		data = append(data, tc.chunks[len(tc.chunks)-1]...)
 		tr, err := Read(bytes.NewReader(data))
-		want := fmt.Sprintf("trace file damaged at byte %d (%s): showing the 0 events before it", off, tc.cause)
+		want := fmt.Sprintf("damaged trace: read 0 calls in 0 chunks; bytes %d-%d unreadable (chunk %d: %s)", off, len(data), len(tc.chunks), tc.cause)
 		if err == nil || err.Error() != want {
 			t.Errorf("%s: err = %v\nwant %s", tc.name, err, want)
 		}
@@ -543,9 +568,6 @@ func TestWriteErrorSticks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := w.AddCall("a"); err == nil {
-		t.Fatal("AddCall on a failing writer succeeded")
-	}
 	if _, err := w.AddRank(Rank{}); err == nil || !strings.Contains(err.Error(), "disk full") {
 		t.Fatalf("AddRank after failure: %v", err)
 	}
@@ -606,11 +628,15 @@ func TestLargeChunks(t *testing.T) {
 	if _, err := w.AddCall("MPI_Send"); err != nil { // still usable
 		t.Fatal(err)
 	}
+	w.AddRank(Rank{})
+	if err := w.WriteEvents([]Event{{Call: 0}}); err != nil {
+		t.Fatal(err)
+	}
 	if err := w.Close(nil); err != nil {
 		t.Fatal(err)
 	}
 	tr, err := Read(bytes.NewReader(buf.Bytes()))
-	if err != nil || tr.Sites[0].Object != big || tr.Calls[0] != "MPI_Send" {
+	if err != nil || tr.Sites[0].Object != big || len(tr.Calls) != 1 || tr.Calls[0] != "MPI_Send" {
 		t.Fatalf("read back: %v", err)
 	}
 
@@ -621,7 +647,7 @@ func TestLargeChunks(t *testing.T) {
 	data = binary.AppendUvarint(data, 10<<20)
 	data = append(data, "short"...)
 	_, err = Read(bytes.NewReader(data))
-	want := fmt.Sprintf("trace file damaged at byte %d (cut off inside a chunk): showing the 0 events before it", hdr.Len())
+	want := fmt.Sprintf("damaged trace: read 0 calls in 0 chunks; bytes %d-%d unreadable (chunk 1: truncated)", hdr.Len(), len(data))
 	if err == nil || err.Error() != want {
 		t.Fatalf("err = %v, want %s", err, want)
 	}

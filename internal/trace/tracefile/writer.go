@@ -16,8 +16,16 @@ type Writer struct {
 	err    error // sticky
 	closed bool
 
-	ncalls, nsites, nranks int
-	nevents                uint64
+	ncalls, nsites, nranks int    // definitions written
+	nevents                uint64 // events written in chunks
+	evBytes                int    // their encoded bytes
+
+	// Call names are written at their first use, so that a recorder that
+	// adds every function it probes (hundreds) does not fill the start of
+	// the file with names no event uses: the file numbers calls in the
+	// order they are written, and callFile maps AddCall's index to it.
+	calls    []string
+	callFile []int // -1 until written
 
 	// The events chunk being built.
 	ev      []byte // encoded events, without the count in front
@@ -54,12 +62,19 @@ func NewWriter(w io.Writer, h Header) (*Writer, error) {
 }
 
 // AddCall defines the MPI function called name and returns its index for
-// Event.Call. It writes a chunk.
+// Event.Call. The name is written when an event first uses it; a call no
+// event uses is not in the file. Calls are numbered in the file in the
+// order they are first used, so a Trace read back numbers them so too.
 func (w *Writer) AddCall(name string) (int, error) {
 	if err := w.usable(); err != nil {
 		return 0, err
 	}
-	return w.define(chunkCall, appendString(nil, name), "call name", &w.ncalls)
+	if n := len(appendString(nil, name)); n > maxPayload {
+		return 0, fmt.Errorf("tracefile: call name is %d bytes, more than the %d a chunk holds: shorten its strings", n, maxPayload)
+	}
+	w.calls = append(w.calls, name)
+	w.callFile = append(w.callFile, -1)
+	return len(w.calls) - 1, nil
 }
 
 // AddSite defines a call site and returns its index for Event.Site. It
@@ -94,7 +109,9 @@ func (w *Writer) AddRank(r Rank) (int, error) {
 }
 
 // WriteEvents appends events. They are buffered and written as an events
-// chunk every 4096 events; Close writes the rest. Every event's Rank, Call
+// chunk every 4 KiB or 4096 events, whichever comes first (smaller chunks,
+// from 512 bytes, while the file is small), so that damage to a file loses
+// little; Close writes the rest. Every event's Rank, Call
 // and Site must refer to a rank, call and site already added; if one does
 // not, WriteEvents writes none of ev and returns an error.
 func (w *Writer) WriteEvents(ev []Event) error {
@@ -107,8 +124,16 @@ func (w *Writer) WriteEvents(ev []Event) error {
 		}
 	}
 	for i := range ev {
-		w.encode(&ev[i])
-		if w.evn == eventsPerChunk {
+		e := ev[i]
+		if e.Call = w.callFile[e.Call]; e.Call < 0 {
+			c, err := w.define(chunkCall, appendString(nil, w.calls[ev[i].Call]), "call name", &w.ncalls)
+			if err != nil {
+				return err
+			}
+			w.callFile[ev[i].Call], e.Call = c, c
+		}
+		w.encode(&e)
+		if w.evn == eventsPerChunk || len(w.ev) >= min(chunkBytes, max(minChunkBytes, w.evBytes/8)) {
 			if err := w.flushEvents(); err != nil {
 				return err
 			}
@@ -176,8 +201,8 @@ func (w *Writer) check(e *Event) error {
 	switch {
 	case e.Rank < 0 || e.Rank >= w.nranks:
 		return fmt.Errorf("rank index %d out of range (%d ranks added): add the rank with AddRank first", e.Rank, w.nranks)
-	case e.Call < 0 || e.Call >= w.ncalls:
-		return fmt.Errorf("call index %d out of range (%d calls added): add the call with AddCall first", e.Call, w.ncalls)
+	case e.Call < 0 || e.Call >= len(w.calls):
+		return fmt.Errorf("call index %d out of range (%d calls added): add the call with AddCall first", e.Call, len(w.calls))
 	case e.Site < 0 || e.Site >= w.nsites:
 		return fmt.Errorf("site index %d out of range (%d sites added): add the site with AddSite first", e.Site, w.nsites)
 	}
@@ -289,6 +314,7 @@ func (w *Writer) flushEvents() error {
 		return err
 	}
 	w.nevents += uint64(w.evn)
+	w.evBytes += len(w.ev)
 	w.ev = w.ev[:0]
 	w.evn = 0
 	clear(w.streams)

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"io"
+	"math"
 	"path"
 	"slices"
 	"strconv"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/mpiprobe/mpiprobe/internal/ranks"
+	"github.com/mpiprobe/mpiprobe/internal/text"
 	"github.com/mpiprobe/mpiprobe/internal/trace/loops"
 	"github.com/mpiprobe/mpiprobe/internal/trace/tracefile"
 )
@@ -22,8 +24,8 @@ type Detail int
 const (
 	// Low prints the calls and loops only.
 	Low Detail = iota
-	// High adds the compute bursts between calls, average times in
-	// microseconds, and per call site the peers, counts and roots seen.
+	// High adds the compute bursts between calls, average times with
+	// their units, and per call site the peers, counts and roots seen.
 	High
 )
 
@@ -38,13 +40,19 @@ func ParseDetail(s string) (Detail, error) {
 	return Low, fmt.Errorf("detail %q: give low or high", s)
 }
 
-// Options select what Show prints.
+// Options select what Show and ShowJSON print.
 type Options struct {
-	// Rank, when not empty, limits the per-rank part to the rank with this
-	// MPI rank number (as the trace names it).
+	// Rank, when not empty, prints only the rank with this MPI rank number
+	// (as the trace names it), in detail. CheckRank tells whether it is in
+	// the trace.
 	Rank string
+	// PerRank prints every rank in detail instead of each distinct
+	// structure once with the ranks that share it.
+	PerRank bool
 	// Detail is the level of detail.
 	Detail Detail
+	// Damage, when the file was damaged, says what could not be read.
+	Damage *tracefile.DamageError
 }
 
 // Stream is one thread's compressed call stream.
@@ -188,28 +196,136 @@ func (a *Analysis) IsCompute(sym int) bool { return a.syms[sym].cpu }
 
 // Structure formats a stream at the given detail.
 func (a *Analysis) Structure(s Stream, d Detail) string {
-	opt := loops.FormatOptions{Times: d == High}
+	opt := loops.FormatOptions{Times: d == High, Value: Micros}
 	if d == Low {
 		opt.Hide = a.IsCompute
 	}
 	return loops.Format(s.Nodes, a.Name, opt)
 }
 
-// Show prints the trace: header, call sites, each rank's compressed
-// structure, and the ranks grouped by identical structure.
+// Micros formats a time in microseconds, the unit of the structures'
+// weights, with a unit and three significant digits or so: "850 ns",
+// "12.3 µs", "4.1 ms", "2.0 s".
+func Micros(us float64) string {
+	switch a := math.Abs(us); {
+	case a < 1:
+		return strconv.FormatFloat(us*1e3, 'f', 0, 64) + " ns"
+	case a < 1e3:
+		return strconv.FormatFloat(us, 'f', 1, 64) + " µs"
+	case a < 1e6:
+		return strconv.FormatFloat(us/1e3, 'f', 1, 64) + " ms"
+	}
+	return strconv.FormatFloat(us/1e6, 'f', 1, 64) + " s"
+}
+
+// duration formats d like Micros.
+func duration(d time.Duration) string { return Micros(float64(d) / 1e3) }
+
+// CheckRank returns an error unless the trace holds the MPI rank named
+// rank; the error names the ranks it holds.
+func CheckRank(t *tracefile.Trace, rank string) error {
+	var nums []int
+	var other []string
+	for _, r := range t.Ranks {
+		if r.Rank == rank {
+			return nil
+		}
+		if n, err := strconv.Atoi(r.Rank); err == nil {
+			nums = append(nums, n)
+		} else {
+			other = append(other, r.Rank)
+		}
+	}
+	if len(t.Ranks) == 0 {
+		return fmt.Errorf("rank %s is not in this trace: it holds no rank", rank)
+	}
+	valid := ranks.Format(nums)
+	if len(other) > 0 {
+		valid = strings.Join(append([]string{valid}, other...), ",")
+	}
+	return fmt.Errorf("rank %s is not in this trace: give a rank in %s", rank, strings.TrimPrefix(valid, ","))
+}
+
+// rankGroup is ranks whose threads have identical structures at low detail.
+type rankGroup struct {
+	ranks   []int // indexes into Trace.Ranks, in rank order
+	streams []int // the first rank's streams, indexes into Analysis.Streams
+}
+
+// rankLabel names a set of ranks: "rank 0", "ranks 1-3", "ranks 0,2".
+func rankLabel(t *tracefile.Trace, idx []int) string {
+	var nums []int
+	var other []string
+	for _, i := range idx {
+		if n, err := strconv.Atoi(t.Ranks[i].Rank); err == nil {
+			nums = append(nums, n)
+		} else {
+			other = append(other, fmt.Sprintf("%s (pid %d)", t.Ranks[i].Rank, t.Ranks[i].PID))
+		}
+	}
+	list := ranks.Format(nums)
+	if len(other) > 0 {
+		list = strings.TrimPrefix(list+","+strings.Join(other, ","), ",")
+	}
+	if len(idx) == 1 {
+		return "rank " + list
+	}
+	return "ranks " + list
+}
+
+// groups groups the ranks that made calls by their structure: every
+// thread's low-detail structure, in thread order. Groups come in the order
+// of their first rank.
+func (a *Analysis) groups() []rankGroup {
+	byRank := map[int][]int{}
+	var order []int
+	for i, s := range a.Streams {
+		if _, ok := byRank[s.Rank]; !ok {
+			order = append(order, s.Rank)
+		}
+		byRank[s.Rank] = append(byRank[s.Rank], i)
+	}
+	index := map[string]int{}
+	var out []rankGroup
+	for _, r := range order {
+		var key strings.Builder
+		for _, si := range byRank[r] {
+			key.WriteString(a.Structure(a.Streams[si], Low))
+			key.WriteByte('\n')
+		}
+		g, ok := index[key.String()]
+		if !ok {
+			g = len(out)
+			index[key.String()] = g
+			out = append(out, rankGroup{streams: byRank[r]})
+		}
+		out[g].ranks = append(out[g].ranks, r)
+	}
+	return out
+}
+
+// Show prints the trace: header, call sites, and each distinct structure
+// once with the ranks that share it, then how the ranks ended; with
+// opt.PerRank or opt.Rank, each rank in detail instead.
 func Show(w io.Writer, t *tracefile.Trace, opt Options) error {
 	a := Analyze(t)
 	p := &printer{w: w}
-	p.header(a)
+	p.header(a, opt)
 	if len(t.Events) == 0 && len(t.Ranks) == 0 {
-		p.printf("no MPI call was recorded: no traced process called the MPI library mpiprobe attached to (%s)\n",
-			"was the program started under mpiprobe trace, and is it linked against Open MPI or MPICH?")
+		if opt.Damage != nil {
+			p.printf("no MPI call could be read before the damage\n")
+		} else {
+			p.printf("no MPI call was recorded: no traced process called the MPI library mpiprobe attached to (%s)\n",
+				"was the program started under mpiprobe trace, and is it linked against Open MPI or MPICH?")
+		}
 		return p.err
 	}
 	p.sites(a, opt.Detail)
-	p.ranks(a, opt)
-	if opt.Rank == "" {
-		p.groups(a)
+	if opt.PerRank || opt.Rank != "" {
+		p.ranks(a, opt)
+	} else {
+		p.groups(a, opt.Detail)
+		p.ends(a)
 	}
 	return p.err
 }
@@ -225,26 +341,28 @@ func (p *printer) printf(format string, args ...any) {
 	}
 }
 
-func (p *printer) header(a *Analysis) {
+func (p *printer) header(a *Analysis, opt Options) {
 	t := a.Trace
-	p.printf("trace of %s on %s, started %s: %d ranks, %d MPI calls\n",
-		strings.Join(t.Header.Command, " "), t.Header.Host, t.Header.Start.Format("2006-01-02 15:04:05"),
-		len(t.Ranks), len(t.Events))
-	if !t.Complete {
-		p.printf("warning: the trace is incomplete (see the error below); what was read is shown\n")
+	calls := strconv.Itoa(len(t.Events))
+	if opt.Damage != nil && opt.Damage.Written >= 0 {
+		calls += " of " + strconv.Itoa(opt.Damage.Written)
 	}
+	p.printf("trace of %s on %s, started %s: %d ranks, %s MPI calls\n",
+		text.Line(strings.Join(t.Header.Command, " ")), text.Line(t.Header.Host), t.Header.Start.Format("2006-01-02 15:04:05"),
+		len(t.Ranks), calls)
 }
 
 // siteInfo gathers what a call site was seen doing.
 type siteInfo struct {
 	calls []string
+	n     int
 	peers []int32
 	roots []int32
 	sizes []string
 }
 
-func (p *printer) sites(a *Analysis, d Detail) {
-	t := a.Trace
+// siteInfos gathers every site's calls and, at high detail, arguments.
+func siteInfos(t *tracefile.Trace, args bool) []siteInfo {
 	info := make([]siteInfo, len(t.Sites))
 	add := func(list []int32, v int32) []int32 {
 		if v == tracefile.NoValue || slices.Contains(list, v) || len(list) > 8 {
@@ -254,10 +372,11 @@ func (p *printer) sites(a *Analysis, d Detail) {
 	}
 	for _, e := range t.Events {
 		in := &info[e.Site]
-		if c := shortCall(t.Calls[e.Call]); !slices.Contains(in.calls, c) {
+		in.n++
+		if c := t.Calls[e.Call]; !slices.Contains(in.calls, c) {
 			in.calls = append(in.calls, c)
 		}
-		if d == High {
+		if args {
 			in.peers = add(in.peers, e.Peer)
 			in.roots = add(in.roots, e.Root)
 			if e.Count != tracefile.NoValue {
@@ -271,6 +390,11 @@ func (p *printer) sites(a *Analysis, d Detail) {
 			}
 		}
 	}
+	return info
+}
+
+// siteOrder returns the site indexes in display order.
+func (a *Analysis) siteOrder() []int {
 	var order []int
 	for i, n := range a.SiteNum {
 		if n >= 0 {
@@ -278,6 +402,13 @@ func (p *printer) sites(a *Analysis, d Detail) {
 		}
 	}
 	slices.SortFunc(order, func(x, y int) int { return cmp.Compare(a.SiteNum[x], a.SiteNum[y]) })
+	return order
+}
+
+func (p *printer) sites(a *Analysis, d Detail) {
+	t := a.Trace
+	info := siteInfos(t, d == High)
+	order := a.siteOrder()
 	if len(order) == 0 {
 		return
 	}
@@ -291,8 +422,12 @@ func (p *printer) sites(a *Analysis, d Detail) {
 		if s.File != "" {
 			where += fmt.Sprintf(" (%s:%d)", path.Base(s.File), s.Line)
 		}
-		p.printf("  %3d  %-20s %s", a.SiteNum[i], strings.Join(info[i].calls, ","), where)
 		in := info[i]
+		short := make([]string, len(in.calls))
+		for k, c := range in.calls {
+			short[k] = shortCall(c)
+		}
+		p.printf("  %3d  %-20s %s", a.SiteNum[i], strings.Join(short, ","), text.Line(where))
 		if len(in.peers) > 0 {
 			p.printf("  peers %s", joinInts(in.peers))
 		}
@@ -316,42 +451,128 @@ func joinInts(v []int32) string {
 	return strings.Join(s, ",")
 }
 
+// groups prints each distinct structure once, with the ranks sharing it.
+// At high detail the times are those of the group's first rank.
+func (p *printer) groups(a *Analysis, d Detail) {
+	t := a.Trace
+	gs := a.groups()
+	for _, g := range gs {
+		label := rankLabel(t, g.ranks)
+		switch {
+		case len(gs) == 1 && len(g.ranks) > 1:
+			label += ", all with the same structure (SPMD)"
+		case d == High && len(g.ranks) > 1:
+			label += fmt.Sprintf(", times of %s", rankLabel(t, g.ranks[:1]))
+		}
+		p.printf("%s:\n", label)
+		for k, si := range g.streams {
+			s := a.Streams[si]
+			if len(g.streams) > 1 {
+				p.printf("  thread %d of %d:\n", k+1, len(g.streams))
+			}
+			p.printf("  %s\n", a.Structure(s, d))
+		}
+	}
+}
+
+// ends prints how the ranks ended, the calls they lost and the ranks that
+// made no call, each kind on one line.
+func (p *printer) ends(a *Analysis) {
+	t := a.Trace
+	called := map[int]bool{}
+	for _, s := range a.Streams {
+		called[s.Rank] = true
+	}
+	order := rankOrder(t)
+	idx := make([]int, len(t.Ranks))
+	for i, pos := range order {
+		idx[pos] = i
+	}
+	byEnd := map[string][]int{}
+	var endOrder []string
+	lost := map[int]uint64{}
+	for _, e := range t.Ends {
+		lost[e.Rank] += e.Lost
+		if e.End == "" {
+			continue
+		}
+		if _, ok := byEnd[e.End]; !ok {
+			endOrder = append(endOrder, e.End)
+		}
+		byEnd[e.End] = append(byEnd[e.End], e.Rank)
+	}
+	if len(endOrder) > 0 {
+		slices.SortFunc(endOrder, func(x, y string) int { return cmp.Compare(order[byEnd[x][0]], order[byEnd[y][0]]) })
+		parts := make([]string, len(endOrder))
+		for i, e := range endOrder {
+			parts[i] = text.Line(e) + " (" + rankLabel(t, sortedByRank(byEnd[e], order)) + ")"
+		}
+		p.printf("ended: %s\n", strings.Join(parts, "; "))
+	}
+	var lostParts []string
+	var silent []int
+	for _, i := range idx {
+		if lost[i] > 0 {
+			lostParts = append(lostParts, fmt.Sprintf("%s LOST %d calls", rankLabel(t, []int{i}), lost[i]))
+		}
+		if !called[i] {
+			silent = append(silent, i)
+		}
+	}
+	if len(lostParts) > 0 {
+		p.printf("%s (ring buffer full; the structures miss them)\n", strings.Join(lostParts, ", "))
+	}
+	if len(silent) > 0 {
+		p.printf("no MPI call recorded: %s\n", rankLabel(t, silent))
+	}
+}
+
+// sortedByRank sorts rank indexes by rank order.
+func sortedByRank(idx []int, order []int) []int {
+	idx = slices.Clone(idx)
+	slices.SortFunc(idx, func(x, y int) int { return cmp.Compare(order[x], order[y]) })
+	return idx
+}
+
+// ranks prints each rank in detail (only opt.Rank if set): its process,
+// how it ended, and every thread's structure.
 func (p *printer) ranks(a *Analysis, opt Options) {
 	t := a.Trace
 	ends := map[int]tracefile.RankEnd{}
 	for _, e := range t.Ends {
 		ends[e.Rank] = e
 	}
-	shown := 0
 	threads := map[int]int{}
 	for _, s := range a.Streams {
 		threads[s.Rank]++
 	}
+	head := func(i int, what string) {
+		r := t.Ranks[i]
+		end := ends[i]
+		p.printf("rank %s (pid %d, host %s, job %s): %s", text.Line(r.Rank), r.PID, text.Line(r.Host), text.Line(r.Job), what)
+		if end.End != "" {
+			p.printf(", %s", text.Line(end.End))
+		}
+		if end.Lost > 0 {
+			p.printf(", LOST %d calls (ring buffer full; the structure misses them)", end.Lost)
+		}
+		p.printf("\n")
+	}
 	last := -1
 	for _, s := range a.Streams {
-		r := t.Ranks[s.Rank]
-		if opt.Rank != "" && r.Rank != opt.Rank {
+		if opt.Rank != "" && t.Ranks[s.Rank].Rank != opt.Rank {
 			continue
 		}
-		shown++
 		if s.Rank != last {
 			last = s.Rank
-			end := ends[s.Rank]
-			p.printf("rank %s (pid %d, host %s, job %s): %s", r.Rank, r.PID, r.Host, r.Job, path.Base(r.Exe))
-			if end.End != "" {
-				p.printf(", %s", end.End)
-			}
-			if end.Lost > 0 {
-				p.printf(", LOST %d calls (ring buffer full; the structure misses them)", end.Lost)
-			}
-			p.printf("\n")
+			head(s.Rank, text.Line(path.Base(t.Ranks[s.Rank].Exe)))
 		}
 		if threads[s.Rank] > 1 {
 			p.printf("  thread %d:\n", s.TID)
 		}
 		p.printf("  %s\n", a.Structure(s, opt.Detail))
 		if opt.Detail == High {
-			p.printf("  %d calls; %s in MPI, %s computing\n", s.Calls, s.MPI.Round(time.Microsecond), s.Compute.Round(time.Microsecond))
+			p.printf("  %d calls; %s in MPI, %s computing\n", s.Calls, duration(s.MPI), duration(s.Compute))
 		}
 	}
 	// Ranks that made no call at all (they exited or lost every call).
@@ -359,47 +580,6 @@ func (p *printer) ranks(a *Analysis, opt Options) {
 		if threads[i] > 0 || (opt.Rank != "" && r.Rank != opt.Rank) {
 			continue
 		}
-		shown++
-		end := ends[i]
-		p.printf("rank %s (pid %d, host %s, job %s): no MPI call recorded", r.Rank, r.PID, r.Host, r.Job)
-		if end.End != "" {
-			p.printf(", %s", end.End)
-		}
-		if end.Lost > 0 {
-			p.printf(", LOST %d calls", end.Lost)
-		}
-		p.printf("\n")
-	}
-	if opt.Rank != "" && shown == 0 {
-		p.printf("rank %s is not in this trace\n", opt.Rank)
-	}
-}
-
-// groups prints the ranks grouped by identical structure (main threads only).
-func (p *printer) groups(a *Analysis) {
-	byRank := map[int]string{}
-	seen := map[int]bool{}
-	for _, s := range a.Streams {
-		if seen[s.Rank] {
-			continue // the first thread of a rank is its main thread
-		}
-		seen[s.Rank] = true
-		n, err := strconv.Atoi(a.Trace.Ranks[s.Rank].Rank)
-		if err != nil {
-			continue
-		}
-		byRank[n] = a.Structure(s, Low)
-	}
-	if len(byRank) < 2 {
-		return
-	}
-	groups := loops.GroupRanks(byRank)
-	if len(groups) == 1 {
-		p.printf("all %d ranks (%s) have the same structure (SPMD)\n", len(groups[0].Ranks), ranks.Format(groups[0].Ranks))
-		return
-	}
-	p.printf("ranks by structure (%d roles):\n", len(groups))
-	for _, g := range groups {
-		p.printf("  ranks %s: %s\n", ranks.Format(g.Ranks), g.Structure)
+		head(i, "no MPI call recorded")
 	}
 }

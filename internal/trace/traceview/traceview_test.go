@@ -2,6 +2,9 @@ package traceview
 
 import (
 	"bytes"
+	"encoding/json"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -87,22 +90,195 @@ func TestShowThreadsAndSilentRanks(t *testing.T) {
 		b.call(r1, 9, "MPI_Allreduce", "a", 100, 10)
 	}
 	b.t.Ends = []tracefile.RankEnd{{Rank: 2, End: "exit 1"}}
-	var out bytes.Buffer
-	if err := Show(&out, &b.t, Options{}); err != nil {
-		t.Fatal(err)
-	}
-	for _, w := range []string{
-		"rank 0 (pid 1000, host h, job j): app\n  thread 7:\n  (Allreduce0)[4]\n  thread 8:\n  (Recv1)[4]\n",
-		"rank 2 (pid 1002, host h, job j): no MPI call recorded, exit 1",
-		"all 2 ranks (0-1) have the same structure (SPMD)",
+	for _, tc := range []struct {
+		name string
+		opt  Options
+		want []string
+	}{
+		{"grouped", Options{}, []string{
+			"rank 0:\n  thread 1 of 2:\n  (Allreduce0)[4]\n  thread 2 of 2:\n  (Recv1)[4]\nrank 1:\n  (Allreduce0)[4]\n",
+			"ended: exit 1 (rank 2)\nno MPI call recorded: rank 2\n",
+		}},
+		{"per rank", Options{PerRank: true}, []string{
+			"rank 0 (pid 1000, host h, job j): app\n  thread 7:\n  (Allreduce0)[4]\n  thread 8:\n  (Recv1)[4]\n",
+			"rank 2 (pid 1002, host h, job j): no MPI call recorded, exit 1",
+		}},
+		{"one rank", Options{Rank: "1", Detail: High}, []string{
+			"rank 1 (pid 1001, host h, job j): app\n  (CPU0: 100 ns+Allreduce0: 10 ns)[4]: 440 ns\n  4 calls; 40 ns in MPI, 400 ns computing\n",
+		}},
 	} {
-		if !strings.Contains(out.String(), w) {
-			t.Errorf("output lacks %q:\n%s", w, out.String())
+		var out bytes.Buffer
+		if err := Show(&out, &b.t, tc.opt); err != nil {
+			t.Fatal(err)
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(out.String(), w) {
+				t.Errorf("%s: output lacks %q:\n%s", tc.name, w, out.String())
+			}
+		}
+		if tc.opt.Rank != "" && strings.Contains(out.String(), "rank 0") {
+			t.Errorf("%s: other ranks shown:\n%s", tc.name, out.String())
 		}
 	}
-	out.Reset()
-	if err := Show(&out, &b.t, Options{Rank: "5"}); err != nil || !strings.Contains(out.String(), "rank 5 is not in this trace") {
-		t.Errorf("--rank 5: %v\n%s", err, out.String())
+}
+
+// TestShowGroups: each distinct structure is printed once, with the ranks
+// that share it.
+func TestShowGroups(t *testing.T) {
+	roles := func(n int, role func(r int) int) *tracefile.Trace {
+		b := newBuilder()
+		for r := range n {
+			ri := b.rank(strconv.Itoa(r))
+			for range 3 + role(r) {
+				b.call(ri, int32(r), "MPI_Send", "s"+strconv.Itoa(role(r)), 10, 1)
+			}
+		}
+		return &b.t
+	}
+	for _, tc := range []struct {
+		name string
+		t    *tracefile.Trace
+		want []string // each must appear exactly once
+	}{
+		{"SPMD", roles(4, func(int) int { return 0 }), []string{"ranks 0-3, all with the same structure (SPMD):\n  (Send0)[3]\n"}},
+		{"one rank", roles(1, func(int) int { return 0 }), []string{"rank 0:\n  (Send0)[3]\n"}},
+		{"roles", roles(5, func(r int) int { return []int{0, 1, 0, 1, 2}[r] }), []string{
+			"ranks 0,2:\n  (Send0)[3]\n", "ranks 1,3:\n  (Send1)[4]\n", "rank 4:\n  (Send2)[5]\n"}},
+	} {
+		var out bytes.Buffer
+		if err := Show(&out, tc.t, Options{}); err != nil {
+			t.Fatal(err)
+		}
+		for _, w := range tc.want {
+			if n := strings.Count(out.String(), w); n != 1 {
+				t.Errorf("%s: %q appears %d times:\n%s", tc.name, w, n, out.String())
+			}
+		}
+		if strings.Count(out.String(), "(Send") != len(tc.want) {
+			t.Errorf("%s: a structure printed twice:\n%s", tc.name, out.String())
+		}
+	}
+}
+
+func TestCheckRank(t *testing.T) {
+	b := newBuilder()
+	for _, r := range []string{"0", "1", "2", "3", "?"} {
+		b.rank(r)
+	}
+	for rank, want := range map[string]string{
+		"2": "", "?": "",
+		"7":  "rank 7 is not in this trace: give a rank in 0-3,?",
+		"-1": "rank -1 is not in this trace: give a rank in 0-3,?",
+	} {
+		err := CheckRank(&b.t, rank)
+		if (err == nil) != (want == "") || (err != nil && err.Error() != want) {
+			t.Errorf("CheckRank(%s) = %v, want %q", rank, err, want)
+		}
+	}
+	if err := CheckRank(&newBuilder().t, "0"); err == nil || !strings.Contains(err.Error(), "holds no rank") {
+		t.Errorf("empty trace: %v", err)
+	}
+}
+
+func TestMicros(t *testing.T) {
+	for _, tc := range []struct {
+		us   float64
+		want string
+	}{
+		{0, "0 ns"}, {0.85, "850 ns"}, {12.34, "12.3 µs"}, {999.9, "999.9 µs"}, {4100, "4.1 ms"},
+		{2e6, "2.0 s"}, {3725e6, "3725.0 s"}, {-12.3, "-12.3 µs"},
+	} {
+		if got := Micros(tc.us); got != tc.want {
+			t.Errorf("Micros(%v) = %q, want %q", tc.us, got, tc.want)
+		}
+	}
+}
+
+func TestShowDamaged(t *testing.T) {
+	b := newBuilder()
+	var out bytes.Buffer
+	de := &tracefile.DamageError{Written: 823, Damage: []tracefile.Damage{{Start: 40, End: 900, Chunk: 1, Cause: "crc mismatch"}}}
+	if err := Show(&out, &b.t, Options{Damage: de}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "0 ranks, 0 of 823 MPI calls") || strings.Contains(out.String(), "started under mpiprobe trace") {
+		t.Errorf("damaged trace:\n%s", out.String())
+	}
+}
+
+func TestShowJSON(t *testing.T) {
+	b := newBuilder()
+	r0, r1 := b.rank("0"), b.rank("1")
+	for _, r := range []int{r0, r1} {
+		b.call(r, 1, "MPI_Init", "init", 1000, 5)
+		for range 3 {
+			b.call(r, 1, "MPI_Allreduce", "a", 2000, 7)
+		}
+	}
+	b.t.Ends = []tracefile.RankEnd{{Rank: r1, End: "exit 0", Lost: 2}}
+	de := &tracefile.DamageError{Events: 8, Chunks: 2, Written: 10, Size: 999,
+		Damage: []tracefile.Damage{{Start: 100, End: 200, Chunk: 3, Cause: "crc mismatch"}}}
+	var out bytes.Buffer
+	if err := ShowJSON(&out, &b.t, Options{Rank: "1", Detail: High, Damage: de}); err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []string{`"schema_version": 1,`, `"calls_written": 10,`, `"lost_calls": 2,`} {
+		if !strings.Contains(out.String(), w) {
+			t.Errorf("no %s in\n%s", w, out.String())
+		}
+	}
+	var doc struct {
+		SchemaVersion int `json:"schema_version"`
+		Calls         int `json:"calls"`
+		Damage        struct {
+			Unreadable []struct{ Start, End, Chunk int } `json:"unreadable"`
+		} `json:"damage"`
+		CallSites []struct {
+			Site  int      `json:"site"`
+			Calls []string `json:"calls"`
+			Count int      `json:"count"`
+			File  string   `json:"file"`
+			Line  int      `json:"line"`
+		} `json:"call_sites"`
+		Structures []struct {
+			Ranks   []int `json:"ranks"`
+			Threads []struct {
+				Text string            `json:"text"`
+				Tree []json.RawMessage `json:"tree"`
+			} `json:"threads"`
+		} `json:"structures"`
+		Ranks []struct {
+			Rank      *int  `json:"rank"`
+			Calls     int   `json:"calls"`
+			MPINS     int64 `json:"mpi_ns"`
+			Structure int   `json:"structure"`
+		} `json:"ranks"`
+		RankDetail []struct {
+			Rank    *int `json:"rank"`
+			Threads []struct {
+				Text string `json:"text"`
+			} `json:"threads"`
+		} `json:"rank_detail"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if doc.SchemaVersion != 1 || doc.Calls != 8 || len(doc.Damage.Unreadable) != 1 || doc.Damage.Unreadable[0].Chunk != 3 {
+		t.Errorf("doc %+v", doc)
+	}
+	if len(doc.CallSites) != 2 || doc.CallSites[1].Count != 6 || doc.CallSites[1].Calls[0] != "MPI_Allreduce" || doc.CallSites[1].Line != 1 {
+		t.Errorf("call sites %+v", doc.CallSites)
+	}
+	if len(doc.Structures) != 1 || !slices.Equal(doc.Structures[0].Ranks, []int{0, 1}) ||
+		doc.Structures[0].Threads[0].Text != "Init0 (Allreduce1)[3]" ||
+		compact(doc.Structures[0].Threads[0].Tree[1]) != `{"iterations":3,"body":[{"call":"MPI_Allreduce","site":1,"executions":3}],"executions":1}` {
+		t.Errorf("structures %+v", doc.Structures)
+	}
+	if len(doc.Ranks) != 2 || *doc.Ranks[1].Rank != 1 || doc.Ranks[1].Calls != 4 || doc.Ranks[1].MPINS != 26 || doc.Ranks[1].Structure != 0 {
+		t.Errorf("ranks %+v", doc.Ranks)
+	}
+	if len(doc.RankDetail) != 1 || *doc.RankDetail[0].Rank != 1 || !strings.Contains(doc.RankDetail[0].Threads[0].Text, "CPU1: 2.0 µs") {
+		t.Errorf("rank detail %+v", doc.RankDetail)
 	}
 }
 
@@ -151,4 +327,12 @@ func TestShowEmptyTrace(t *testing.T) {
 	if !strings.Contains(out.String(), "0 ranks, 0 MPI calls") || !strings.Contains(out.String(), "no MPI call was recorded") {
 		t.Errorf("empty trace:\n%s", out.String())
 	}
+}
+
+func compact(raw []byte) string {
+	var b bytes.Buffer
+	if err := json.Compact(&b, raw); err != nil {
+		return err.Error()
+	}
+	return b.String()
 }

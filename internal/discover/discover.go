@@ -1,4 +1,4 @@
-package probes
+package discover
 
 import (
 	"path"
@@ -7,36 +7,37 @@ import (
 	"strings"
 
 	"github.com/mpiprobe/mpiprobe/internal/procfs"
+	"github.com/mpiprobe/mpiprobe/probes"
 )
 
 // Mapped is an MPI library file found in a process's memory map.
 type Mapped struct {
-	Library Library
+	Library probes.Library
 	// Mapping is the first mapping of the file; its address range names the
 	// file under /proc/PID/map_files.
 	Mapping procfs.Mapping
 }
 
-// Classify tells which Library a file is by its base name, and whether it is one at all.
-func Classify(file string) (Library, bool) {
+// Classify tells which library a file is by its base name, and whether it is one at all.
+func Classify(file string) (probes.Library, bool) {
 	base := path.Base(file)
 	switch {
 	case strings.HasPrefix(base, "libmpich.so"), strings.HasPrefix(base, "libmpi.so.12"):
-		return MPICHLib, true
+		return probes.MPICHLib, true
 	case strings.HasPrefix(base, "libmpi.so.40"):
-		return OMPILibMPI, true
+		return probes.OMPILibMPI, true
 	case strings.HasPrefix(base, "libmpi_mpifh.so"):
-		return OMPIFortran, true
+		return probes.OMPIFortran, true
 	case strings.HasPrefix(base, "libmpichfort.so"):
-		return MPICHFortran, true
+		return probes.MPICHFortran, true
 	case strings.HasPrefix(base, "libucp.so"):
-		return UCXLib, true
+		return probes.UCXLib, true
 	case strings.HasPrefix(base, "libopen-pal.so.40"):
-		return OMPIPal, true
+		return probes.OMPIPal, true
 	case strings.HasPrefix(base, "libibverbs.so"):
-		return IBVerbs, true
+		return probes.IBVerbs, true
 	case strings.HasPrefix(base, "mca_") && strings.HasSuffix(base, ".so"):
-		return Library(strings.TrimSuffix(base, ".so")), true
+		return probes.Library(strings.TrimSuffix(base, ".so")), true
 	}
 	return "", false
 }
@@ -75,7 +76,7 @@ func Discover(maps []procfs.Mapping) []Mapped {
 // libmpi or MPICH's libmpich), not only a library MPI uses such as UCX.
 func IsMPI(libs []Mapped) bool {
 	for _, m := range libs {
-		if m.Library == OMPILibMPI || m.Library == MPICHLib {
+		if m.Library == probes.OMPILibMPI || m.Library == probes.MPICHLib {
 			return true
 		}
 	}
@@ -102,7 +103,7 @@ func ComponentDirs(libmpi string) []string {
 }
 
 // ComponentFile returns the file name of an MCA component library, e.g. "mca_pml_ob1.so".
-func ComponentFile(l Library) (string, bool) {
+func ComponentFile(l probes.Library) (string, bool) {
 	if !strings.HasPrefix(string(l), "mca_") {
 		return "", false
 	}

@@ -1,21 +1,22 @@
-package probes
+package elfx
 
 import (
 	"debug/elf"
 	"fmt"
 )
 
-// symbolTable holds a file's defined dynamic functions by name, read once
+// Symbols holds an ELF file's defined dynamic functions by name, read once
 // per file: every probe of the file looks its symbol up in it.
-type symbolTable struct {
-	f    *elf.File
+type Symbols struct {
+	text Segments // the executable segments, where functions lie
 	defs map[string][]elf.Symbol
 }
 
-func readSymbols(f *elf.File) (symbolTable, error) {
+// ReadSymbols reads the defined dynamic functions of f.
+func ReadSymbols(f *elf.File) (Symbols, error) {
 	syms, err := f.DynamicSymbols()
 	if err != nil {
-		return symbolTable{}, fmt.Errorf("dynamic symbols: %w", err)
+		return Symbols{}, fmt.Errorf("dynamic symbols: %w", err)
 	}
 	defs := map[string][]elf.Symbol{}
 	for _, s := range syms {
@@ -23,10 +24,10 @@ func readSymbols(f *elf.File) (symbolTable, error) {
 			defs[s.Name] = append(defs[s.Name], s)
 		}
 	}
-	return symbolTable{f: f, defs: defs}, nil
+	return Symbols{text: Loads(f.Progs).Exec(), defs: defs}, nil
 }
 
-// offset returns the file offset of the definition of a dynamic function
+// Offset returns the file offset of the definition of a dynamic function
 // that a uprobe must use, and whether the file defines it. When the file
 // defines the name in several versions (libibverbs'
 // ibv_modify_srq@IBVERBS_1.0 and ibv_modify_srq@@IBVERBS_1.1) it is the
@@ -34,7 +35,7 @@ func readSymbols(f *elf.File) (symbolTable, error) {
 // a single definition it is that one's. versioned says whether there was a
 // choice: only then must the caller attach by address, since a lookup by
 // name may pick an older version.
-func (st symbolTable) offset(name string) (off uint64, found, versioned bool, err error) {
+func (st Symbols) Offset(name string) (off uint64, found, versioned bool, err error) {
 	defs := st.defs[name]
 	if len(defs) == 0 {
 		return 0, false, false, nil
@@ -52,19 +53,9 @@ func (st symbolTable) offset(name string) (off uint64, found, versioned bool, er
 			return 0, false, true, fmt.Errorf("symbol %s: %d definitions, %d of them default: cannot tell which one callers use", name, len(defs), n)
 		}
 	}
-	off, err = fileOffset(st.f, pick.Value)
-	if err != nil {
-		return 0, false, false, fmt.Errorf("symbol %s: %w", name, err)
+	off, _, ok := st.text.Offset(pick.Value)
+	if !ok {
+		return 0, false, false, fmt.Errorf("symbol %s: address %#x is in no executable segment", name, pick.Value)
 	}
 	return off, true, len(defs) > 1, nil
-}
-
-// fileOffset turns a virtual address of the file into its offset in the file.
-func fileOffset(f *elf.File, addr uint64) (uint64, error) {
-	for _, p := range f.Progs {
-		if p.Type == elf.PT_LOAD && p.Flags&elf.PF_X != 0 && addr >= p.Vaddr && addr < p.Vaddr+p.Memsz {
-			return addr - p.Vaddr + p.Off, nil
-		}
-	}
-	return 0, fmt.Errorf("address %#x is in no executable segment", addr)
 }

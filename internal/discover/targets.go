@@ -1,4 +1,4 @@
-package session
+package discover
 
 import (
 	"errors"
@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path"
 	"path/filepath"
+	"slices"
 
 	"github.com/mpiprobe/mpiprobe/internal/identity"
 	"github.com/mpiprobe/mpiprobe/internal/procfs"
@@ -16,7 +17,7 @@ import (
 
 // CheckTarget verifies that pid is a live user process that maps an MPI
 // library, and returns the libraries it maps.
-func CheckTarget(pfs procfs.FS, pid int) ([]probes.Mapped, error) {
+func CheckTarget(pfs procfs.FS, pid int) ([]Mapped, error) {
 	st, err := pfs.Stat(pid)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("no process with pid %d: check the pid (ps -p %d)", pid, pid)
@@ -31,8 +32,8 @@ func CheckTarget(pfs procfs.FS, pid int) ([]probes.Mapped, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read memory map of pid %d (%s): %w: run mpiprobe as root", pid, st.Comm, err)
 	}
-	libs := probes.Discover(maps)
-	if !probes.IsMPI(libs) {
+	libs := Discover(maps)
+	if !IsMPI(libs) {
 		return nil, fmt.Errorf("pid %d (%s) maps no MPI library (Open MPI libmpi.so.40, MPICH libmpich.so.12): give the pid of an MPI rank that has called MPI_Init", pid, st.Comm)
 	}
 	return libs, nil
@@ -64,7 +65,7 @@ func JobPIDs(pfs procfs.FS, job, host string) ([]int, error) {
 // libraries it maps, opened through /proc/PID/map_files, and for Open MPI the
 // MCA components of want it has not loaded yet, found next to libmpi
 // through /proc/PID/root.
-func ProcessTargets(pfs procfs.FS, pid int, libs []probes.Mapped, want []probes.Library) ([]probes.Target, []error) {
+func ProcessTargets(pfs procfs.FS, pid int, libs []Mapped, want []probes.Library) ([]probes.Target, []error) {
 	var out []probes.Target
 	var errs []error
 	have := map[probes.Library]bool{}
@@ -96,11 +97,11 @@ func ProcessTargets(pfs procfs.FS, pid int, libs []probes.Mapped, want []probes.
 func componentTargets(want []probes.Library, libmpi string, have map[probes.Library]bool, open func(string) string) []probes.Target {
 	var out []probes.Target
 	for _, lib := range want {
-		file, ok := probes.ComponentFile(lib)
+		file, ok := ComponentFile(lib)
 		if !ok || have[lib] {
 			continue
 		}
-		for _, dir := range probes.ComponentDirs(libmpi) {
+		for _, dir := range ComponentDirs(libmpi) {
 			display := path.Join(dir, file)
 			t, err := probes.FileTarget(lib, open(display), display)
 			if err == nil {
@@ -119,13 +120,13 @@ func componentTargets(want []probes.Library, libmpi string, have map[probes.Libr
 func SystemTargets(want []probes.Library, extra []string) ([]probes.Target, error) {
 	var paths []string
 	if out, err := exec.Command("ldconfig", "-p").Output(); err == nil {
-		paths = probes.ParseLdconfig(out)
+		paths = ParseLdconfig(out)
 	}
 	paths = append(paths, extra...)
 	var out []probes.Target
 	have := map[probes.Library]bool{}
 	for _, p := range paths {
-		lib, ok := probes.Classify(p)
+		lib, ok := Classify(p)
 		if !ok {
 			return nil, fmt.Errorf("library %s: not a known MPI library file (libmpi.so.40, libmpich.so.12, libopen-pal.so.40, libucp.so, libibverbs.so, mca_*.so)", p)
 		}
@@ -147,4 +148,101 @@ func SystemTargets(want []probes.Library, extra []string) ([]probes.Target, erro
 		return nil, fmt.Errorf("no MPI library found on this system (ldconfig -p lists none): install Open MPI or MPICH, or name the library with --lib")
 	}
 	return out, nil
+}
+
+// Named returns the processes a command names: pids, then the ranks of
+// job on this node (none when job is "").
+func Named(pfs procfs.FS, pids []int, job, host string) ([]int, error) {
+	out := slices.Clone(pids)
+	if job == "" {
+		return out, nil
+	}
+	jp, err := JobPIDs(pfs, job, host)
+	if err != nil {
+		return nil, err
+	}
+	return append(out, jp...), nil
+}
+
+// Selection is what Select found in the processes it was given.
+type Selection struct {
+	// Targets are the library files to attach to, of every live process.
+	Targets []probes.Target
+	// Live are the processes that map an MPI library, in the order given.
+	Live []int
+	// Skipped says for every other process why it is no target
+	// (CheckTarget's error).
+	Skipped []error
+	// Unattachable are the libraries of live processes that could not be
+	// opened, each error naming its process.
+	Unattachable []error
+}
+
+// Select checks each process with CheckTarget and collects the attach
+// targets (ProcessTargets) of those that map an MPI library: the choice
+// every command that names processes makes.
+func Select(pfs procfs.FS, pids []int, want []probes.Library) Selection {
+	var s Selection
+	for _, pid := range pids {
+		libs, err := CheckTarget(pfs, pid)
+		if err != nil {
+			s.Skipped = append(s.Skipped, err)
+			continue
+		}
+		t, errs := ProcessTargets(pfs, pid, libs, want)
+		for _, err := range errs {
+			s.Unattachable = append(s.Unattachable, fmt.Errorf("pid %d: %w", pid, err))
+		}
+		s.Targets = append(s.Targets, t...)
+		s.Live = append(s.Live, pid)
+	}
+	return s
+}
+
+// Scan returns the attach targets of a process if it maps an MPI library,
+// as ProcessTargets does; ok is false, without a reason, for a process
+// that maps none or is gone. It serves scans over every process of the
+// node, where most are not MPI and that is no error.
+func Scan(pfs procfs.FS, pid int, want []probes.Library) (targets []probes.Target, errs []error, ok bool) {
+	maps, err := pfs.Maps(pid)
+	if err != nil {
+		return nil, nil, false // gone, or a kernel thread
+	}
+	libs := Discover(maps)
+	if !IsMPI(libs) {
+		return nil, nil, false
+	}
+	targets, errs = ProcessTargets(pfs, pid, libs, want)
+	return targets, errs, true
+}
+
+// LibraryFiles expands configured library paths into the MPI library
+// files they name: a file is taken as it is (SystemTargets checks it), a
+// directory gives the files in it whose names Classify as MPI libraries.
+// A path that cannot be read gives an error and the others go on.
+func LibraryFiles(paths []string) ([]string, []error) {
+	var out []string
+	var errs []error
+	for _, p := range paths {
+		st, err := os.Stat(p)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("library path: %w", err))
+			continue
+		}
+		if !st.IsDir() {
+			out = append(out, p)
+			continue
+		}
+		ents, err := os.ReadDir(p)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("library path: %w", err))
+			continue
+		}
+		for _, e := range ents {
+			if _, ok := Classify(e.Name()); ok && !e.IsDir() {
+				out = append(out, filepath.Join(p, e.Name()))
+			}
+		}
+	}
+	return out, errs
 }

@@ -1,4 +1,4 @@
-package probes
+package discover
 
 import (
 	"slices"
@@ -6,38 +6,39 @@ import (
 	"testing"
 
 	"github.com/mpiprobe/mpiprobe/internal/procfs"
+	"github.com/mpiprobe/mpiprobe/probes"
 )
 
 func TestClassify(t *testing.T) {
 	tests := []struct {
 		file    string
-		want    Library
+		want    probes.Library
 		wantLib bool
 	}{
 		// Open MPI 4.x and 5.x: libmpi.so.40.
-		{"/usr/lib/x86_64-linux-gnu/libmpi.so.40.30.4", OMPILibMPI, true},
-		{"/opt/ompi/lib/libmpi.so.40", OMPILibMPI, true},
-		{"libmpi.so.40.40.1", OMPILibMPI, true},
+		{"/usr/lib/x86_64-linux-gnu/libmpi.so.40.30.4", probes.OMPILibMPI, true},
+		{"/opt/ompi/lib/libmpi.so.40", probes.OMPILibMPI, true},
+		{"libmpi.so.40.40.1", probes.OMPILibMPI, true},
 		// MPICH: libmpich.so.12, also installed as libmpi.so.12.
-		{"/usr/lib/x86_64-linux-gnu/libmpich.so.12.2.2", MPICHLib, true},
-		{"libmpich.so.12", MPICHLib, true},
-		{"libmpi.so.12", MPICHLib, true},
-		{"/usr/lib64/mpich/lib/libmpi.so.12.3.0", MPICHLib, true},
+		{"/usr/lib/x86_64-linux-gnu/libmpich.so.12.2.2", probes.MPICHLib, true},
+		{"libmpich.so.12", probes.MPICHLib, true},
+		{"libmpi.so.12", probes.MPICHLib, true},
+		{"/usr/lib64/mpich/lib/libmpi.so.12.3.0", probes.MPICHLib, true},
 		// Open MPI MCA components are named after themselves.
-		{"mca_pml_ob1.so", OMPIPmlOb1, true},
-		{"/usr/lib/x86_64-linux-gnu/openmpi/lib/openmpi3/mca_pml_ob1.so", Library("mca_pml_ob1"), true},
-		{"/opt/ompi/lib/openmpi/mca_btl_tcp.so", Library("mca_btl_tcp"), true},
+		{"mca_pml_ob1.so", probes.OMPIPmlOb1, true},
+		{"/usr/lib/x86_64-linux-gnu/openmpi/lib/openmpi3/mca_pml_ob1.so", probes.Library("mca_pml_ob1"), true},
+		{"/opt/ompi/lib/openmpi/mca_btl_tcp.so", probes.Library("mca_btl_tcp"), true},
 		// Not MPI libraries, or not ones the catalog probes.
 		{"/usr/lib/x86_64-linux-gnu/libc.so.6", "", false},
 		{"libc.so.6", "", false},
 		{"/usr/lib/x86_64-linux-gnu/libmpi.so", "", false},
-		{"/usr/lib/x86_64-linux-gnu/libmpi_mpifh.so.40", OMPIFortran, true},
+		{"/usr/lib/x86_64-linux-gnu/libmpi_mpifh.so.40", probes.OMPIFortran, true},
 		{"/usr/lib/x86_64-linux-gnu/libmpi_cxx.so.40", "", false},
 		{"/usr/lib/x86_64-linux-gnu/libmpi_usempif08.so.40", "", false},
-		{"/usr/lib/x86_64-linux-gnu/libmpichfort.so.12", MPICHFortran, true},
+		{"/usr/lib/x86_64-linux-gnu/libmpichfort.so.12", probes.MPICHFortran, true},
 		{"/usr/lib/x86_64-linux-gnu/libmpichcxx.so.12", "", false},
-		{"/usr/lib/x86_64-linux-gnu/libopen-pal.so.40.30.2", OMPIPal, true},
-		{"/usr/lib/x86_64-linux-gnu/libibverbs.so.1.14.44.0", IBVerbs, true},
+		{"/usr/lib/x86_64-linux-gnu/libopen-pal.so.40.30.2", probes.OMPIPal, true},
+		{"/usr/lib/x86_64-linux-gnu/libibverbs.so.1.14.44.0", probes.IBVerbs, true},
 		{"/usr/lib/x86_64-linux-gnu/libopen-rte.so.40", "", false},
 		{"/usr/lib/x86_64-linux-gnu/libmca_common_sm.so.40.30.0", "", false},
 		{"/usr/lib/x86_64-linux-gnu/pmix2/lib/pmix/pmix_mca_pcompress_zlib.so", "", false},
@@ -121,7 +122,7 @@ const mpichRankMaps = `55d0c5a00000-55d0c5a01000 r--p 00000000 fe:00 9978300    
 `
 
 type mappedWant struct {
-	lib     Library
+	lib     probes.Library
 	path    string
 	start   uint64
 	inode   uint64
@@ -138,17 +139,17 @@ func TestDiscover(t *testing.T) {
 			name: "Open MPI rank: one entry per file, first mapping, address order, merged-usr alias dropped",
 			maps: ompiRankMaps,
 			want: []mappedWant{
-				{lib: OMPIPmlOb1, path: "/usr/lib/x86_64-linux-gnu/openmpi/lib/openmpi3/mca_pml_ob1.so", start: 0x7fab7aca8000, inode: 15630568},
+				{lib: probes.OMPIPmlOb1, path: "/usr/lib/x86_64-linux-gnu/openmpi/lib/openmpi3/mca_pml_ob1.so", start: 0x7fab7aca8000, inode: 15630568},
 				{lib: "mca_btl_tcp", path: "/usr/lib/x86_64-linux-gnu/openmpi/lib/openmpi3/mca_btl_tcp.so", start: 0x7fab7ad66000, inode: 15630505},
-				{lib: OMPIPal, path: "/usr/lib/x86_64-linux-gnu/libopen-pal.so.40.30.2", start: 0x7fab7b82c000, inode: 15630488},
-				{lib: OMPILibMPI, path: "/usr/lib/x86_64-linux-gnu/libmpi.so.40.30.4", start: 0x7fab7bb81000, inode: 15630478},
+				{lib: probes.OMPIPal, path: "/usr/lib/x86_64-linux-gnu/libopen-pal.so.40.30.2", start: 0x7fab7b82c000, inode: 15630488},
+				{lib: probes.OMPILibMPI, path: "/usr/lib/x86_64-linux-gnu/libmpi.so.40.30.4", start: 0x7fab7bb81000, inode: 15630478},
 			},
 		},
 		{
 			name: "MPICH rank: inode 0, relative path, memfd and anonymous names ignored",
 			maps: mpichRankMaps,
 			want: []mappedWant{
-				{lib: MPICHLib, path: "/usr/lib/x86_64-linux-gnu/libmpich.so.12.2.2", start: 0x7f1c2a0e4000, inode: 15631002},
+				{lib: probes.MPICHLib, path: "/usr/lib/x86_64-linux-gnu/libmpich.so.12.2.2", start: 0x7f1c2a0e4000, inode: 15631002},
 			},
 		},
 		{
@@ -156,7 +157,7 @@ func TestDiscover(t *testing.T) {
 			maps: `7f0000000000-7f0000001000 r--p 00000000 fe:00 77                         /lib/x86_64-linux-gnu/libmpi.so.40.30.4
 7f0000100000-7f0000101000 r--p 00000000 fe:00 77                         /usr/lib/x86_64-linux-gnu/libmpi.so.40.30.4
 `,
-			want: []mappedWant{{lib: OMPILibMPI, path: "/lib/x86_64-linux-gnu/libmpi.so.40.30.4", start: 0x7f0000000000, inode: 77}},
+			want: []mappedWant{{lib: probes.OMPILibMPI, path: "/lib/x86_64-linux-gnu/libmpi.so.40.30.4", start: 0x7f0000000000, inode: 77}},
 		},
 		{
 			name: "same inode on two devices is two files",
@@ -165,9 +166,9 @@ func TestDiscover(t *testing.T) {
 7f0000200000-7f0000201000 r--p 00000000 fe:01 77                         /opt/ompi/lib/libmpi.so.40
 `,
 			want: []mappedWant{
-				{lib: OMPILibMPI, path: "/usr/lib/x86_64-linux-gnu/libmpi.so.40.30.4", start: 0x7f0000000000, inode: 77},
-				{lib: OMPILibMPI, path: "/usr/local/lib/libmpi.so.40.30.5", start: 0x7f0000100000, inode: 77},
-				{lib: OMPILibMPI, path: "/opt/ompi/lib/libmpi.so.40", start: 0x7f0000200000, inode: 77},
+				{lib: probes.OMPILibMPI, path: "/usr/lib/x86_64-linux-gnu/libmpi.so.40.30.4", start: 0x7f0000000000, inode: 77},
+				{lib: probes.OMPILibMPI, path: "/usr/local/lib/libmpi.so.40.30.5", start: 0x7f0000100000, inode: 77},
+				{lib: probes.OMPILibMPI, path: "/opt/ompi/lib/libmpi.so.40", start: 0x7f0000200000, inode: 77},
 			},
 		},
 		{
@@ -177,7 +178,7 @@ func TestDiscover(t *testing.T) {
 			maps: `7f61d8a00000-7f61d8b9e000 r-xp 00026000 fd:01 3146391                    /home/alice/build/libmpi.so.40.30.6 (deleted)
 7f61d8c00000-7f61d8c01000 r--p 00000000 fd:01 3146392                    /home/alice/build/libc.so.6 (deleted)
 `,
-			want: []mappedWant{{lib: OMPILibMPI, path: "/home/alice/build/libmpi.so.40.30.6", start: 0x7f61d8a00000, inode: 3146391, deleted: true}},
+			want: []mappedWant{{lib: probes.OMPILibMPI, path: "/home/alice/build/libmpi.so.40.30.6", start: 0x7f61d8a00000, inode: 3146391, deleted: true}},
 		},
 		{
 			name: "no MPI library",
@@ -294,14 +295,14 @@ func TestComponentDirs(t *testing.T) {
 
 func TestComponentFile(t *testing.T) {
 	tests := []struct {
-		lib    Library
+		lib    probes.Library
 		want   string
 		wantOK bool
 	}{
-		{OMPIPmlOb1, "mca_pml_ob1.so", true},
+		{probes.OMPIPmlOb1, "mca_pml_ob1.so", true},
 		{"mca_btl_vader", "mca_btl_vader.so", true},
-		{OMPILibMPI, "", false},
-		{MPICHLib, "", false},
+		{probes.OMPILibMPI, "", false},
+		{probes.MPICHLib, "", false},
 		{"libmca_common_sm", "", false},
 		{"", "", false},
 	}
@@ -384,4 +385,31 @@ func FuzzDiscover(f *testing.F) {
 			t.Fatalf("Discover found %d files, want %d", len(got), len(first))
 		}
 	})
+}
+
+// TestCatalogLibrariesDiscoverable: every library the built-in catalogs
+// and the startup probes name is one Classify can return for its installed
+// file name, so that its probes can ever be attached.
+func TestCatalogLibrariesDiscoverable(t *testing.T) {
+	want := slices.Concat(probes.Full().Libraries(), probes.DefaultCatalog().Libraries(), probes.StartupLibraries())
+	for _, l := range want {
+		if !discoverable(l) {
+			t.Errorf("library %q is not one Classify can return", l)
+		}
+	}
+}
+
+// discoverable reports whether Classify can name a file as library l.
+func discoverable(l probes.Library) bool {
+	for _, f := range []string{"libmpi.so.40", "libmpich.so.12", "libopen-pal.so.40", "libibverbs.so.1", "libucp.so.0"} {
+		if got, ok := Classify("/usr/lib/x86_64-linux-gnu/" + f); ok && got == l {
+			return true
+		}
+	}
+	file, ok := ComponentFile(l)
+	if !ok {
+		return false
+	}
+	got, ok := Classify("/usr/lib/x86_64-linux-gnu/openmpi/lib/openmpi3/" + file)
+	return ok && got == l
 }

@@ -1,0 +1,190 @@
+// Process lifecycle: fork, exec and exit tracepoints, the proc_events ring
+// buffer that tells user space about them, the exits kept for the agent,
+// and the marks of a rank's start and end (startup_mark).
+
+#ifndef MPIPROBE_LIFECYCLE_H
+#define MPIPROBE_LIFECYCLE_H
+
+#include "common.h"
+
+enum proc_event_type {
+	PROC_FORK = 1,
+	PROC_EXEC = 2,
+	PROC_EXIT = 3,
+	PROC_MPI = 4, // first MPI call of a process in trace mode
+};
+
+struct proc_event {
+	__u32 type;
+	__u32 tgid;
+	__u32 ppid;
+	__s32 exit_code;
+	__u64 ts_ns;
+};
+
+// Set by the node-wide agent before loading: every process that enters
+// MPI_Init is traced from then on (without it only processes the loader
+// named are), every exec is notified so that new library files are found,
+// and exits are also kept in the exits map, which survives a restart of
+// the agent.
+volatile const __u32 watch_all = 0;
+
+// Points in a rank's start and end, recorded once each by startup_mark
+// (the attach cookie is the index).
+enum mark {
+	MARK_INIT_ENTER = 0, // MPI_Init / MPI_Init_thread entered
+	MARK_INIT_EXIT = 1,
+	MARK_PMIX_START = 2, // Open MPI: the first PMIx fence (the modex)
+	MARK_PMIX_END = 3,   // Open MPI: ompi_proc_complete_init, right after it
+	MARK_UCX_START = 4,  // MPICH: ucp_worker_get_address
+	MARK_UCX_END = 5,    // MPICH: the first ucp_ep_create, once addresses were exchanged
+	MARK_FIN_ENTER = 6,  // MPI_Finalize entered
+	MARK_FIN_EXIT = 7,
+	MARK_MAX = 8,
+};
+
+// startup_mark bounds its index with a mask.
+_Static_assert((MARK_MAX & (MARK_MAX - 1)) == 0, "MARK_MAX must be a power of two");
+
+// CLOCK_MONOTONIC times of each mark, 0 while not seen.
+struct startup {
+	__u64 ns[MARK_MAX];
+};
+
+// How a process ended, kept until the agent has read it.
+struct exit_rec {
+	__s32 code;
+	__u32 pad;
+	__u64 ts_ns;
+};
+
+// Force bpf2go to emit Go types for these.
+const struct proc_event *unused_proc_event __attribute__((unused));
+const struct startup *unused_startup __attribute__((unused));
+const struct exit_rec *unused_exit_rec __attribute__((unused));
+const enum proc_event_type *unused_proc_event_type __attribute__((unused));
+const enum mark *unused_mark __attribute__((unused));
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 8192);
+	__type(key, __u32); // tgid
+	__type(value, struct startup);
+} startups SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 8192);
+	__type(key, __u32); // tgid
+	__type(value, struct exit_rec);
+} exits SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 256 * 1024);
+} proc_events SEC(".maps");
+
+static __always_inline void notify(__u32 type, __u32 tgid, __u32 ppid, __s32 code)
+{
+	struct proc_event *e = bpf_ringbuf_reserve(&proc_events, sizeof(*e), 0);
+	if (!e) {
+		drop(DROP_RINGBUF_FULL);
+		return;
+	}
+	e->type = type;
+	e->tgid = tgid;
+	e->ppid = ppid;
+	e->exit_code = code;
+	e->ts_ns = bpf_ktime_get_ns();
+	bpf_ringbuf_submit(e, 0);
+}
+
+// Children of a traced process with the follow flag are traced from their
+// first instruction, before the loader could notice them.
+SEC("tp_btf/sched_process_fork")
+int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
+{
+	__u32 ptgid = BPF_CORE_READ(parent, tgid);
+	__u32 ctgid = BPF_CORE_READ(child, tgid);
+	if (ptgid == ctgid)
+		return 0; // a new thread, not a new process
+	__u32 *flags = bpf_map_lookup_elem(&traced, &ptgid);
+	if (!flags || !(*flags & TRACED_FOLLOW))
+		return 0;
+	__u32 f = TRACED_FOLLOW;
+	if (bpf_map_update_elem(&traced, &ctgid, &f, BPF_ANY) != 0) {
+		drop(DROP_TRACED_FULL);
+		return 0;
+	}
+	notify(PROC_FORK, ctgid, ptgid, 0);
+	return 0;
+}
+
+SEC("tp_btf/sched_process_exec")
+int BPF_PROG(on_exec, struct task_struct *p)
+{
+	__u32 tgid = BPF_CORE_READ(p, tgid);
+	__u32 *flags = bpf_map_lookup_elem(&traced, &tgid);
+	if (!flags) {
+		if (watch_all)
+			notify(PROC_EXEC, tgid, BPF_CORE_READ(p, real_parent, tgid), 0);
+		return 0;
+	}
+	*flags &= ~TRACED_SEEN; // a new program: its first MPI call is news again
+	notify(PROC_EXEC, tgid, BPF_CORE_READ(p, real_parent, tgid), 0);
+	return 0;
+}
+
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(on_exit, struct task_struct *p)
+{
+	__u32 tgid = BPF_CORE_READ(p, tgid);
+	if (!bpf_map_lookup_elem(&traced, &tgid))
+		return 0;
+	if (BPF_CORE_READ(p, signal, live.counter) != 0)
+		return 0; // other threads of the process still run
+	__s32 code = BPF_CORE_READ(p, exit_code);
+	if (watch_all) {
+		struct exit_rec r = { .code = code, .ts_ns = bpf_ktime_get_ns() };
+		bpf_map_update_elem(&exits, &tgid, &r, BPF_ANY);
+	}
+	notify(PROC_EXIT, tgid, 0, code);
+	bpf_map_delete_elem(&traced, &tgid);
+	return 0;
+}
+
+// startup_mark records, once per process, when a point of MPI's start or
+// end was reached (the cookie says which). Under watch_all, entering
+// MPI_Init also makes the process traced and tells the loader.
+SEC("uprobe")
+int startup_mark(struct pt_regs *ctx)
+{
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	__u32 mark = bpf_get_attach_cookie(ctx) & 0xff;
+	if (mark >= MARK_MAX)
+		return 0;
+	if (!bpf_map_lookup_elem(&traced, &tgid)) {
+		if (mark != MARK_INIT_ENTER || !watch_all)
+			return 0;
+		__u32 f = 0;
+		if (bpf_map_update_elem(&traced, &tgid, &f, BPF_NOEXIST) != 0) {
+			drop(DROP_TRACED_FULL);
+			return 0;
+		}
+		notify(PROC_MPI, tgid, 0, 0);
+	}
+	__u64 now = bpf_ktime_get_ns();
+	struct startup *s = bpf_map_lookup_elem(&startups, &tgid);
+	if (!s) {
+		struct startup z = {};
+		bpf_map_update_elem(&startups, &tgid, &z, BPF_NOEXIST);
+		s = bpf_map_lookup_elem(&startups, &tgid);
+		if (!s)
+			return 0;
+	}
+	if (s->ns[mark & (MARK_MAX - 1)] == 0)
+		s->ns[mark & (MARK_MAX - 1)] = now;
+	return 0;
+}
+
+#endif // MPIPROBE_LIFECYCLE_H

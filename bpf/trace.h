@@ -1,0 +1,243 @@
+// Trace mode: trace_enter and trace_exit record every MPI call of a traced
+// thread (its state in task-local storage) into the trace_events ring
+// buffer, counting per process what did not fit in trace_lost;
+// trace_fortran_enter makes the next C call of a Fortran binding take the
+// binding's call site.
+
+#ifndef MPIPROBE_TRACE_H
+#define MPIPROBE_TRACE_H
+
+#include "common.h"
+#include "lifecycle.h"
+
+// One MPI call of a traced thread, sent through trace_events at its return
+// (trace mode). Field order keeps it free of padding: 64 bytes.
+struct trace_event {
+	__u32 tgid;
+	__u32 tid;
+	__u64 site;     // return address into the caller (for Fortran: the binding's caller)
+	__u64 enter_ns;
+	__u64 exit_ns;
+	__s64 count;    // element count argument, TRACE_NONE if the call has none
+	__s32 peer;     // peer rank argument, TRACE_NONE if none
+	__s32 root;     // root argument, TRACE_NONE if none
+	__s32 elem_size; // bytes per element, 0 if unknown
+	__s32 ret;      // the call's return value
+	__u16 call;     // index into the loader's call table
+	__u16 flags;
+	__u32 pad;
+};
+
+// Per-thread state of trace mode, in task-local storage (cheaper than a
+// hash keyed by tid, and freed with the thread): the call in flight
+// between its entry and its return, and a Fortran binding entered but not
+// yet in the C function it implements.
+struct trace_thread {
+	__u64 site;
+	__u64 enter_ns;
+	__s64 count;
+	__s32 peer;
+	__s32 root;
+	__s32 elem_size;
+	__u32 depth;        // 0: no call in flight; >1: MPI calls made from inside the outermost one, not recorded
+	__u64 fortran_site; // the binding's return address, in the application
+	__u32 fortran_call; // call index of the C function the binding implements
+	__u32 fortran;      // 1 while a binding waits for its C call
+};
+
+// The trace cookie (64 bits), written by probes.TraceCookie: the call
+// index, the arguments (1..ARG_MAX, 0 none) holding what is recorded, and
+// the kind of the datatype argument.
+enum trace_cookie {
+	TRACE_CALL_SHIFT = 0, // index into the loader's call table
+	TRACE_CALL_BITS = 16,
+	TRACE_PEER_SHIFT = 16, // argument holding the peer rank
+	TRACE_COUNT_SHIFT = 20, // argument holding the element count
+	TRACE_DATATYPE_SHIFT = 24, // argument holding the datatype
+	TRACE_ROOT_SHIFT = 28, // argument holding the root
+	TRACE_ARG_BITS = 4,
+	TRACE_KIND_SHIFT = 32, // enum datatype_kind
+	TRACE_KIND_BITS = 2,
+};
+
+_Static_assert(ARG_MAX < 1 << TRACE_ARG_BITS, "an argument number does not fit its trace cookie field");
+
+// How an element size is read out of a datatype argument.
+enum datatype_kind {
+	DT_UNKNOWN = 0,
+	DT_OMPI = 1,  // a pointer to ompi_datatype_t: size_t size at DT_OMPI_SIZE_OFF
+	DT_MPICH = 2, // an int handle: builtin types have their size in bits 8-15
+};
+
+_Static_assert(DT_MPICH < 1 << TRACE_KIND_BITS, "a datatype kind does not fit its trace cookie field");
+
+#define TRACE_NONE (-2147483647 - 1)
+#define DT_OMPI_SIZE_OFF 24
+
+// Force bpf2go to emit Go types for these.
+const struct trace_event *unused_trace_event __attribute__((unused));
+const enum trace_cookie *unused_trace_cookie __attribute__((unused));
+const enum datatype_kind *unused_datatype_kind __attribute__((unused));
+
+// The ring buffer's size is set by the loader before loading.
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 4096);
+} trace_events SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct trace_thread);
+} trace_threads SEC(".maps");
+
+// Calls that could not be recorded (ring buffer full), per process.
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 8192);
+	__type(key, __u32); // tgid
+	__type(value, __u64);
+} trace_lost SEC(".maps");
+
+#define TRACE_CALL(c) BITS(c, TRACE_CALL_SHIFT, TRACE_CALL_BITS)
+#define TRACE_ARG(c, shift) BITS(c, shift, TRACE_ARG_BITS)
+
+static __always_inline __s32 elem_size(__u64 dt, __u32 kind)
+{
+	if (kind == DT_OMPI && dt) {
+		__u64 size = 0;
+		bpf_probe_read_user(&size, sizeof(size), (void *)(dt + DT_OMPI_SIZE_OFF));
+		return size < 0x7fffffff ? (__s32)size : 0;
+	}
+	if (kind == DT_MPICH && ((__u32)dt >> 30) == 1)
+		return ((__u32)dt >> 8) & 0xff;
+	return 0;
+}
+
+static __always_inline int do_trace_enter(struct pt_regs *ctx)
+{
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	__u32 *flags = bpf_map_lookup_elem(&traced, &tgid);
+	if (!flags)
+		return 0;
+	if (!(*flags & TRACED_SEEN)) {
+		// Tell mpiprobe at once, so that it reads who the process is and
+		// its memory map while it lives: the calls themselves may reach
+		// it only after a short program has exited.
+		*flags |= TRACED_SEEN; // two threads may both notify: harmless
+		notify(PROC_MPI, tgid, 0, 0);
+	}
+	struct trace_thread *th = bpf_task_storage_get(&trace_threads, bpf_get_current_task_btf(), 0,
+						       BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!th)
+		return 0;
+	if (th->depth > 0) {
+		th->depth++;
+		return 0;
+	}
+	__u64 cookie = bpf_get_attach_cookie(ctx);
+	if (th->fortran) {
+		// Inside a Fortran binding: its handle conversions (MPI_Comm_f2c,
+		// ...) are not the application's calls; the implemented call is,
+		// at the binding's call site.
+		if (th->fortran_call != TRACE_CALL(cookie))
+			return 0;
+		th->site = th->fortran_site;
+		th->fortran = 0;
+	} else {
+		bpf_probe_read_user(&th->site, sizeof(th->site), (void *)PT_REGS_SP(ctx));
+	}
+	th->peer = TRACE_NONE;
+	th->root = TRACE_NONE;
+	th->count = TRACE_NONE;
+	th->elem_size = 0;
+	__u32 a;
+	if ((a = TRACE_ARG(cookie, TRACE_PEER_SHIFT)))
+		th->peer = (__s32)arg(ctx, a);
+	if ((a = TRACE_ARG(cookie, TRACE_COUNT_SHIFT)))
+		th->count = (__s32)arg(ctx, a);
+	if ((a = TRACE_ARG(cookie, TRACE_DATATYPE_SHIFT)))
+		th->elem_size = elem_size(arg(ctx, a), BITS(cookie, TRACE_KIND_SHIFT, TRACE_KIND_BITS));
+	if ((a = TRACE_ARG(cookie, TRACE_ROOT_SHIFT)))
+		th->root = (__s32)arg(ctx, a);
+	th->depth = 1;
+	th->enter_ns = bpf_ktime_get_ns();
+	return 0;
+}
+
+static __always_inline int do_trace_exit(struct pt_regs *ctx)
+{
+	struct trace_thread *th = bpf_task_storage_get(&trace_threads, bpf_get_current_task_btf(), 0, 0);
+	if (!th || th->depth == 0)
+		return 0;
+	if (th->depth > 1) {
+		th->depth--;
+		return 0;
+	}
+	th->depth = 0;
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	__u32 tgid = pid_tgid >> 32;
+	struct trace_event *e = bpf_ringbuf_reserve(&trace_events, sizeof(*e), 0);
+	if (!e) {
+		__u64 one = 1;
+		__u64 *n = bpf_map_lookup_elem(&trace_lost, &tgid);
+		if (n)
+			__sync_fetch_and_add(n, 1);
+		else
+			bpf_map_update_elem(&trace_lost, &tgid, &one, BPF_NOEXIST);
+		return 0;
+	}
+	__u64 cookie = bpf_get_attach_cookie(ctx);
+	e->tgid = tgid;
+	e->tid = (__u32)pid_tgid;
+	e->site = th->site;
+	e->enter_ns = th->enter_ns;
+	e->exit_ns = bpf_ktime_get_ns();
+	e->count = th->count;
+	e->peer = th->peer;
+	e->root = th->root;
+	e->elem_size = th->elem_size;
+	e->ret = (__s32)PT_REGS_RC(ctx);
+	e->call = TRACE_CALL(cookie);
+	e->flags = 0;
+	e->pad = 0;
+	// Waking the reader for every call costs more than the probe itself;
+	// it is woken once the ring is an eighth full, and reads on a timer
+	// otherwise.
+	__u64 avail = bpf_ringbuf_query(&trace_events, BPF_RB_AVAIL_DATA);
+	__u64 size = bpf_ringbuf_query(&trace_events, BPF_RB_RING_SIZE);
+	bpf_ringbuf_submit(e, avail > size / 8 ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP);
+	return 0;
+}
+
+static __always_inline int do_trace_fortran(struct pt_regs *ctx)
+{
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	if (!bpf_map_lookup_elem(&traced, &tgid))
+		return 0;
+	struct trace_thread *th = bpf_task_storage_get(&trace_threads, bpf_get_current_task_btf(), 0,
+						       BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!th || th->depth > 0)
+		return 0;
+	th->fortran_call = TRACE_CALL(bpf_get_attach_cookie(ctx));
+	bpf_probe_read_user(&th->fortran_site, sizeof(th->fortran_site), (void *)PT_REGS_SP(ctx));
+	th->fortran = 1;
+	return 0;
+}
+
+// trace_enter (and trace_enter_multi) runs at the entry of every MPI
+// function in trace mode.
+UPROBE_TWINS(trace_enter, trace_enter_multi, do_trace_enter)
+
+// trace_exit (and trace_exit_multi) runs at the return of every MPI
+// function in trace mode and sends the outermost call of the thread to
+// user space.
+URETPROBE_TWINS(trace_exit, trace_exit_multi, do_trace_exit)
+
+// trace_fortran_enter (and trace_fortran_enter_multi) runs at the entry of
+// a Fortran binding: the C call it makes next is attributed to the
+// binding's caller, the application.
+UPROBE_TWINS(trace_fortran_enter, trace_fortran_enter_multi, do_trace_fortran)
+
+#endif // MPIPROBE_TRACE_H

@@ -1,0 +1,110 @@
+package chrometrace
+
+import (
+	"bytes"
+	"encoding/json"
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mpiprobe/mpiprobe/internal/trace/chrometrace/chromecheck"
+	"github.com/mpiprobe/mpiprobe/internal/trace/tracefile"
+)
+
+func testTrace() *tracefile.Trace {
+	t := &tracefile.Trace{
+		Header: tracefile.Header{Host: "n1", Start: time.Unix(1_700_000_000, 0), Command: []string{"mpirun", "./app \"x\""}},
+		Calls:  []string{"MPI_Send", "MPI_Bcast"},
+		Sites: []tracefile.Site{
+			{Object: "/bin/app", Offset: 0x1234, Function: "main", FuncOffset: 0x34, File: "/src/app.c", Line: 12},
+			{Object: "/bin/app", Offset: 0x2000},
+		},
+		Ranks: []tracefile.Rank{
+			{PID: 100, Host: "n1", Job: "j", Rank: "1", Exe: "/bin/app"},
+			{PID: 101, Host: "n1", Job: "j", Rank: "0", Exe: "/bin/app"},
+			{PID: 102, Host: "n2", Job: "k", Rank: "?", Exe: "/bin/app"},
+		},
+		Ends:     []tracefile.RankEnd{{Rank: 0, End: "exit 0", Lost: 2}},
+		Complete: true,
+	}
+	nv := int32(tracefile.NoValue)
+	t.Events = []tracefile.Event{
+		{Rank: 0, TID: 100, Call: 0, Site: 0, Enter: 1500, Exit: 2750, Peer: 1, Root: nv, Count: 4, ElemSize: 8},
+		{Rank: 0, TID: 100, Call: 1, Site: 1, Enter: 3000, Exit: 3000, Peer: nv, Root: 0, Count: tracefile.NoValue},
+		{Rank: 1, TID: 101, Call: 1, Site: 1, Enter: 2000, Exit: 5000, Peer: nv, Root: 0, Count: 1, ElemSize: 4, Ret: 13},
+		{Rank: 2, TID: 102, Call: 0, Site: 0, Enter: 10, Exit: 5, Peer: 0, Root: nv, Count: 1}, // exit before entry
+		{Rank: 2, TID: 103, Call: 0, Site: 0, Enter: math.MaxInt64 - 5, Exit: math.MaxInt64, Peer: 0, Root: nv, Count: 1},
+	}
+	return t
+}
+
+func TestWrite(t *testing.T) {
+	var buf bytes.Buffer
+	if err := Write(&buf, testTrace()); err != nil {
+		t.Fatal(err)
+	}
+	st, err := chromecheck.Check(bytes.NewReader(buf.Bytes()))
+	if err != nil {
+		t.Fatalf("%v\n%s", err, buf.String())
+	}
+	if st.Complete != 5 || st.Processes != 3 || st.Tracks != 4 || st.Names["MPI_Send"] != 3 {
+		t.Errorf("stats %+v", st)
+	}
+	var doc struct {
+		TraceEvents []map[string]any `json:"traceEvents"`
+	}
+	dec := json.NewDecoder(&buf)
+	dec.UseNumber()
+	if err := dec.Decode(&doc); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, ev := range doc.TraceEvents {
+		b, _ := json.Marshal(ev)
+		got = append(got, string(b))
+	}
+	all := strings.Join(got, "\n")
+	for _, w := range []string{
+		`{"args":{"name":"rank 1 (pid 100, host n1)"},"name":"process_name","ph":"M","pid":1,"tid":0}`,
+		`{"args":{"name":"rank ? (pid 102, host n2)"},"name":"process_name","ph":"M","pid":1000002,"tid":0}`,
+		`{"args":{"count":4,"elem_size":8,"function":"main+0x34","object":"/bin/app","peer":1,"ret":0,"site":"/src/app.c:12"},"cat":"mpi","dur":1.250,"name":"MPI_Send","ph":"X","pid":1,"tid":100,"ts":1.500}`,
+		`{"args":{"object":"/bin/app","ret":0,"root":0,"site":"app+0x2000"},"cat":"mpi","dur":0,"name":"MPI_Bcast","ph":"X","pid":1,"tid":100,"ts":3}`,
+		`"dur":0,"name":"MPI_Send","ph":"X","pid":1000002,"tid":102,"ts":0.010}`,
+		`"ts":9223372036854775.802}`,
+		`{"args":{"name":"thread 103"},"name":"thread_name","ph":"M","pid":1000002,"tid":103}`,
+		`{"args":{"labels":"job j, app, exit 0, 2 calls lost"},"name":"process_labels","ph":"M","pid":1,"tid":0}`,
+	} {
+		if !strings.Contains(all, w) {
+			t.Errorf("no %s in\n%s", w, all)
+		}
+	}
+}
+
+func TestAppendMicros(t *testing.T) {
+	for ns, want := range map[int64]string{0: "0", 1: "0.001", 999: "0.999", 1000: "1", 1234567: "1234.567", -1500: "-1.500",
+		math.MinInt64: "-9223372036854775.808", math.MaxInt64: "9223372036854775.807"} {
+		if got := string(appendMicros(nil, ns)); got != want {
+			t.Errorf("appendMicros(%d) = %s, want %s", ns, got, want)
+		}
+	}
+}
+
+// TestStreamed: events given a few at a time make the same timeline.
+func TestStreamed(t *testing.T) {
+	tr := testTrace()
+	var whole, streamed bytes.Buffer
+	if err := Write(&whole, tr); err != nil {
+		t.Fatal(err)
+	}
+	x := NewWriter(&streamed, tr.Header)
+	for i := range tr.Events {
+		x.WriteEvents(tr, tr.Events[i:i+1])
+	}
+	if err := x.Close(tr); err != nil {
+		t.Fatal(err)
+	}
+	if whole.String() != streamed.String() {
+		t.Errorf("streamed:\n%s\nwhole:\n%s", streamed.String(), whole.String())
+	}
+}
