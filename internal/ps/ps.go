@@ -1,6 +1,6 @@
 // Package ps lists the MPI processes of this node grouped by job, for
 // `mpiprobe ps`: who each rank is (internal/identity), which MPI library
-// it maps (probes.Discover), and whether an mpiprobe agent or session
+// it maps (discover.Discover), and whether an mpiprobe agent or session
 // traces it.
 //
 // Whether a process is traced is read from the kernel, not guessed: every
@@ -26,6 +26,7 @@ import (
 
 	"github.com/cilium/ebpf"
 
+	"github.com/mpiprobe/mpiprobe/internal/discover"
 	"github.com/mpiprobe/mpiprobe/internal/identity"
 	"github.com/mpiprobe/mpiprobe/internal/procfs"
 	"github.com/mpiprobe/mpiprobe/probes"
@@ -176,7 +177,7 @@ func process(pfs procfs.FS, pid int, host string) (Process, identity.Identity, b
 	if err != nil {
 		return Process{}, identity.Identity{}, false
 	}
-	libs := probes.Discover(maps)
+	libs := discover.Discover(maps)
 	p := Process{PID: pid}
 	for _, m := range libs {
 		switch m.Library {

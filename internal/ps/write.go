@@ -88,4 +88,3 @@ func WriteJSON(w io.Writer, l List) error {
 	enc.SetIndent("", "  ")
 	return enc.Encode(l)
 }
-
