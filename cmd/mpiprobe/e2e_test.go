@@ -257,7 +257,7 @@ func TestPromptReceiverStaysQuiet(t *testing.T) {
 	flood := mpitest.Build(t, impl, "flood")
 
 	job := impl.Command(2, floodMCA(false), flood, "-n", "400", "-d", "0", "-r", "3")
-	res := runMpiprobe(t, bin, append([]string{"-C", "1", "-T", "0", "--interval", "100ms", "--"}, job...)...)
+	res := runMpiprobe(t, bin, append([]string{"-C", "1", "-T", "1ms", "--interval", "100ms", "--"}, job...)...)
 	// Only the queueing events must stay silent: a barrier message may
 	// arrive before its receive is posted (ob1.unexpected.late_recv).
 	sendInfo, _, _ := probes.Full().Lookup("ob1.send_pending.new")
