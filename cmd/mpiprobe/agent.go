@@ -3,15 +3,15 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
-	"io"
 	"io/fs"
 	"log/slog"
 	"net"
 	"os"
 	"strings"
 	"time"
+
+	"github.com/spf13/cobra"
 
 	"github.com/mpiprobe/mpiprobe/internal/agent"
 	configfile "github.com/mpiprobe/mpiprobe/internal/config"
@@ -22,97 +22,107 @@ import (
 	"github.com/mpiprobe/mpiprobe/thresholds"
 )
 
-// agentMain runs `mpiprobe agent`: the node-wide watcher of every MPI job.
-func agentMain(ctx context.Context, args []string, stderr io.Writer) int {
-	fail := func(err error) int {
-		fmt.Fprintf(stderr, "mpiprobe agent: %v\n", err)
-		return 1
+// agentFlags are the flags of `mpiprobe agent`.
+type agentFlags struct {
+	cfgPath     string
+	metricsAddr string
+	stateDir    string
+	pinDir      string
+	events      string
+	interval    time.Duration
+	cleanup     bool
+	verbose     bool
+	debugDirs   []string
+	th          thresholdFlags
+}
+
+// newAgentCmd builds `mpiprobe agent`: the node-wide watcher of every MPI job.
+func newAgentCmd() *cobra.Command {
+	var f agentFlags
+	c := &cobra.Command{
+		Use:   "agent [flags]",
+		Short: "node-wide agent: every MPI job on this node",
+		Long:  "Watches every MPI process on this node; see README.md (Node-wide agent).",
+		Args:  noArgs("the agent finds MPI processes itself"),
+		RunE: func(c *cobra.Command, _ []string) error {
+			ctx, stop := signalContext(c.Context())
+			defer stop()
+			return f.run(ctx, c)
+		},
 	}
-	var (
-		cfgPath     string
-		metricsAddr string
-		stateDir    string
-		pinDir      string
-		events      string
-		interval    time.Duration
-		cleanup     bool
-		verbose     bool
-		th          thresholdFlags
-	)
-	flags := flag.NewFlagSet("mpiprobe agent", flag.ContinueOnError)
-	flags.SetOutput(stderr)
-	flags.StringVar(&cfgPath, "config", configfile.DefaultPath, "configuration `FILE` (a missing default file means the defaults)")
-	flags.StringVar(&metricsAddr, "metrics-addr", "", "serve Prometheus metrics on `ADDR` (host:port, or off); overrides metrics_addr")
-	flags.StringVar(&stateDir, "state-dir", "", "state `DIR` (job summaries, agent state); overrides state_dir")
-	flags.StringVar(&pinDir, "pin-dir", "", "BPF file system `DIR` for pinned maps and links; overrides pin_dir")
-	flags.StringVar(&events, "events", "", "event `LEVELS` to enable (default, retries, messages, all); overrides events")
-	flags.DurationVar(&interval, "interval", 0, "how often counters are read; overrides interval")
-	flags.BoolVar(&cleanup, "cleanup", false, "remove the agent's pinned maps and links (detaching its probes) and exit")
-	flags.BoolVar(&verbose, "v", false, "log each library attached")
-	th.register(flags)
-	flags.Usage = func() {
-		fmt.Fprintf(stderr, "usage: mpiprobe agent [flags]\n\nWatches every MPI process on this node; see README.md (Node-wide agent).\n\nflags:\n")
-		flags.PrintDefaults()
+	fs := c.Flags()
+	fs.SortFlags = false
+	fs.StringVar(&f.cfgPath, "config", configfile.DefaultPath, "configuration `FILE` (a missing default file means the defaults)")
+	fs.StringVar(&f.metricsAddr, "metrics-addr", "", "serve Prometheus metrics on `ADDR` (host:port, or off); overrides metrics_addr")
+	fs.StringVar(&f.stateDir, "state-dir", "", "state `DIR` (job summaries, agent state); overrides state_dir")
+	fs.StringVar(&f.pinDir, "pin-dir", "", "BPF file system `DIR` for pinned maps and links; overrides pin_dir")
+	fs.StringVar(&f.events, "events", "", "event `LEVELS` to enable (default, retries, messages, all); overrides events")
+	fs.DurationVar(&f.interval, "interval", 0, "how often counters are read, a `DURATION` from 100ms to 1m; overrides interval")
+	fs.StringArrayVar(&f.debugDirs, "debug-dir", nil, debugDirHelp+"; before debug_dirs")
+	fs.BoolVar(&f.cleanup, "cleanup", false, "remove the agent's pinned maps and links (detaching its probes) and exit")
+	fs.BoolVarP(&f.verbose, "verbose", "v", false, "log each library attached")
+	f.th.register(fs)
+	return c
+}
+
+// run checks the flags and runs the agent.
+func (f *agentFlags) run(ctx context.Context, c *cobra.Command) error {
+	stderr := c.ErrOrStderr()
+	if c.Flags().Changed("interval") && (f.interval < configfile.MinInterval || f.interval > configfile.MaxInterval) {
+		return usagef("--interval %s: give %s to %s, e.g. 1s", f.interval, configfile.MinInterval, configfile.MaxInterval)
 	}
-	if err := flags.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
+	if f.pinDir != "" && !strings.HasPrefix(f.pinDir, configfile.BPFRoot+"/") {
+		return usagef("--pin-dir %s is not below %s (use e.g. /sys/fs/bpf/mpiprobe/agent)", f.pinDir, configfile.BPFRoot)
 	}
-	if flags.NArg() > 0 {
-		fmt.Fprintf(stderr, "mpiprobe agent: unexpected argument %q (the agent finds MPI processes itself)\n", flags.Arg(0))
-		return 2
-	}
+	cfgPath := f.cfgPath
 	file, err := loadConfigFile(cfgPath)
-	explicit := false
-	flags.Visit(func(f *flag.Flag) { explicit = explicit || f.Name == "config" })
-	if errors.Is(err, fs.ErrNotExist) && !explicit {
-		file, err = configfile.Default(), nil
+	read := cfgPath // the file the settings come from, for messages
+	if errors.Is(err, fs.ErrNotExist) && !c.Flags().Changed("config") {
+		file, err, read = configfile.Default(), nil, ""
 	}
 	if err != nil {
-		return fail(err)
+		return usageError{err}
 	}
-	if metricsAddr != "" {
-		file.MetricsAddr = metricsAddr
-		if metricsAddr == "off" {
+	if f.metricsAddr != "" {
+		file.MetricsAddr = f.metricsAddr
+		if f.metricsAddr == "off" {
 			file.MetricsAddr = ""
 		}
 	}
-	if stateDir != "" {
-		file.StateDir = stateDir
+	if f.stateDir != "" {
+		file.StateDir = f.stateDir
 	}
-	if pinDir != "" {
-		file.PinDir = pinDir
+	if f.pinDir != "" {
+		file.PinDir = f.pinDir
 	}
-	if interval > 0 {
-		file.Interval = interval
+	if f.interval > 0 {
+		file.Interval = f.interval
 	}
-	if cleanup {
+	if f.cleanup {
 		if err := agent.Cleanup(file.PinDir); err != nil {
-			return fail(err)
+			return err
 		}
 		fmt.Fprintf(stderr, "mpiprobe agent: removed %s\n", file.PinDir)
-		return 0
+		return nil
 	}
 	levelSpec := strings.Join(file.Events, ",")
-	if events != "" {
-		levelSpec = events
+	if f.events != "" {
+		levelSpec = f.events
 	}
 	if levelSpec == "" {
 		levelSpec = string(probes.Default)
 	}
 	cat, err := selectLevels(levelSpec)
 	if err != nil {
-		return fail(err)
+		return usageError{err}
 	}
-	cli, err := th.overrides(cat)
+	cli, err := f.th.overrides(cat)
 	if err != nil {
-		return fail(err)
+		return usageError{err}
 	}
 
 	level := slog.LevelInfo
-	if verbose {
+	if f.verbose {
 		level = slog.LevelDebug
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
@@ -120,13 +130,13 @@ func agentMain(ctx context.Context, args []string, stderr io.Writer) int {
 	// journald's (tests, or a journald in a namespace).
 	sink, err := journal.Open(journal.Options{Stderr: stderr, Socket: os.Getenv("MPIPROBE_JOURNAL_SOCKET")})
 	if err != nil {
-		return fail(err)
+		return err
 	}
 	defer sink.Close()
 	var ln net.Listener
 	if file.MetricsAddr != "" {
 		if ln, err = metrics.Listen(file.MetricsAddr); err != nil {
-			return fail(err)
+			return listenError(err, read)
 		}
 		defer ln.Close()
 		log.Info("metrics", "addr", ln.Addr().String())
@@ -138,7 +148,8 @@ func agentMain(ctx context.Context, args []string, stderr io.Writer) int {
 		StateDir:      file.StateDir,
 		PinDir:        file.PinDir,
 		LibraryPaths:  file.LibraryPaths,
-		DebugDirs:     debugDirs(nil, file.DebugDirs),
+		DebugDirs:     debugDirs(f.debugDirs, file.DebugDirs),
+		ConfigPath:    read,
 		Metrics:       ln,
 		MetricsTTL:    file.MetricsTTL,
 		RetentionJobs: file.RetentionJobs,
@@ -147,8 +158,29 @@ func agentMain(ctx context.Context, args []string, stderr io.Writer) int {
 		Log:           log,
 		Journal:       sink,
 	})
-	if err != nil {
-		return fail(err)
-	}
-	return 0
+	return err
 }
+
+// listenError is metrics.Listen's error naming the configuration file
+// actually read (cfg, "" for none) where it names the default one.
+// TODO(metrics): let metrics.Listen take the file's name instead.
+func listenError(err error, cfg string) error {
+	msg := err.Error()
+	switch {
+	case cfg == "":
+		msg = strings.ReplaceAll(msg, "set metrics_addr in "+configfile.DefaultPath+" or --metrics-addr", "set --metrics-addr (or metrics_addr in a --config file)")
+	case cfg != configfile.DefaultPath:
+		msg = strings.ReplaceAll(msg, configfile.DefaultPath, cfg)
+	}
+	return &renamedError{msg: msg, err: err}
+}
+
+// renamedError is an error shown with another message; it unwraps to the
+// original, so errors.Is(err, syscall.EADDRINUSE) still holds.
+type renamedError struct {
+	msg string
+	err error
+}
+
+func (e *renamedError) Error() string { return e.msg }
+func (e *renamedError) Unwrap() error { return e.err }

@@ -508,3 +508,28 @@ func TestAgentCapabilities(t *testing.T) {
 		t.Errorf("without CAP_SYS_ADMIN: err %v, output:\n%s\nwant a last line naming CAP_SYS_ADMIN", err, out)
 	}
 }
+
+// TestAgentSharedPinDir starts a second agent with its own state dir but
+// the first one's pin dir: it must refuse in one line naming the first
+// agent's pid, before it touches the pinned state, and a port in use must
+// be blamed on the configuration file actually read.
+func TestAgentSharedPinDir(t *testing.T) {
+	mpitest.RequireE2E(t)
+	bin := mpitest.BuildMpiprobe(t)
+	d := mpitest.NewAgentDirs(t)
+	ag := mpitest.StartAgent(t, bin, d, "")
+	defer ag.Stop(t, syscall.SIGTERM)
+
+	code, stderr := runBinary(t, bin, nil, "agent", "--config", d.Config, "--state-dir", t.TempDir(), "--pin-dir", d.Pin, "--metrics-addr", "off")
+	want := "another mpiprobe agent (pid " + strconv.Itoa(ag.Cmd.Process.Pid) + ") already uses pin directory " + d.Pin
+	if code != 1 || !strings.Contains(stderr, want) || !strings.Contains(stderr, d.Config) || strings.Count(strings.TrimSpace(stderr), "\n") != 0 {
+		t.Errorf("second agent on the same pin dir: exit %d, stderr:\n%s\nwant one line with %q and the config file", code, stderr, want)
+	}
+
+	// The first agent's metrics port, for a third agent with its own dirs.
+	other := mpitest.NewAgentDirs(t)
+	code, stderr = runBinary(t, bin, nil, "agent", "--config", other.Config, "--state-dir", other.State, "--pin-dir", other.Pin, "--metrics-addr", ag.Metrics)
+	if code != 1 || !strings.Contains(stderr, "address already in use") || !strings.Contains(stderr, "set metrics_addr in "+other.Config) || strings.Contains(stderr, "/etc/mpiprobe") {
+		t.Errorf("port in use: exit %d, stderr:\n%s\nwant the config file %s named", code, stderr, other.Config)
+	}
+}

@@ -4,17 +4,19 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"flag"
-	"io"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/mpiprobe/mpiprobe/agg"
+	"github.com/mpiprobe/mpiprobe/internal/collstate"
 	"github.com/mpiprobe/mpiprobe/internal/mpitest"
 )
 
@@ -24,23 +26,69 @@ func TestParseArgsErrors(t *testing.T) {
 	if err := os.WriteFile(badConfig, []byte("C = 10\nthreshold.no.such_event = 5/1s\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	const mem = 16 << 30 // 16 GiB: 4,079,000-odd slots
 	tests := []struct {
 		args []string
 		want string
 	}{
 		{[]string{"-C", "many", "-p", "1"}, "-C"},
+		{[]string{"-C", "0", "-p", "1"}, `-C: "0" is below 1`},
 		{[]string{"-T", "soon", "-p", "1"}, "-T"},
-		{[]string{"--threshold", "no.such_event=5/1s", "-p", "1"}, `unknown event "no.such_event"`},
+		{[]string{"-T", "0", "-p", "1"}, `-T: "0" is not above 0`},
+		{[]string{"-T", "-1s", "-p", "1"}, "is negative"},
+		{[]string{"--threshold", "no.such_event=5/1s", "-p", "1"}, `unknown event no.such_event`},
 		{[]string{"--threshold", "ob1.send_pending.new=x/1s", "-p", "1"}, "--threshold"},
-		{[]string{"--events", "everything", "-p", "1"}, `unknown level "everything"`},
+		{[]string{"--events", "everything", "-p", "1"}, `unknown level everything`},
 		{[]string{"--config", filepath.Join(dir, "missing.conf"), "-p", "1"}, "missing.conf"},
 		{[]string{"--config", badConfig, "-p", "1"}, `unknown event "no.such_event"`},
 		{[]string{"-p", "abc"}, `"abc" is not a process id`},
+		{[]string{"-p", "0"}, `"0" is not a process id (give a number above 0`},
+		{[]string{"-p", "-5"}, `"-5" is not a process id`},
+		{[]string{"-p", "1,,2"}, `"" is not a process id`},
+		{[]string{"-p", "99999999999"}, "the largest is 4194304"},
+		{[]string{"--interval", "0", "-p", "1"}, "--interval 0s: give a duration above 0"},
+		{[]string{"--interval", "-1s", "-p", "1"}, "--interval -1s: give a duration above 0"},
+		{[]string{"--collectives", "--comm-slots", "0", "-p", "1"}, "--comm-slots 0: give 1 to 4078"},
+		{[]string{"--collectives", "--comm-slots", "99999999999", "-p", "1"}, "--comm-slots 99999999999: give 1 to"},
+		{[]string{"--collectives", "--comm-slots", "-3", "-p", "1"}, "--comm-slots -3: give 1 to"},
+		{[]string{"-p", "1", "--job", "j"}, "-p and --job both given"},
+		{[]string{"-p", "1", "--", "true"}, "-p/--job and a command both given"},
+		{[]string{"--job", "j", "--", "true"}, "-p/--job and a command both given"},
+		{[]string{"--"}, "no command after --"},
+		{nil, "nothing to trace: give -p PID, --job JOBID or -- COMMAND (mpiprobe ps lists MPI processes)"},
+		{[]string{"--lib", "/x/libmpi.so.40", "-p", "1"}, "--lib goes with -- COMMAND"},
+		{[]string{"--bogus", "-p", "1"}, "unknown flag: --bogus"},
 	}
 	for _, tc := range tests {
-		_, err := parseArgs(tc.args, io.Discard)
-		if err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("parseArgs(%q) = %v, want an error containing %q", tc.args, err, tc.want)
+		_, err := parseRootArgs(tc.args, mem)
+		var ue usageError
+		if err == nil || !strings.Contains(err.Error(), tc.want) || !errors.As(err, &ue) {
+			t.Errorf("parseRootArgs(%q) = %v, want a usage error containing %q", tc.args, err, tc.want)
+		}
+	}
+}
+
+func TestParseArgsGood(t *testing.T) {
+	tests := []struct {
+		args    []string
+		pids    []int
+		command []string
+		slots   int
+	}{
+		{[]string{"-p123"}, []int{123}, nil, 4096},
+		{[]string{"--pid=1,2", "-p", "3", "--pid", "4"}, []int{1, 2, 3, 4}, nil, 4096},
+		{[]string{"--json", "-o", "x.json", "--", "mpirun", "-np", "2", "./a", "--json"}, nil, []string{"mpirun", "-np", "2", "./a", "--json"}, 4096},
+		{[]string{"--collectives", "--comm-slots", "1", "-p", "7"}, []int{7}, nil, 1},
+		{[]string{"--comm-slots", "0", "-p", "7"}, []int{7}, nil, 0}, // only checked with --collectives
+	}
+	for _, tc := range tests {
+		cfg, err := parseRootArgs(tc.args, 16<<30)
+		if err != nil {
+			t.Errorf("parseRootArgs(%q): %v", tc.args, err)
+			continue
+		}
+		if !slices.Equal(cfg.monitor.PIDs, tc.pids) || !slices.Equal(cfg.monitor.Command, tc.command) || cfg.monitor.CommSlots != tc.slots {
+			t.Errorf("parseRootArgs(%q): pids %v, command %q, slots %d", tc.args, cfg.monitor.PIDs, cfg.monitor.Command, cfg.monitor.CommSlots)
 		}
 	}
 }
@@ -51,7 +99,7 @@ func TestParseArgsOverrides(t *testing.T) {
 	if err := os.WriteFile(conf, []byte("C = 10\nT = 5s\nthreshold.ob1.send_pending.drain = 7/\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := parseArgs([]string{"--config", conf, "-T", "2s", "--threshold", "ob1.send_pending.new=3/", "-p", "1,2", "-p", "3"}, io.Discard)
+	cfg, err := parseRootArgs([]string{"--config", conf, "-T", "2s", "--threshold", "ob1.send_pending.new=3/", "-p", "1,2", "-p", "3"}, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,6 +113,165 @@ func TestParseArgsOverrides(t *testing.T) {
 	if cli.T == nil || *cli.T != 2*time.Second || file.C == nil || *file.C != 10 {
 		t.Errorf("layers: file %+v, command line %+v", file, cli)
 	}
+}
+
+func TestCheckCommSlots(t *testing.T) {
+	tests := []struct {
+		n    int
+		mem  uint64
+		want string // "" for no error
+	}{
+		{1, 0, ""},
+		{4096, 0, ""},
+		{collstate.MaxSlots, 0, ""},
+		{collstate.MaxSlots + 1, 0, "give 1 to 67108863 (the most a BPF map's 32-bit size allows"},
+		{0, 0, "give 1 to 67108863"},
+		{-1, 1 << 30, "--comm-slots -1: give 1 to"},
+		{int(1<<30/collstate.SlotBytes()) + 1, 1 << 30, "this node has 1024 MiB"},
+		{int(1 << 30 / collstate.SlotBytes()), 1 << 30, ""},
+		{99999999999, 1 << 40, "--comm-slots 99999999999: give 1 to"},
+	}
+	for _, tc := range tests {
+		err := checkCommSlots(tc.n, tc.mem)
+		if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
+			t.Errorf("checkCommSlots(%d, %d) = %v, want %q", tc.n, tc.mem, err, tc.want)
+		}
+	}
+}
+
+func TestCommandStatus(t *testing.T) {
+	tests := []struct {
+		end  *agg.End
+		sig  int
+		want int // -1 for nil
+	}{
+		{nil, 0, -1},
+		{nil, int(syscall.SIGINT), -1}, // -p: a signal ends the session, exit 0
+		{&agg.End{Kind: agg.Exited, Code: 0}, 0, -1},
+		{&agg.End{Kind: agg.Exited, Code: 3}, 0, 3},
+		{&agg.End{Kind: agg.Signaled, Signal: int(syscall.SIGKILL)}, 0, 137},
+		{&agg.End{Kind: agg.Exited, Code: 1}, int(syscall.SIGINT), 130},  // Open MPI's mpirun after SIGINT
+		{&agg.End{Kind: agg.Exited, Code: 0}, int(syscall.SIGTERM), 143}, // hydra after SIGTERM
+		{&agg.End{Kind: agg.Signaled, Signal: 2}, int(syscall.SIGINT), 130},
+	}
+	for _, tc := range tests {
+		err := commandStatus(tc.end, tc.sig)
+		var code exitStatus
+		switch {
+		case tc.want < 0 && err != nil:
+			t.Errorf("commandStatus(%+v, %d) = %v, want nil", tc.end, tc.sig, err)
+		case tc.want >= 0 && (!errors.As(err, &code) || int(code) != tc.want):
+			t.Errorf("commandStatus(%+v, %d) = %v, want exit %d", tc.end, tc.sig, err, tc.want)
+		}
+	}
+	if err := commandStatus(&agg.End{Kind: agg.Vanished}, 0); err == nil {
+		t.Error("an unknown end gave exit 0")
+	}
+}
+
+// TestExecuteUsage: every mistake is one line naming the cause, then the
+// hint to the help, and exit 2; nothing on stdout, and nothing attached
+// (these run without root).
+func TestExecuteUsage(t *testing.T) {
+	tests := []struct {
+		args []string
+		want string
+		help string
+	}{
+		{[]string{"stauts"}, `unknown subcommand "stauts": did you mean "status"?`, "mpiprobe"},
+		{[]string{"verison"}, `did you mean "version"?`, "mpiprobe"},
+		{[]string{"mpirun", "-np", "2", "./app"}, `unknown subcommand "mpirun" (a command to trace goes after --: mpiprobe [flags] -- mpirun ...)`, "mpiprobe"},
+		{[]string{"-v", "jobs"}, "unknown shorthand flag: 'v' in -v", "mpiprobe jobs"},
+		{[]string{"--bogus"}, "unknown flag: --bogus", "mpiprobe"},
+		{[]string{"-p"}, "flag needs an argument", "mpiprobe"},
+		{[]string{"-pabc"}, `"abc" is not a process id`, "mpiprobe"},
+		{[]string{"--interval", "0", "-p", "1"}, "--interval 0s", "mpiprobe"},
+		{[]string{"--collectives", "--comm-slots", "99999999999", "-p", "1"}, "--comm-slots 99999999999: give 1 to", "mpiprobe"},
+		{nil, "nothing to trace", "mpiprobe"},
+		{[]string{"status"}, "no target: give -p PID or --job JOBID (mpiprobe ps lists them)", "mpiprobe status"},
+		{[]string{"status", "-p", "1", "--job", "j"}, "-p and --job both given", "mpiprobe status"},
+		{[]string{"status", "--window", "0", "-p", "1"}, "--window 0s", "mpiprobe status"},
+		{[]string{"status", "4242"}, `unexpected argument "4242"`, "mpiprobe status"},
+		{[]string{"probes"}, "no process: give -p PID", "mpiprobe probes"},
+		{[]string{"ps", "x"}, `unexpected argument "x"`, "mpiprobe ps"},
+		{[]string{"trace", "shwo"}, `did you mean "show"?`, "mpiprobe trace"},
+		{[]string{"trace", "-p", "1"}, "give the output file with -o FILE", "mpiprobe trace"},
+		{[]string{"trace", "-o", "x", "--ring", "3K", "-p", "1"}, "--ring 3K", "mpiprobe trace"},
+		{[]string{"agent", "--interval", "10ms"}, "--interval 10ms: give 100ms to 1m0s", "mpiprobe agent"},
+		{[]string{"agent", "--pin-dir", "/tmp/pins"}, "--pin-dir /tmp/pins is not below /sys/fs/bpf", "mpiprobe agent"},
+		{[]string{"agent", "extra"}, `unexpected argument "extra"`, "mpiprobe agent"},
+		{[]string{"version", "x"}, `unexpected argument "x"`, "mpiprobe version"},
+	}
+	for _, tc := range tests {
+		var stdout, stderr bytes.Buffer
+		code := execute(context.Background(), tc.args, &stdout, &stderr)
+		lines := strings.Split(strings.TrimSuffix(stderr.String(), "\n"), "\n")
+		if code != 2 || len(lines) != 2 || !strings.Contains(lines[0], tc.want) || !strings.HasPrefix(lines[0], tc.help+": ") ||
+			lines[1] != "Run '"+tc.help+" --help' for usage." || stdout.Len() != 0 {
+			t.Errorf("mpiprobe %q: exit %d, stdout %q, stderr:\n%s\nwant exit 2 and one line with %q, then the hint", tc.args, code, stdout.String(), stderr.String(), tc.want)
+		}
+	}
+}
+
+// TestHelp: help goes to stdout with exit 0, in GNU style with real
+// placeholders, for the root command and every subcommand.
+func TestHelp(t *testing.T) {
+	for _, args := range [][]string{{"-h"}, {"--help"}, {"help"}} {
+		var stdout, stderr bytes.Buffer
+		code := execute(context.Background(), args, &stdout, &stderr)
+		out := stdout.String()
+		if code != 0 || stderr.Len() != 0 {
+			t.Errorf("%q: exit %d, stderr %q", args, code, stderr.String())
+		}
+		for _, w := range []string{"-p, --pid PID", "-o, --output FILE", "--interval DURATION", "--comm-slots N", "-C, --count N", "-T, --delay DURATION",
+			"--json", "--version", "-v, --verbose", "--collectives", "--events LEVELS", "--lib FILE", "--debug-dir DIR", "--config FILE", "--job JOBID",
+			"the command's\nstandard output goes to mpiprobe's standard error", "ob1.send_pending.new", "  ps ", "  version "} {
+			if !strings.Contains(out, w) {
+				t.Errorf("%q: help lacks %q", args, w)
+			}
+		}
+		for _, bad := range []string{" value ", " int ", " duration ", "\n  -collectives", "-collectives mpiprobe status"} {
+			if strings.Contains(out, bad) {
+				t.Errorf("%q: help holds %q", args, bad)
+			}
+		}
+	}
+	root := newRootCmd()
+	for _, c := range root.Commands() {
+		if c.Name() == "help" {
+			continue
+		}
+		var stdout, stderr bytes.Buffer
+		code := execute(context.Background(), []string{c.Name(), "--help"}, &stdout, &stderr)
+		if code != 0 || stderr.Len() != 0 || !strings.Contains(stdout.String(), "Usage:\n  mpiprobe "+c.Name()) || c.Short == "" {
+			t.Errorf("%s --help: exit %d, stdout %q, stderr %q", c.Name(), code, stdout.String(), stderr.String())
+		}
+		if strings.Contains(stdout.String(), " value ") || strings.Contains(stdout.String(), " duration ") {
+			t.Errorf("%s --help shows a type instead of a placeholder:\n%s", c.Name(), stdout.String())
+		}
+	}
+}
+
+func TestVersion(t *testing.T) {
+	for _, args := range [][]string{{"--version"}, {"version"}} {
+		var stdout, stderr bytes.Buffer
+		code := execute(context.Background(), args, &stdout, &stderr)
+		if code != 0 || stderr.Len() != 0 || stdout.String() != "mpiprobe "+version()+"\n" {
+			t.Errorf("%q: exit %d, stdout %q, stderr %q", args, code, stdout.String(), stderr.String())
+		}
+	}
+}
+
+// freePID returns a process id no process has, below the kernel's limit.
+func freePID(t *testing.T) int {
+	t.Helper()
+	for pid := maxPID - 1; pid > maxPID-1000; pid-- {
+		if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
+			return pid
+		}
+	}
+	t.Fatal("no free pid near the kernel's limit")
+	return 0
 }
 
 // runBinary runs mpiprobe and returns its exit code and stderr.
@@ -112,10 +319,9 @@ func TestBadTargets(t *testing.T) {
 		args []string
 		want []string
 	}{
-		{"no such pid", []string{"-p", "999999999"}, []string{"no process with pid 999999999", "check the pid"}},
+		{"no such pid", []string{"-p", strconv.Itoa(freePID(t))}, []string{"no process with pid ", "check the pid"}},
 		{"not MPI", []string{"-p", strconv.Itoa(sleeper.Process.Pid)}, []string{"maps no MPI library", "MPI_Init"}},
 		{"kernel thread", []string{"-p", "2"}, []string{"kernel thread"}},
-		{"no target", nil, []string{"nothing to trace"}},
 		{"unknown job", []string{"--job", "no-such-job"}, []string{`no rank of job "no-such-job"`}},
 	}
 	for _, tc := range tests {
@@ -167,30 +373,24 @@ func TestNoProbeForThisMPI(t *testing.T) {
 	}
 }
 
-func TestSubcommands(t *testing.T) {
-	var usage strings.Builder
-	if _, err := parseArgs([]string{"-h"}, &usage); !errors.Is(err, flag.ErrHelp) {
-		t.Fatalf("-h: %v", err)
+// TestListenError: the metrics listen error names the configuration file
+// actually read, and still unwraps to the system's error.
+func TestListenError(t *testing.T) {
+	orig := fmt.Errorf("metrics: listen on 127.0.0.1:9767: address already in use: another mpiprobe agent or service uses the port; set metrics_addr in /etc/mpiprobe/config.conf or --metrics-addr: %w", syscall.EADDRINUSE)
+	tests := []struct {
+		cfg, want string
+	}{
+		{"/etc/mpiprobe/config.conf", "set metrics_addr in /etc/mpiprobe/config.conf or --metrics-addr"},
+		{"/tmp/other.conf", "set metrics_addr in /tmp/other.conf or --metrics-addr"},
+		{"", "set --metrics-addr (or metrics_addr in a --config file)"},
 	}
-	seen := map[string]bool{}
-	for _, sc := range subcommands() {
-		if seen[sc.name] || sc.run == nil || sc.about == "" || !strings.HasPrefix(sc.synopsis, sc.name) {
-			t.Errorf("subcommand %q: duplicate, no run, no description or a synopsis not starting with its name", sc.name)
+	for _, tc := range tests {
+		err := listenError(orig, tc.cfg)
+		if !strings.Contains(err.Error(), tc.want) || !errors.Is(err, syscall.EADDRINUSE) {
+			t.Errorf("listenError(%q) = %v, want %q and EADDRINUSE", tc.cfg, err, tc.want)
 		}
-		seen[sc.name] = true
-		if got, ok := findSubcommand(sc.name); !ok || got.name != sc.name {
-			t.Errorf("findSubcommand(%q) = %q, %v", sc.name, got.name, ok)
+		if tc.cfg != "/etc/mpiprobe/config.conf" && strings.Contains(err.Error(), "/etc/mpiprobe") {
+			t.Errorf("listenError(%q) still names the default file: %v", tc.cfg, err)
 		}
-		if !strings.Contains(usage.String(), "mpiprobe "+sc.synopsis+" ") || !strings.Contains(usage.String(), "("+sc.about+")") {
-			t.Errorf("help text lacks %q:\n%s", sc.synopsis, usage.String())
-		}
-		// Each subcommand parses its own flags: -h is its usage, exit 0.
-		var out, errb bytes.Buffer
-		if code := sc.run(context.Background(), []string{"-h"}, &out, &errb); code != 0 || !strings.Contains(errb.String(), "usage: mpiprobe "+sc.name) {
-			t.Errorf("%s -h: exit %d, stderr %q", sc.name, code, errb.String())
-		}
-	}
-	if _, ok := findSubcommand("-p"); ok {
-		t.Error("findSubcommand(\"-p\") found a subcommand")
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -149,31 +150,46 @@ type result struct {
 	sum    summary
 	stderr string
 	stdout string
+	code   int
 }
 
-// runMpiprobe runs the mpiprobe binary with --json and returns its parsed
-// summary and its stderr, where the warnings go in --json mode.
+// runMpiprobe runs the mpiprobe binary with --json, which must exit 0, and
+// returns its parsed summary and its stderr, where the warnings and the
+// command's own output go in --json mode.
 func runMpiprobe(t *testing.T, bin string, args ...string) result {
+	t.Helper()
+	return runMpiprobeExit(t, bin, 0, args...)
+}
+
+// runMpiprobeExit is runMpiprobe for a run that must exit with code, or
+// with any non-zero status when code is negative (a command whose rank is
+// killed: mpiprobe exits with the launcher's status). stdout must be the
+// JSON summary alone.
+func runMpiprobeExit(t *testing.T, bin string, code int, args ...string) result {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	var stdout, stderr bytes.Buffer
 	cmd := exec.CommandContext(ctx, bin, append([]string{"--json"}, args...)...)
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("mpiprobe %s: %v\nstderr:\n%s", strings.Join(args, " "), err, stderr.String())
+	err := cmd.Run()
+	got := 0
+	var ee *exec.ExitError
+	switch {
+	case errors.As(err, &ee):
+		got = ee.ExitCode()
+	case err != nil:
+		t.Fatalf("mpiprobe %s: %v", strings.Join(args, " "), err)
 	}
-	// The command's own output shares stdout with the summary; the summary is the JSON object at the end.
+	if got != code && !(code < 0 && got != 0) {
+		t.Fatalf("mpiprobe %s: exit %d, want %d\nstderr:\n%s", strings.Join(args, " "), got, code, stderr.String())
+	}
 	out := stdout.String()
-	i := strings.Index(out, "{\n")
-	if i < 0 {
-		t.Fatalf("no JSON summary in output:\n%s\nstderr:\n%s", out, stderr.String())
-	}
 	var s summary
-	if err := json.Unmarshal([]byte(out[i:]), &s); err != nil {
-		t.Fatalf("decode summary: %v\n%s", err, out[i:])
+	if err := json.Unmarshal(stdout.Bytes(), &s); err != nil {
+		t.Fatalf("stdout is not the JSON summary alone: %v\n%s\nstderr:\n%s", err, out, stderr.String())
 	}
-	return result{sum: s, stderr: stderr.String(), stdout: out}
+	return result{sum: s, stderr: stderr.String(), stdout: out, code: got}
 }
 
 // TestFloodWarnsByCT runs a flood whose sender queues sends in each of four
@@ -241,7 +257,7 @@ func TestPromptReceiverStaysQuiet(t *testing.T) {
 	flood := mpitest.Build(t, impl, "flood")
 
 	job := impl.Command(2, floodMCA(false), flood, "-n", "400", "-d", "0", "-r", "3")
-	res := runMpiprobe(t, bin, append([]string{"-C", "1", "-T", "0", "--interval", "100ms", "--"}, job...)...)
+	res := runMpiprobe(t, bin, append([]string{"-C", "1", "-T", "1ms", "--interval", "100ms", "--"}, job...)...)
 	// Only the queueing events must stay silent: a barrier message may
 	// arrive before its receive is posted (ob1.unexpected.late_recv).
 	sendInfo, _, _ := probes.Full().Lookup("ob1.send_pending.new")
@@ -311,7 +327,8 @@ func TestKilledRankKeepsCounts(t *testing.T) {
 		killed <- fmt.Errorf("rank 0 never wrote %s", marker)
 	}()
 	job := impl.Command(2, floodMCA(true), flood, "-n", strconv.Itoa(floodMessages), "-d", "20000", "-m", marker, "-h", "20000")
-	res := runMpiprobe(t, bin, append([]string{"-C", "100000", "--interval", "100ms", "--"}, job...)...)
+	// The launcher reports the killed rank in its status, which mpiprobe passes on.
+	res := runMpiprobeExit(t, bin, -1, append([]string{"-C", "100000", "--interval", "100ms", "--"}, job...)...)
 	if err := <-killed; err != nil {
 		t.Fatal(err)
 	}

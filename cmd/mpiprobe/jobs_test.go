@@ -5,7 +5,6 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
-	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -70,11 +69,11 @@ func jobsStoreRaw(t *testing.T, stateDir, job string, data []byte, mod time.Time
 	return st.Path(job)
 }
 
-// jobsRun runs main (jobsMain or reportMain) and returns its exit code,
-// stdout and stderr.
-func jobsRun(main func(context.Context, []string, io.Writer, io.Writer) int, args ...string) (int, string, string) {
+// jobsRun runs the subcommand main ("jobs" or "report") and returns its
+// exit code, stdout and stderr.
+func jobsRun(main string, args ...string) (int, string, string) {
 	var out, errb bytes.Buffer
-	code := main(context.Background(), args, &out, &errb)
+	code := execute(context.Background(), append([]string{main}, args...), &out, &errb)
 	return code, out.String(), errb.String()
 }
 
@@ -99,7 +98,7 @@ func jobsState(t *testing.T) (dir string, files map[string]string) {
 
 func TestJobsList(t *testing.T) {
 	dir, files := jobsState(t)
-	code, out, errs := jobsRun(jobsMain, "--state-dir", dir)
+	code, out, errs := jobsRun("jobs", "--state-dir", dir)
 	if code != 0 || errs != "" {
 		t.Fatalf("exit %d, stderr %q", code, errs)
 	}
@@ -117,7 +116,7 @@ func TestJobsList(t *testing.T) {
 		t.Errorf("output =\n%s\nwant\n%s", out, want)
 	}
 
-	code, out, errs = jobsRun(jobsMain, "--json", "--state-dir", dir)
+	code, out, errs = jobsRun("jobs", "--json", "--state-dir", dir)
 	if code != 0 || errs != "" {
 		t.Fatalf("--json: exit %d, stderr %q", code, errs)
 	}
@@ -150,12 +149,12 @@ func TestJobsListEmpty(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		code, out, errs := jobsRun(jobsMain, "--state-dir", dir)
+		code, out, errs := jobsRun("jobs", "--state-dir", dir)
 		want := "No job summaries yet in " + filepath.Join(dir, "jobs") + " (is mpiprobe agent running? systemctl status mpiprobe)\n"
 		if code != 0 || out != want || errs != "" {
 			t.Errorf("%s: exit %d, stdout %q, stderr %q; want 0 and %q", name, code, out, errs, want)
 		}
-		code, out, errs = jobsRun(jobsMain, "--state-dir", dir, "--json")
+		code, out, errs = jobsRun("jobs", "--state-dir", dir, "--json")
 		if code != 0 || out != "[]\n" || !strings.Contains(errs, "no job summaries yet") {
 			t.Errorf("%s --json: exit %d, stdout %q, stderr %q; want 0, [] and a note", name, code, out, errs)
 		}
@@ -176,7 +175,7 @@ func TestJobsReport(t *testing.T) {
 	if err := report.WriteTable(&table, sum); err != nil {
 		t.Fatal(err)
 	}
-	code, out, errs := jobsRun(reportMain, "100", "--state-dir", dir) // flags after the job too
+	code, out, errs := jobsRun("report", "100", "--state-dir", dir) // flags after the job too
 	if code != 0 || errs != "" || out != table.String() {
 		t.Errorf("exit %d, stderr %q, output\n%s\nwant\n%s", code, errs, out, table.String())
 	}
@@ -185,7 +184,7 @@ func TestJobsReport(t *testing.T) {
 			t.Errorf("report lacks %q", want)
 		}
 	}
-	code, out, errs = jobsRun(reportMain, "--json", "--state-dir", dir, "--", "100")
+	code, out, errs = jobsRun("report", "--json", "--state-dir", dir, "--", "100")
 	if code != 0 || errs != "" || out != string(stored) {
 		t.Errorf("--json: exit %d, stderr %q, output not the stored file:\n%s", code, errs, out)
 	}
@@ -298,7 +297,7 @@ func TestJobsMerge(t *testing.T) {
 		{"--merge", copied, filepath.Join(n2, "jobs"), "--job", "7"},
 		{"--merge", "--job", "7", n1, n2, copied}, // n1 twice: its ranks are kept once
 	} {
-		code, out, errs := jobsRun(reportMain, args...)
+		code, out, errs := jobsRun("report", args...)
 		if code != 0 || errs != "" {
 			t.Errorf("report %q: exit %d, stderr %q", args, code, errs)
 			continue
@@ -318,7 +317,7 @@ func TestJobsMerge(t *testing.T) {
 	}
 
 	// One job per dir: no --job needed; JSON output.
-	code, out, errs := jobsRun(reportMain, "--merge", "--json", n1, copied)
+	code, out, errs := jobsRun("report", "--merge", "--json", n1, copied)
 	if code != 0 || errs != "" {
 		t.Fatalf("exit %d, stderr %q", code, errs)
 	}
@@ -330,7 +329,7 @@ func TestJobsMerge(t *testing.T) {
 	// The same rank on two nodes: both kept, a note on stderr.
 	n3 := t.TempDir()
 	jobsStore(t, n3, "7", jobsSummary("n3", "7", jobsRank{"1", 500, agg.End{}}), jobsT0)
-	code, out, errs = jobsRun(reportMain, "--merge", "--job", "7", n1, n3)
+	code, out, errs = jobsRun("report", "--merge", "--job", "7", n1, n3)
 	if code != 0 || errs != "mpiprobe report: note: rank 1 appears on n1 (pid 101) and n3 (pid 500)\n" {
 		t.Errorf("exit %d, stderr %q", code, errs)
 	}
@@ -346,47 +345,51 @@ func TestJobsBadInput(t *testing.T) {
 	other := t.TempDir()
 	jobsStore(t, other, "9", jobsSummary("n4", "9", jobsRank{"0", 1, agg.End{}}), jobsT0)
 	tests := []struct {
-		main func(context.Context, []string, io.Writer, io.Writer) int
+		main string
 		args []string
 		code int
 		want string
 	}{
-		{reportMain, []string{"--state-dir", dir, "999"}, 1,
+		{"report", []string{"--state-dir", dir, "999"}, 1,
 			"mpiprobe report: no summary of job 999 in " + filepath.Join(dir, "jobs") + " (mpiprobe jobs --state-dir " + dir + " lists the jobs there)"},
-		{reportMain, []string{"--state-dir", dir, "a/b"}, 1, `mpiprobe report: no summary of job a/b in `},
-		{reportMain, []string{"--state-dir", dir, "300"}, 1,
+		{"report", []string{"--state-dir", dir, "a/b"}, 1, `mpiprobe report: no summary of job a/b in `},
+		{"report", []string{"--state-dir", dir, "300"}, 1,
 			"mpiprobe report: " + files["300"] + ": report: read summary: unexpected end of JSON input"},
-		{reportMain, []string{"--merge", n1, other}, 1,
+		{"report", []string{"--merge", n1, other}, 1,
 			"mpiprobe report: agg: merge: the summaries hold 2 jobs (7, 9), not one; give --job JOBID"},
-		{reportMain, []string{"--merge", n1, n2}, 1,
+		{"report", []string{"--merge", n1, n2}, 1,
 			"mpiprobe report: " + filepath.Join(n2, "jobs") + " holds 2 job summaries (7, 8); give --job JOBID"},
-		{reportMain, []string{"--merge", n1, files["300"]}, 1,
+		{"report", []string{"--merge", n1, files["300"]}, 1,
 			"mpiprobe report: " + files["300"] + ": report: read summary: unexpected end of JSON input"},
-		{reportMain, []string{"--merge", "--job", "8", n1, n2}, 1,
+		{"report", []string{"--merge", "--job", "8", n1, n2}, 1,
 			"mpiprobe report: " + filepath.Join(n1, "jobs") + ": no summary of job 8 (8.json)"},
-		{reportMain, []string{"--merge", n1, missing}, 1, "mpiprobe report: stat " + missing + ": no such file or directory"},
-		{reportMain, []string{"--merge", t.TempDir()}, 1, "mpiprobe report: "},
-		{reportMain, []string{"--state-dir", dir}, 2, "mpiprobe report: no job: give JOBID (mpiprobe jobs lists them)"},
-		{reportMain, []string{"--state-dir", dir, "100", "200"}, 2, "mpiprobe report: give one JOBID, not 2 (to merge nodes' summaries: --merge)"},
-		{reportMain, []string{"--job", "100", "200"}, 2, "mpiprobe report: two jobs given: 200 and --job 100"},
-		{reportMain, []string{"--merge"}, 2, "mpiprobe report: --merge needs the nodes' state dirs, jobs dirs or .json files"},
-		{reportMain, []string{"--merge", "--state-dir", dir, n1}, 2, "mpiprobe report: --state-dir does not go with --merge"},
-		{jobsMain, []string{"--state-dir", dir, "100"}, 2, `mpiprobe jobs: unexpected argument "100" (mpiprobe report JOBID shows one job)`},
-		{jobsMain, []string{"--state-dir", files["100"]}, 1, "mpiprobe jobs: jobstore: list: "},
+		{"report", []string{"--merge", n1, missing}, 1, "mpiprobe report: stat " + missing + ": no such file or directory"},
+		{"report", []string{"--merge", t.TempDir()}, 1, "mpiprobe report: "},
+		{"report", []string{"--state-dir", dir}, 2, "mpiprobe report: no job: give JOBID (mpiprobe jobs lists them)"},
+		{"report", []string{"--state-dir", dir, "100", "200"}, 2, "mpiprobe report: give one JOBID, not 2 (to merge nodes' summaries: --merge)"},
+		{"report", []string{"--job", "100", "200"}, 2, "mpiprobe report: two jobs given: 200 and --job 100"},
+		{"report", []string{"--merge"}, 2, "mpiprobe report: --merge needs the nodes' state dirs, jobs dirs or .json files"},
+		{"report", []string{"--merge", "--state-dir", dir, n1}, 2, "mpiprobe report: --state-dir does not go with --merge"},
+		{"jobs", []string{"--state-dir", dir, "100"}, 2, `mpiprobe jobs: unexpected argument "100" (mpiprobe report JOBID shows one job)`},
+		{"jobs", []string{"--state-dir", files["100"]}, 1, "mpiprobe jobs: jobstore: list: "},
 	}
 	for _, tc := range tests {
 		code, out, errs := jobsRun(tc.main, tc.args...)
-		if code != tc.code || !strings.HasPrefix(errs, tc.want) || strings.Count(errs, "\n") != 1 || out != "" {
+		lines := 1 // a usage error (exit 2) adds the hint to the help
+		if tc.code == 2 {
+			lines = 2
+		}
+		if code != tc.code || !strings.HasPrefix(errs, tc.want) || strings.Count(errs, "\n") != lines || out != "" {
 			t.Errorf("%q: exit %d, stdout %q, stderr %q; want exit %d and one line starting %q", tc.args, code, out, errs, tc.code, tc.want)
 		}
 	}
-	// Flag errors: the flag package's message and usage, exit 2; -h exits 0.
-	for _, main := range []func(context.Context, []string, io.Writer, io.Writer) int{jobsMain, reportMain} {
-		if code, _, errs := jobsRun(main, "--bogus"); code != 2 || !strings.Contains(errs, "flag provided but not defined: -bogus") {
-			t.Errorf("--bogus: exit %d, stderr %q", code, errs)
+	// Flag errors: one line and the hint, exit 2; -h is the help on stdout, exit 0.
+	for _, main := range []string{"jobs", "report"} {
+		if code, _, errs := jobsRun(main, "--bogus"); code != 2 || errs != "mpiprobe "+main+": unknown flag: --bogus\nRun 'mpiprobe "+main+" --help' for usage.\n" {
+			t.Errorf("%s --bogus: exit %d, stderr %q", main, code, errs)
 		}
-		if code, _, errs := jobsRun(main, "-h"); code != 0 || !strings.Contains(errs, "usage: mpiprobe ") {
-			t.Errorf("-h: exit %d, stderr %q", code, errs)
+		if code, out, errs := jobsRun(main, "-h"); code != 0 || errs != "" || !strings.Contains(out, "Usage:\n  mpiprobe "+main) {
+			t.Errorf("%s -h: exit %d, stdout %q, stderr %q", main, code, out, errs)
 		}
 	}
 }

@@ -1,71 +1,55 @@
 package main
 
 import (
-	"context"
-	"errors"
-	"flag"
-	"fmt"
-	"io"
+	"github.com/spf13/cobra"
 
 	"github.com/mpiprobe/mpiprobe/internal/procfs"
 	"github.com/mpiprobe/mpiprobe/internal/report"
 	"github.com/mpiprobe/mpiprobe/internal/session"
 )
 
-// probesMain runs `mpiprobe probes -p PID`: every catalog entry, attached
-// or unavailable in that process's libraries and why. It returns the exit
-// code: 0, 1 on failure, 2 on bad usage.
-func probesMain(_ context.Context, args []string, stdout, stderr io.Writer) int {
+// newProbesCmd builds `mpiprobe probes -p PID`: every catalog entry,
+// attached or unavailable in that process's libraries and why.
+func newProbesCmd() *cobra.Command {
 	var (
 		pids   pidList
 		events string
 		asJSON bool
-		debug  stringList
+		debug  []string
 	)
-	fs := flag.NewFlagSet("mpiprobe probes", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Var(&pids, "p", "check the MPI process `PID` (repeat, or comma-separate, for several)")
+	c := &cobra.Command{
+		Use:   "probes [flags] -p PID...",
+		Short: "every catalog entry: attached or unavailable, and why",
+		Long: "Attaches every catalog entry to the MPI libraries the process maps, lists each as attached\n" +
+			"(with the file) or unavailable (with why), and detaches again. Nothing is counted.",
+		Args: noArgs("give the process with -p PID"),
+		RunE: func(c *cobra.Command, _ []string) error {
+			if len(pids) == 0 {
+				return usagef("no process: give -p PID (mpiprobe ps lists MPI processes)")
+			}
+			cat, err := selectLevels(events)
+			if err != nil {
+				return usageError{err}
+			}
+			var all []report.ProbeResult
+			for _, pid := range pids {
+				es, err := session.ProbeEntries(procfs.FS{Root: "/proc"}, pid, cat, debugDirs(debug, nil))
+				if err != nil {
+					return err
+				}
+				all = append(all, report.ProbeResult{PID: pid, Entries: es})
+			}
+			if asJSON {
+				return report.WriteProbesJSON(c.OutOrStdout(), all)
+			}
+			return report.WriteProbes(c.OutOrStdout(), all)
+		},
+	}
+	fs := c.Flags()
+	fs.SortFlags = false
+	fs.VarP(&pids, "pid", "p", "check the MPI process `PID` (repeat, or comma-separate, for several)")
 	fs.StringVar(&events, "events", "all", "comma-separated event `LEVELS` to check: default, retries, messages, or all")
 	fs.BoolVar(&asJSON, "json", false, "print the entries as JSON")
-	fs.Var(&debug, "debug-dir", debugDirHelp)
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: mpiprobe probes [flags] -p PID\n\n"+
-			"Attaches every catalog entry to the MPI libraries the process maps, lists each as attached\n"+
-			"(with the file) or unavailable (with why), and detaches again. Nothing is counted.\n\nflags:\n")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
-	}
-	if fs.NArg() > 0 || len(pids) == 0 {
-		fmt.Fprintf(stderr, "mpiprobe probes: give the process with -p PID\n")
-		return 2
-	}
-	cat, err := selectLevels(events)
-	if err != nil {
-		fmt.Fprintf(stderr, "mpiprobe probes: %v\n", err)
-		return 2
-	}
-	var all []report.ProbeResult
-	for _, pid := range pids {
-		es, err := session.ProbeEntries(procfs.FS{Root: "/proc"}, pid, cat, debugDirs(debug, nil))
-		if err != nil {
-			fmt.Fprintf(stderr, "mpiprobe probes: %v\n", err)
-			return 1
-		}
-		all = append(all, report.ProbeResult{PID: pid, Entries: es})
-	}
-	if asJSON {
-		err = report.WriteProbesJSON(stdout, all)
-	} else {
-		err = report.WriteProbes(stdout, all)
-	}
-	if err != nil {
-		fmt.Fprintf(stderr, "mpiprobe probes: %v\n", err)
-		return 1
-	}
-	return 0
+	fs.StringArrayVar(&debug, "debug-dir", nil, debugDirHelp)
+	return c
 }

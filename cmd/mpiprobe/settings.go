@@ -1,12 +1,20 @@
 package main
 
 import (
-	"flag"
+	"bufio"
+	"bytes"
 	"fmt"
+	"os"
 	"slices"
+	"strconv"
+	"strings"
 
+	"github.com/spf13/pflag"
+
+	"github.com/mpiprobe/mpiprobe/internal/collstate"
 	configfile "github.com/mpiprobe/mpiprobe/internal/config"
 	"github.com/mpiprobe/mpiprobe/internal/elfx"
+	"github.com/mpiprobe/mpiprobe/internal/text"
 	"github.com/mpiprobe/mpiprobe/probes"
 	"github.com/mpiprobe/mpiprobe/thresholds"
 )
@@ -43,22 +51,68 @@ func debugDirs(cli, file []string) []string {
 }
 
 // debugDirHelp documents --debug-dir for every subcommand that attaches probes.
-const debugDirHelp = "also look for a library's separate debug file (DIR/.build-id/ab/cdef….debug) here, to read a struct layout of a build mpiprobe does not know (repeatable)"
+const debugDirHelp = "also look for a library's separate debug file (`DIR`/.build-id/ab/cdef….debug) here, to read a struct layout of a build mpiprobe does not know (repeatable)"
+
+// pidList collects repeated -p flags; "-p 1,2" works too.
+type pidList []int
+
+func (p *pidList) String() string {
+	var s []string
+	for _, pid := range *p {
+		s = append(s, strconv.Itoa(pid))
+	}
+	return strings.Join(s, ",")
+}
+
+// Type names the value in pflag's messages.
+func (p *pidList) Type() string { return "PID" }
+
+// Set adds the comma-separated process ids of v.
+func (p *pidList) Set(v string) error {
+	for _, f := range strings.Split(v, ",") {
+		pid, err := parsePID(strings.TrimSpace(f))
+		if err != nil {
+			return err
+		}
+		*p = append(*p, pid)
+	}
+	return nil
+}
+
+// maxPID is the kernel's largest process id (PID_MAX_LIMIT on 64-bit).
+const maxPID = 1 << 22
+
+// parsePID reads one process id: a whole number from 1 to maxPID.
+func parsePID(s string) (int, error) {
+	n, err := strconv.ParseInt(s, 10, 64)
+	switch {
+	case err != nil && strings.Trim(s, "0123456789") == "" && s != "":
+		return 0, fmt.Errorf("%s is not a process id (the largest is %d; mpiprobe ps lists MPI processes)", text.Echo(s), maxPID)
+	case err != nil:
+		return 0, fmt.Errorf("%s is not a process id (give a number, e.g. -p 4242; mpiprobe ps lists MPI processes)", text.Echo(s))
+	case n <= 0:
+		return 0, fmt.Errorf("%s is not a process id (give a number above 0; mpiprobe ps lists MPI processes)", text.Echo(s))
+	case n > maxPID:
+		return 0, fmt.Errorf("%s is not a process id (the largest is %d; mpiprobe ps lists MPI processes)", text.Echo(s), maxPID)
+	}
+	return int(n), nil
+}
 
 // thresholdFlags are the command line's C/T overrides: -C, -T and
 // --threshold, shared by the per-job command and the agent.
 type thresholdFlags struct {
 	c, t  string
-	specs stringList
+	specs []string
 }
 
-func (f *thresholdFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&f.c, "C", "", "count threshold `N` for every event (overrides the catalog)")
-	fs.StringVar(&f.t, "T", "", "time delay `DURATION` between two reports of an event, e.g. 10s")
-	fs.Var(&f.specs, "threshold", "`EVENT=C/T` override for one event (repeatable), e.g. ob1.send_pending.new=500/5s")
+func (f *thresholdFlags) register(fs *pflag.FlagSet) {
+	fs.StringVarP(&f.c, "count", "C", "", "count threshold `N` (1 or more) for every event: report an event once it happened N times (overrides the catalog)")
+	fs.StringVarP(&f.t, "delay", "T", "", "time delay `DURATION` (above 0, e.g. 10s) between two reports of an event")
+	fs.StringArrayVar(&f.specs, "threshold", nil, "`EVENT=C/T` override for one event (repeatable), e.g. ob1.send_pending.new=500/5s, EVENT=500 or EVENT=/30s")
 }
 
-// overrides parses the flags; events must be in cat.
+// overrides parses the flags; events must be in cat. -C must be at least 1
+// and -T above 0: a count of 0 or no delay would report every hit.
 func (f *thresholdFlags) overrides(cat probes.Catalog) (thresholds.Overrides, error) {
 	var cli thresholds.Overrides
 	if f.c != "" {
@@ -66,12 +120,18 @@ func (f *thresholdFlags) overrides(cat probes.Catalog) (thresholds.Overrides, er
 		if err != nil {
 			return cli, fmt.Errorf("-C: %w", err)
 		}
+		if c < 1 {
+			return cli, fmt.Errorf("-C: %s is below 1 (give 1 or more, e.g. -C 1000)", text.Echo(f.c))
+		}
 		cli.C = &c
 	}
 	if f.t != "" {
 		t, err := thresholds.ParseT(f.t)
 		if err != nil {
 			return cli, fmt.Errorf("-T: %w", err)
+		}
+		if t <= 0 {
+			return cli, fmt.Errorf("-T: %s is not above 0 (give a delay such as 10s)", text.Echo(f.t))
 		}
 		cli.T = &t
 	}
@@ -82,8 +142,62 @@ func (f *thresholdFlags) overrides(cat probes.Catalog) (thresholds.Overrides, er
 	}
 	for id := range cli.Events {
 		if _, _, ok := cat.Lookup(id); !ok {
-			return cli, fmt.Errorf("--threshold: unknown event %q (mpiprobe -h lists them)", id)
+			return cli, fmt.Errorf("--threshold: unknown event %s (mpiprobe --help lists them)", text.Quote(id))
 		}
 	}
 	return cli, nil
+}
+
+// selectLevels returns the catalog of the named levels.
+func selectLevels(spec string) (probes.Catalog, error) {
+	full := probes.Full()
+	if spec == "all" {
+		return full, nil
+	}
+	var levels []probes.Level
+	for _, name := range strings.Split(spec, ",") {
+		l := probes.Level(strings.TrimSpace(name))
+		if !slices.Contains(full.Levels(), l) {
+			return probes.Catalog{}, fmt.Errorf("--events: unknown level %s (known: %v, all)", text.Quote(name), full.Levels())
+		}
+		levels = append(levels, l)
+	}
+	return full.Select(levels...), nil
+}
+
+// checkCommSlots checks --comm-slots: at least 1, at most what a BPF
+// map's 32-bit size allows (collstate.MaxSlots) and what this node's
+// memory holds (collstate.SlotBytes a slot). mem is the node's memory in
+// bytes, 0 when unknown.
+func checkCommSlots(n int, mem uint64) error {
+	limit, why := collstate.MaxSlots, "the most a BPF map's 32-bit size allows at 64 collectives a slot"
+	if mem > 0 && collstate.MaxSlotsFor(mem) < limit {
+		limit = collstate.MaxSlotsFor(mem)
+		why = fmt.Sprintf("each slot takes %d bytes of kernel memory, and this node has %d MiB", collstate.SlotBytes(), mem>>20)
+	}
+	if n < 1 || n > limit {
+		return fmt.Errorf("--comm-slots %d: give 1 to %d (%s)", n, limit, why)
+	}
+	return nil
+}
+
+// memTotal returns the node's memory in bytes from /proc/meminfo, 0 when
+// it cannot be read.
+func memTotal() uint64 {
+	data, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		return 0
+	}
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) >= 2 && f[0] == "MemTotal:" {
+			kb, err := strconv.ParseUint(f[1], 10, 64)
+			if err != nil {
+				return 0
+			}
+			return kb << 10
+		}
+	}
+	return 0
 }

@@ -2,72 +2,80 @@ package main
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"fmt"
-	"io"
 	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
 
 	"github.com/mpiprobe/mpiprobe/internal/status"
 )
 
-// statusMain runs `mpiprobe status`: who waits where in a running or hung
-// job. It returns the exit code: 0, 1 on failure, 2 on bad usage.
-func statusMain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+// newStatusCmd builds `mpiprobe status`: who waits where in a running or
+// hung job.
+func newStatusCmd() *cobra.Command {
 	var (
 		cfg     status.Config
 		pids    pidList
 		asJSON  bool
 		verbose bool
 	)
-	fs := flag.NewFlagSet("mpiprobe status", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Var(&pids, "p", "look at the MPI process `PID` (repeat, or comma-separate, for several)")
+	c := &cobra.Command{
+		Use:   "status [flags] (-p PID... | --job JOBID)",
+		Short: "who waits where in a running or hung job",
+		Long: "Names, for every rank, the MPI call it is in, its communicator, for how long and the call site,\n" +
+			"then a verdict on who waits where. Nothing is stopped. A running `mpiprobe --collectives` session\n" +
+			"on the same ranks adds exact times, collective counts and their divergence.",
+		Example: "  sudo mpiprobe status --job JOBID       (mpiprobe ps lists jobs)\n  sudo mpiprobe status -p 4242,4243 --json",
+		Args:    noArgs("give ranks with -p PID or --job JOBID"),
+		RunE: func(c *cobra.Command, _ []string) error {
+			switch {
+			case len(pids) == 0 && cfg.Job == "":
+				return usagef("no target: give -p PID or --job JOBID (mpiprobe ps lists them)")
+			case len(pids) > 0 && cfg.Job != "":
+				return usagef("-p and --job both given: give one of them")
+			case cfg.Window <= 0:
+				return usagef("--window %s: give a duration above 0, e.g. 2s", cfg.Window)
+			case cfg.MinWait < 0:
+				return usagef("--min-wait %s: give 0 (the window) or a duration above 0", cfg.MinWait)
+			}
+			cfg.PIDs = pids
+			level := slog.LevelWarn
+			if verbose {
+				level = slog.LevelDebug
+			}
+			cfg.Log = slog.New(slog.NewTextHandler(c.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
+			ctx, stop := signalContext(c.Context())
+			defer stop()
+			res, err := status.Collect(ctx, cfg)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				err = status.WriteJSON(c.OutOrStdout(), res)
+			} else {
+				err = status.Write(c.OutOrStdout(), res, verbose)
+			}
+			if err != nil {
+				return fmt.Errorf("write: %w", err)
+			}
+			return nil
+		},
+	}
+	fs := c.Flags()
+	fs.SortFlags = false
+	fs.VarP(&pids, "pid", "p", "look at the MPI process `PID` (repeat, or comma-separate, for several)")
 	fs.StringVar(&cfg.Job, "job", "", "look at every rank of job `JOBID` on this node")
-	fs.DurationVar(&cfg.Window, "window", status.DefaultWindow, "without history, watch the threads this long to tell a blocked call from repeated ones")
-	fs.DurationVar(&cfg.MinWait, "min-wait", 0, "a rank inside a call this long counts as blocked (default: the window)")
+	fs.DurationVar(&cfg.Window, "window", status.DefaultWindow, "without history, watch the threads this `DURATION` to tell a blocked call from repeated ones")
+	fs.DurationVar(&cfg.MinWait, "min-wait", 0, "a rank inside a call this `DURATION` counts as blocked (default: the window)")
 	fs.BoolVar(&asJSON, "json", false, "print the result as JSON")
-	fs.BoolVar(&verbose, "v", false, "also print each thread's stack")
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: mpiprobe status [flags] -p PID [-p PID ...]\n       mpiprobe status [flags] --job JOBID\n\n"+
-			"Names, for every rank, the MPI call it is in, its communicator, for how long and the call site,\n"+
-			"then a verdict on who waits where. Nothing is stopped. A running `mpiprobe --collectives` session\n"+
-			"on the same ranks adds exact times, collective counts and their divergence.\n\nflags:\n")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "mpiprobe status: unexpected argument %q (give ranks with -p or --job)\n", fs.Arg(0))
-		return 2
-	}
-	if len(pids) == 0 && cfg.Job == "" {
-		fmt.Fprintf(stderr, "mpiprobe status: no target: give -p PID or --job JOBID\n")
-		return 2
-	}
-	cfg.PIDs = pids
-	level := slog.LevelWarn
-	if verbose {
-		level = slog.LevelDebug
-	}
-	cfg.Log = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
-	res, err := status.Collect(ctx, cfg)
-	if err != nil {
-		fmt.Fprintf(stderr, "mpiprobe status: %v\n", err)
-		return 1
-	}
-	if asJSON {
-		err = status.WriteJSON(stdout, res)
-	} else {
-		err = status.Write(stdout, res, verbose)
-	}
-	if err != nil {
-		fmt.Fprintf(stderr, "mpiprobe status: write: %v\n", err)
-		return 1
-	}
-	return 0
+	fs.BoolVarP(&verbose, "verbose", "v", false, "also print each thread's stack")
+	return c
+}
+
+// signalContext returns a context that SIGINT or SIGTERM cancels.
+func signalContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 }

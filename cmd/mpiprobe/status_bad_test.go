@@ -33,14 +33,18 @@ func TestStatusBadInput(t *testing.T) {
 		want string
 	}{
 		{[]string{"status"}, 2, "no target: give -p PID or --job JOBID"},
-		{[]string{"status", "-p", "999999999"}, 1, "no process with pid 999999999"},
+		{[]string{"status", "-p", "999999999"}, 2, `"999999999" is not a process id (the largest is 4194304`},
+		{[]string{"status", "-p", strconv.Itoa(freePID(t))}, 1, "no process with pid "},
 		{[]string{"status", "-p", strconv.Itoa(sleeper.Process.Pid)}, 1, "maps no MPI library"},
 		{[]string{"status", "--job", "no-such-job"}, 1, `no rank of job "no-such-job" runs on this node`},
 		{[]string{"status", "-p", "1", "extra"}, 2, `unexpected argument "extra"`},
 	}
 	for _, tc := range tests {
 		code, _, stderr := runOutput(t, bin, nil, tc.args...)
-		if code != tc.code || !strings.Contains(stderr, tc.want) || strings.Count(strings.TrimSpace(stderr), "\n") > 0 {
+		// One line; a usage error (exit 2) adds the hint to the help.
+		lines := strings.Split(strings.TrimSpace(stderr), "\n")
+		if code != tc.code || !strings.Contains(lines[0], tc.want) || len(lines) != tc.code ||
+			tc.code == 2 && lines[1] != "Run 'mpiprobe status --help' for usage." {
 			t.Errorf("mpiprobe %s: exit %d, stderr %q; want exit %d and one line containing %q",
 				strings.Join(tc.args, " "), code, stderr, tc.code, tc.want)
 		}

@@ -4,13 +4,14 @@ import (
 	"bufio"
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
+	"os/signal"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/mpiprobe/mpiprobe/internal/session"
@@ -18,9 +19,10 @@ import (
 	"github.com/mpiprobe/mpiprobe/internal/trace/chrometrace"
 	"github.com/mpiprobe/mpiprobe/internal/trace/tracefile"
 	"github.com/mpiprobe/mpiprobe/internal/trace/traceview"
+	"github.com/spf13/cobra"
 )
 
-// traceConfig is the parsed command line of "mpiprobe trace".
+// traceConfig is the checked command line of "mpiprobe trace".
 type traceConfig struct {
 	monitor  session.Config
 	output   string
@@ -29,41 +31,77 @@ type traceConfig struct {
 	verbose  bool
 }
 
-func parseTraceArgs(args []string, stderr io.Writer) (traceConfig, error) {
-	var (
-		cfg  traceConfig
-		pids pidList
-		libs stringList
-	)
-	fs := flag.NewFlagSet("mpiprobe trace", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.StringVar(&cfg.output, "o", "", "write the trace to `FILE` (required)")
-	fs.Var(&pids, "p", "trace the MPI process `PID` (repeat, or comma-separate, for several)")
-	fs.StringVar(&cfg.monitor.Job, "job", "", "trace every rank of job `JOBID` on this node")
-	fs.DurationVar(&cfg.duration, "duration", 0, "stop after `DURATION` (default: when the targets end, or on Ctrl-C)")
-	fs.Var(&libs, "lib", "also attach to MPI library `FILE` in command mode (repeatable)")
-	fs.StringVar(&cfg.ring, "ring", "64M", "`SIZE` of the ring buffer between the kernel and mpiprobe: a power of two from 4K to 1G")
-	fs.BoolVar(&cfg.verbose, "v", false, "log attach and symbolization details")
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: mpiprobe trace -o FILE [flags] -- COMMAND [ARGS...]\n       mpiprobe trace -o FILE [flags] -p PID | --job JOBID\n       mpiprobe trace show FILE [--rank N | --per-rank] [--detail low|high] [--json]\n       mpiprobe trace export --format chrome -o OUT.json FILE\n\nflags:\n")
-		fs.PrintDefaults()
+// traceFlags are the flags of "mpiprobe trace" as given.
+type traceFlags struct {
+	cfg  traceConfig
+	pids pidList
+	libs []string
+}
+
+// newTraceCmd builds "mpiprobe trace" with its show and export subcommands.
+func newTraceCmd() *cobra.Command {
+	var f traceFlags
+	c := &cobra.Command{
+		Use:   "trace -o FILE [flags] (-p PID... | --job JOBID | -- COMMAND [ARGS...])",
+		Short: "record and show every MPI call",
+		Long: "Records every MPI call of the ranks, with its call site, into FILE; mpiprobe trace show FILE\n" +
+			"shows each rank's loop structure, mpiprobe trace export a timeline. With -- COMMAND, a SIGINT or\n" +
+			"SIGTERM is passed on to the command's process group and the trace is closed once it has ended.",
+		Example: "  sudo mpiprobe trace -o run.trace -- mpirun -np 4 ./app\n  mpiprobe trace show run.trace --detail high",
+		Args:    argsAfterDash,
+		RunE: func(c *cobra.Command, args []string) error {
+			cfg, err := f.config(args, c.ArgsLenAtDash())
+			if err != nil {
+				return err
+			}
+			return runTrace(c.Context(), cfg, c.OutOrStdout(), c.ErrOrStderr())
+		},
 	}
-	if err := fs.Parse(args); err != nil {
-		return cfg, err
+	fs := c.Flags()
+	fs.SetInterspersed(false)
+	fs.SortFlags = false
+	fs.StringVarP(&f.cfg.output, "output", "o", "", "write the trace to `FILE` (required)")
+	fs.VarP(&f.pids, "pid", "p", "trace the MPI process `PID` (repeat, or comma-separate, for several)")
+	fs.StringVar(&f.cfg.monitor.Job, "job", "", "trace every rank of job `JOBID` on this node (mpiprobe ps lists jobs)")
+	fs.DurationVar(&f.cfg.duration, "duration", 0, "stop after `DURATION` (default: when the targets end, or on Ctrl-C)")
+	fs.StringArrayVar(&f.libs, "lib", nil, "with -- COMMAND, also attach to MPI library `FILE` (repeatable)")
+	fs.StringVar(&f.cfg.ring, "ring", "64M", "`SIZE` of the ring buffer between the kernel and mpiprobe: a power of two from 4K to 1G")
+	fs.BoolVarP(&f.cfg.verbose, "verbose", "v", false, "log attach and symbolization details")
+	c.AddCommand(newTraceShowCmd(), newTraceExportCmd())
+	return c
+}
+
+// config checks the flags of "mpiprobe trace"; dash is how many of args
+// came before "--".
+func (f *traceFlags) config(args []string, dash int) (traceConfig, error) {
+	cfg := f.cfg
+	if dash > 0 {
+		return cfg, usagef("unexpected argument %s before --", text.Quote(args[0]))
 	}
-	if cfg.output == "" {
-		return cfg, errors.New("trace: give the output file with -o FILE")
-	}
-	if cfg.duration < 0 {
-		return cfg, errors.New("trace: --duration must be positive")
+	cfg.monitor.PIDs = f.pids
+	cfg.monitor.Command = args
+	cfg.monitor.Libraries = f.libs
+	m := &cfg.monitor
+	switch {
+	case cfg.output == "":
+		return cfg, usagef("give the output file with -o FILE")
+	case cfg.duration < 0:
+		return cfg, usagef("--duration %s: give a duration above 0, or none to run until the targets end", cfg.duration)
+	case dash == 0 && len(args) == 0:
+		return cfg, usagef("no command after --: give mpiprobe trace -o FILE -- COMMAND [ARGS...]")
+	case len(m.PIDs) > 0 && m.Job != "":
+		return cfg, usagef("-p and --job both given: give one of them")
+	case len(m.Command) > 0 && (len(m.PIDs) > 0 || m.Job != ""):
+		return cfg, usagef("-p/--job and a command both given: trace running ranks, or start a command after --, not both")
+	case len(m.PIDs) == 0 && m.Job == "" && len(m.Command) == 0:
+		return cfg, usagef("nothing to trace: give -p PID, --job JOBID or -- COMMAND (mpiprobe ps lists MPI processes)")
+	case len(m.Libraries) > 0 && len(m.Command) == 0:
+		return cfg, usagef("--lib goes with -- COMMAND (with -p or --job, mpiprobe finds the libraries the ranks map)")
 	}
 	ring, err := parseRingSize(cfg.ring)
 	if err != nil {
-		return cfg, fmt.Errorf("trace: --ring %s: %w", cfg.ring, err)
+		return cfg, usagef("--ring %s: %w", text.Quote(cfg.ring), err)
 	}
-	cfg.monitor.PIDs = pids
-	cfg.monitor.Command = fs.Args()
-	cfg.monitor.Libraries = libs
 	cfg.monitor.Trace = &session.TraceConfig{RingBytes: ring}
 	return cfg, nil
 }
@@ -93,29 +131,6 @@ func parseRingSize(s string) (uint32, error) {
 	return uint32(size), nil
 }
 
-// traceMain runs "mpiprobe trace ..." and returns the exit code.
-func traceMain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	if len(args) > 0 && args[0] == "show" {
-		return showMain(args[1:], stdout, stderr)
-	}
-	if len(args) > 0 && args[0] == "export" {
-		return exportMain(args[1:], stderr)
-	}
-	cfg, err := parseTraceArgs(args, stderr)
-	if errors.Is(err, flag.ErrHelp) {
-		return 0
-	}
-	if err != nil {
-		fmt.Fprintf(stderr, "mpiprobe: %v\n", err)
-		return 2
-	}
-	if err := runTrace(ctx, cfg, stdout, stderr); err != nil {
-		fmt.Fprintf(stderr, "mpiprobe: %v\n", err)
-		return 1
-	}
-	return 0
-}
-
 // runTrace records the trace into the output file.
 func runTrace(ctx context.Context, cfg traceConfig, stdout, stderr io.Writer) error {
 	level := slog.LevelInfo
@@ -126,7 +141,7 @@ func runTrace(ctx context.Context, cfg traceConfig, stdout, stderr io.Writer) er
 	cfg.monitor.Out = stderr
 	f, err := os.Create(cfg.output)
 	if err != nil {
-		return fmt.Errorf("trace: %w", err)
+		return fmt.Errorf("-o: %w", err)
 	}
 	bw := bufio.NewWriterSize(f, 1<<20)
 	cfg.monitor.Trace.Out = bw
@@ -135,6 +150,12 @@ func runTrace(ctx context.Context, cfg traceConfig, stdout, stderr io.Writer) er
 		ctx, cancel = context.WithTimeout(ctx, cfg.duration)
 		defer cancel()
 	}
+	// A signal stops a -p/--job trace, and is passed on to a command,
+	// whose end then closes the trace.
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	cfg.monitor.Signals = sigs
 	_, err = session.Run(ctx, cfg.monitor)
 	if ferr := bw.Flush(); err == nil && ferr != nil {
 		err = fmt.Errorf("write %s: %w", cfg.output, ferr)
@@ -184,119 +205,104 @@ func splitFile(args []string) (string, []string) {
 	return "", args
 }
 
-// showMain runs "mpiprobe trace show FILE" and returns the exit code: 0, 1
-// for a file damaged (what could be read is shown) or unreadable, 2 for bad
-// usage.
-func showMain(args []string, stdout, stderr io.Writer) int {
-	const usage = "usage: mpiprobe trace show FILE [--rank N | --per-rank] [--detail low|high] [--json]"
-	fs := flag.NewFlagSet("mpiprobe trace show", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	rank := fs.String("rank", "", "show only MPI rank `N`, in detail")
-	perRank := fs.Bool("per-rank", false, "show every rank in detail instead of each distinct structure once")
-	detail := fs.String("detail", "low", "`LEVEL` of detail: low (calls and loops) or high (compute bursts, times, peers)")
-	asJSON := fs.Bool("json", false, "print JSON (schema_version 1): call sites, structure trees, ranks and counts")
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "%s\n\nflags:\n", usage)
-		fs.PrintDefaults()
-	}
-	file, args := splitFile(args)
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
+// oneFile takes the one trace file argument.
+func oneFile(what string) cobra.PositionalArgs {
+	return func(_ *cobra.Command, args []string) error {
+		switch {
+		case len(args) == 0:
+			return usagef("give the trace file (%s)", what)
+		case len(args) > 1:
+			return usagef("give one trace file, not %d", len(args))
 		}
-		return 2
+		return nil
 	}
-	if file == "" && fs.NArg() > 0 {
-		file = fs.Arg(0)
-	}
-	if file == "" {
-		fmt.Fprintln(stderr, "mpiprobe: trace show: give the trace file (mpiprobe trace show FILE)")
-		return 2
-	}
-	d, err := traceview.ParseDetail(*detail)
-	if err != nil {
-		fmt.Fprintf(stderr, "mpiprobe: --detail: %v\n", err)
-		return 2
-	}
-	if *rank != "" && *perRank {
-		fmt.Fprintln(stderr, "mpiprobe: trace show: give --rank N or --per-rank, not both")
-		return 2
-	}
-	t, de, err := readTraceFile(file)
-	if err != nil {
-		fmt.Fprintf(stderr, "mpiprobe: %v\n", err)
-		return 1
-	}
-	if *rank != "" {
-		if err := traceview.CheckRank(t, *rank); err != nil {
-			fmt.Fprintf(stderr, "mpiprobe: --rank: %v\n", err)
-			return 2
-		}
-	}
-	opt := traceview.Options{Rank: *rank, PerRank: *perRank, Detail: d, Damage: de}
-	bw := bufio.NewWriter(stdout)
-	if *asJSON {
-		err = traceview.ShowJSON(bw, t, opt)
-	} else {
-		err = traceview.Show(bw, t, opt)
-	}
-	if ferr := bw.Flush(); err == nil {
-		err = ferr
-	}
-	if err != nil {
-		fmt.Fprintf(stderr, "mpiprobe: %v\n", err)
-		return 1
-	}
-	if de != nil {
-		fmt.Fprintf(stderr, "mpiprobe: %s: %v\n", file, de)
-		return 1
-	}
-	return 0
 }
 
-// exportMain runs "mpiprobe trace export --format chrome -o OUT FILE" and
-// returns the exit code.
-func exportMain(args []string, stderr io.Writer) int {
-	const usage = "usage: mpiprobe trace export --format chrome -o OUT.json FILE"
-	fs := flag.NewFlagSet("mpiprobe trace export", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	format := fs.String("format", "chrome", "`FORMAT` of the timeline: chrome (Trace Event Format JSON, for Perfetto and chrome://tracing)")
-	out := fs.String("o", "", "write the timeline to `FILE` (required)")
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "%s\n\nflags:\n", usage)
-		fs.PrintDefaults()
+// newTraceShowCmd builds "mpiprobe trace show FILE": exit 0, 1 for a file
+// damaged (what could be read is shown) or unreadable, 2 for bad usage.
+func newTraceShowCmd() *cobra.Command {
+	var (
+		rank, detail    string
+		perRank, asJSON bool
+	)
+	c := &cobra.Command{
+		Use:   "show FILE [--rank N | --per-rank] [--detail low|high] [--json]",
+		Short: "show each rank's call and loop structure",
+		Args:  oneFile("mpiprobe trace show FILE"),
+		RunE: func(c *cobra.Command, args []string) error {
+			file := args[0]
+			d, err := traceview.ParseDetail(detail)
+			if err != nil {
+				return usagef("--detail: %w", err)
+			}
+			if rank != "" && perRank {
+				return usagef("give --rank N or --per-rank, not both")
+			}
+			t, de, err := readTraceFile(file)
+			if err != nil {
+				return err
+			}
+			if rank != "" {
+				if err := traceview.CheckRank(t, rank); err != nil {
+					return usagef("--rank: %w", err)
+				}
+			}
+			opt := traceview.Options{Rank: rank, PerRank: perRank, Detail: d, Damage: de}
+			bw := bufio.NewWriter(c.OutOrStdout())
+			if asJSON {
+				err = traceview.ShowJSON(bw, t, opt)
+			} else {
+				err = traceview.Show(bw, t, opt)
+			}
+			if ferr := bw.Flush(); err == nil {
+				err = ferr
+			}
+			if err != nil {
+				return err
+			}
+			if de != nil {
+				return fmt.Errorf("%s: %w", file, de)
+			}
+			return nil
+		},
 	}
-	file, args := splitFile(args)
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
+	fs := c.Flags()
+	fs.StringVar(&rank, "rank", "", "show only MPI rank `N`, in detail")
+	fs.BoolVar(&perRank, "per-rank", false, "show every rank in detail instead of each distinct structure once")
+	fs.StringVar(&detail, "detail", "low", "`LEVEL` of detail: low (calls and loops) or high (compute bursts, times, peers)")
+	fs.BoolVar(&asJSON, "json", false, "print JSON (schema_version 1): call sites, structure trees, ranks and counts")
+	return c
+}
+
+// newTraceExportCmd builds "mpiprobe trace export --format chrome -o OUT FILE".
+func newTraceExportCmd() *cobra.Command {
+	var format, out string
+	c := &cobra.Command{
+		Use:   "export --format chrome -o OUT.json FILE",
+		Short: "write a trace's timeline for Perfetto or chrome://tracing",
+		Args:  oneFile("mpiprobe trace export --format chrome -o OUT.json FILE"),
+		RunE: func(c *cobra.Command, args []string) error {
+			file := args[0]
+			switch {
+			case format != "chrome":
+				return usagef("--format %s: give --format chrome (the only format)", text.Line(format))
+			case out == "":
+				return usagef("give the output file with -o OUT.json")
+			}
+			de, err := writeChrome(out, file)
+			if err != nil {
+				return err
+			}
+			if de != nil {
+				return fmt.Errorf("%s: %w (the timeline holds what was read)", file, de)
+			}
+			return nil
+		},
 	}
-	if file == "" && fs.NArg() > 0 {
-		file = fs.Arg(0)
-	}
-	switch {
-	case file == "":
-		fmt.Fprintf(stderr, "mpiprobe: trace export: give the trace file (%s)\n", usage)
-		return 2
-	case *format != "chrome":
-		fmt.Fprintf(stderr, "mpiprobe: trace export: --format %s: give --format chrome (the only format)\n", text.Line(*format))
-		return 2
-	case *out == "":
-		fmt.Fprintf(stderr, "mpiprobe: trace export: give the output file with -o OUT.json\n")
-		return 2
-	}
-	de, err := writeChrome(*out, file)
-	if err != nil {
-		fmt.Fprintf(stderr, "mpiprobe: trace export: %v\n", err)
-		return 1
-	}
-	if de != nil {
-		fmt.Fprintf(stderr, "mpiprobe: %s: %v (the timeline holds what was read)\n", file, de)
-		return 1
-	}
-	return 0
+	fs := c.Flags()
+	fs.StringVar(&format, "format", "chrome", "`FORMAT` of the timeline: chrome (Trace Event Format JSON, for Perfetto and chrome://tracing)")
+	fs.StringVarP(&out, "output", "o", "", "write the timeline to `FILE` (required)")
+	return c
 }
 
 // writeChrome streams the timeline of the trace file in to the file out,

@@ -68,7 +68,7 @@ func showFile(t *testing.T, data []byte, args ...string) (int, string, string) {
 		t.Fatal(err)
 	}
 	var stdout, stderr bytes.Buffer
-	code := showMain(append([]string{file}, args...), &stdout, &stderr)
+	code := execute(context.Background(), append([]string{"trace", "show", file}, args...), &stdout, &stderr)
 	return code, stdout.String(), stderr.String()
 }
 
@@ -109,12 +109,13 @@ func TestShowUsage(t *testing.T) {
 		code int
 		err  string
 	}{
-		{[]string{"--rank", "7"}, 2, "mpiprobe: --rank: rank 7 is not in this trace: give a rank in 0-1\n"},
+		{[]string{"--rank", "7"}, 2, "mpiprobe trace show: --rank: rank 7 is not in this trace: give a rank in 0-1\nRun 'mpiprobe trace show --help' for usage.\n"},
 		{[]string{"--rank", "1", "--per-rank"}, 2, "give --rank N or --per-rank, not both"},
 		{[]string{"--detail", "medium"}, 2, "give low or high"},
 	} {
 		code, out, stderr := showFile(t, good, tc.args...)
-		if code != tc.code || !strings.Contains(stderr, tc.err) || strings.Count(stderr, "\n") != 1 || out != "" {
+		// One line naming the mistake, then the hint to the help.
+		if code != tc.code || !strings.Contains(stderr, tc.err) || strings.Count(stderr, "\n") != 2 || out != "" {
 			t.Errorf("%v: exit %d, stderr %q, stdout %q", tc.args, code, stderr, out)
 		}
 	}
@@ -192,7 +193,7 @@ func TestExport(t *testing.T) {
 	}
 	out := filepath.Join(dir, "x.json")
 	var stderr bytes.Buffer
-	if code := traceMain(context.Background(), []string{"export", "--format", "chrome", "-o", out, file}, io.Discard, &stderr); code != 0 {
+	if code := execute(context.Background(), []string{"trace", "export", "--format", "chrome", "-o", out, file}, io.Discard, &stderr); code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr.String())
 	}
 	f, err := os.Open(out)
@@ -214,7 +215,7 @@ func TestExport(t *testing.T) {
 		{[]string{"export", "-o", out, filepath.Join(dir, "none")}, "no such file"},
 	} {
 		stderr.Reset()
-		if code := traceMain(context.Background(), tc.args, io.Discard, &stderr); code == 0 || !strings.Contains(stderr.String(), tc.err) {
+		if code := execute(context.Background(), append([]string{"trace"}, tc.args...), io.Discard, &stderr); code == 0 || !strings.Contains(stderr.String(), tc.err) {
 			t.Errorf("%v: exit %d, %q", tc.args, code, stderr.String())
 		}
 	}

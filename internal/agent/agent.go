@@ -47,8 +47,13 @@ type Config struct {
 	Interval time.Duration
 	// StateDir holds agent-state.json, agent.lock and jobs/ (default /var/lib/mpiprobe).
 	StateDir string
-	// PinDir is where maps and links are pinned (default /sys/fs/bpf/mpiprobe/agent).
+	// PinDir is where maps and links are pinned (default
+	// /sys/fs/bpf/mpiprobe/agent). One agent at a time uses it: Run locks
+	// it as well as StateDir.
 	PinDir string
+	// ConfigPath names the configuration file the settings came from, for
+	// messages that tell how to change one ("" when none was read).
+	ConfigPath string
 	// LibraryPaths are files or directories searched for MPI libraries at
 	// start, besides the ones ldconfig knows.
 	LibraryPaths []string
@@ -115,11 +120,23 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
-	lk, err := takeLock(a.cfg.StateDir)
+	where := ""
+	if a.cfg.ConfigPath != "" {
+		where = " (in " + a.cfg.ConfigPath + ", or with --state-dir and --pin-dir)"
+	}
+	lk, err := takeLock(a.cfg.StateDir, where)
 	if err != nil {
 		return err
 	}
 	defer lk.release()
+	if err := kernel.Preflight(); err != nil {
+		return err
+	}
+	plk, err := lockPinDir(a.cfg.PinDir, where)
+	if err != nil {
+		return err
+	}
+	defer plk.release()
 	if a.k, err = openPinned(a.cfg.PinDir, a.cfg.Log); err != nil {
 		return err
 	}

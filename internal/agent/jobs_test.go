@@ -1,6 +1,10 @@
 package agent
 
 import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -103,4 +107,49 @@ func TestLinkNames(t *testing.T) {
 			t.Errorf("parseLinkName(%q) accepted", bad)
 		}
 	}
+}
+
+func TestParseLocks(t *testing.T) {
+	const locks = `1: POSIX  ADVISORY  WRITE 812 00:1a:977 0 EOF
+2: FLOCK  ADVISORY  WRITE 4242 00:1f:1093 0 EOF
+2: -> FLOCK  ADVISORY  WRITE 5151 00:1f:1093 0 EOF
+3: FLOCK  ADVISORY  WRITE 77 103:02:1093 0 EOF
+`
+	tests := []struct {
+		major, minor uint32
+		ino          uint64
+		want         int
+	}{
+		{0, 0x1f, 1093, 4242}, // the holder, not the waiter
+		{0x103, 0x02, 1093, 77},
+		{0, 0x1a, 977, 0}, // a POSIX lock is not an agent's flock
+		{0, 0x1f, 1094, 0},
+	}
+	for _, tc := range tests {
+		if got := parseLocks([]byte(locks), tc.major, tc.minor, tc.ino); got != tc.want {
+			t.Errorf("parseLocks(%x:%x:%d) = %d, want %d", tc.major, tc.minor, tc.ino, got, tc.want)
+		}
+	}
+}
+
+// TestLockPinDir: a second lock of the same directory fails naming the
+// holder (this process, as /proc/locks shows it) and the config file.
+func TestLockPinDir(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "pins")
+	l, err := lockPinDir(dir, " (in /etc/x.conf, or with --state-dir and --pin-dir)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.release()
+	_, err = lockPinDir(dir, " (in /etc/x.conf, or with --state-dir and --pin-dir)")
+	want := "another mpiprobe agent (pid " + strconv.Itoa(os.Getpid()) + ") already uses pin directory " + dir
+	if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "/etc/x.conf") {
+		t.Errorf("second lock: %v, want %q", err, want)
+	}
+	l.release()
+	l2, err := lockPinDir(dir, "")
+	if err != nil {
+		t.Fatalf("lock after release: %v", err)
+	}
+	l2.release()
 }

@@ -1,6 +1,7 @@
 package collstate
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -38,6 +39,31 @@ const (
 	mpichWorld = 0x44000000
 	mpichSelf  = 0x44000001
 )
+
+// MaxSlots is the most communicator slots the kernel can size the maps
+// for: coll_stats holds probes.MaxCollectives entries per slot and a map's
+// max_entries is a 32-bit number, so (2^32-1)/64 = 67,108,863. Beyond it
+// the sizes would wrap around (99,999,999,999 slots became 1,215,752,191
+// and the kernel refused coll_index, a hash map of that many buckets, with
+// E2BIG, "argument list too long"). Memory is the tighter bound in
+// practice: see SlotBytes and MaxSlotsFor.
+const MaxSlots = (1<<32 - 1) / probes.MaxCollectives
+
+// SlotBytes returns the kernel memory one communicator slot takes, at least:
+// its probes.MaxCollectives coll_stats entries (4 KiB), its coll_comms
+// entry, its coll_index element (key, value and the hash table's element
+// header, about 48 bytes) and its place in the coll_free queue. The
+// kernel allocates the maps whole when they are created.
+func SlotBytes() uint64 {
+	return uint64(probes.MaxCollectives*binary.Size(bpf.MpiprobeCollStat{}) +
+		binary.Size(bpf.MpiprobeCollComm{}) + binary.Size(bpf.MpiprobeCollKey{}) + 8 + 48 + 4)
+}
+
+// MaxSlotsFor returns the most communicator slots whose maps fit in mem
+// bytes of memory, and no more than MaxSlots.
+func MaxSlotsFor(mem uint64) int {
+	return int(min(mem/SlotBytes(), MaxSlots))
+}
 
 // Sizes returns the map sizes for slots communicator slots, by map name,
 // for kernel.Options.MaxEntries. slots 0 keeps the object's minimal sizes

@@ -598,3 +598,30 @@ func TestOpenPinnedEmptyRoot(t *testing.T) {
 		t.Errorf("OpenPinned removed a directory that is not a session")
 	}
 }
+
+func TestMaxSlots(t *testing.T) {
+	if got := uint64(MaxSlots) * probes.MaxCollectives; got > 1<<32-1 {
+		t.Errorf("MaxSlots×%d = %d entries: more than a map holds", probes.MaxCollectives, got)
+	}
+	if got := uint64(MaxSlots+1) * probes.MaxCollectives; got <= 1<<32-1 {
+		t.Errorf("MaxSlots+1 would still fit a map: MaxSlots is not the largest")
+	}
+	tests := []struct {
+		mem  uint64
+		want int
+	}{
+		{0, 0},
+		{SlotBytes() - 1, 0},
+		{SlotBytes(), 1},
+		{4096 * SlotBytes(), 4096},
+		{1 << 62, MaxSlots},
+	}
+	for _, tc := range tests {
+		if got := MaxSlotsFor(tc.mem); got != tc.want {
+			t.Errorf("MaxSlotsFor(%d) = %d, want %d", tc.mem, got, tc.want)
+		}
+	}
+	if b := SlotBytes(); b < 4096 || b > 8192 {
+		t.Errorf("SlotBytes() = %d, want a little over 4 KiB (64 collectives × 64 bytes)", b)
+	}
+}

@@ -374,7 +374,7 @@ func TestParseErrors(t *testing.T) {
 		{"metrics_ttl empty", "metrics_ttl =\n", at + `1: key "metrics_ttl": missing value (use e.g. metrics_ttl = 10m)`},
 		// unknown keys
 		{"unknown key", "\nfoo = 1\n",
-			at + `2: unknown key "foo" (use C, T, threshold.EVENT, events, library_paths, metrics_addr, state_dir, retention.jobs, retention.age, interval, pin_dir or metrics_ttl)`},
+			at + `2: unknown key "foo" (use C, T, threshold.EVENT, events, library_paths, debug_dirs, metrics_addr, state_dir, retention.jobs, retention.age, interval, pin_dir or metrics_ttl)`},
 		{"lowercase c", "c = 1\n", at + `1: unknown key "c" (keys are case-sensitive: use "C")`},
 		{"lowercase t", "t = 1\n", at + `1: unknown key "t" (keys are case-sensitive: use "T")`},
 		{"key case", "Metrics_Addr = off\n", at + `1: unknown key "Metrics_Addr" (keys are case-sensitive: use "metrics_addr")`},
@@ -389,8 +389,8 @@ func TestParseErrors(t *testing.T) {
 		{"known event without prefix", "ob1.send_pending.new = 5\n",
 			at + `1: unknown key "ob1.send_pending.new" (did you mean "threshold.ob1.send_pending.new"?)`},
 		{"unknown event without prefix", "no.such.event = 5\n",
-			at + `1: unknown key "no.such.event" (use C, T, threshold.EVENT, events, library_paths, metrics_addr, state_dir, retention.jobs, retention.age, interval, pin_dir or metrics_ttl)`},
-		{"BOM not on line 1", "C = 1\n\uFEFFT = 1\n", at + `2: unknown key "\ufeffT" (use C, T, threshold.EVENT, events, library_paths, metrics_addr, state_dir, retention.jobs, retention.age, interval, pin_dir or metrics_ttl)`},
+			at + `1: unknown key "no.such.event" (use C, T, threshold.EVENT, events, library_paths, debug_dirs, metrics_addr, state_dir, retention.jobs, retention.age, interval, pin_dir or metrics_ttl)`},
+		{"BOM not on line 1", "C = 1\n\uFEFFT = 1\n", at + `2: unknown key "\ufeffT" (use C, T, threshold.EVENT, events, library_paths, debug_dirs, metrics_addr, state_dir, retention.jobs, retention.age, interval, pin_dir or metrics_ttl)`},
 		// syntax
 		{"not key = value", "C 1000\n", at + `1: "C 1000" is not a "key = value" setting (use e.g. T = 10s)`},
 		{"missing key", "= 5\n", at + `1: missing key before "=" (use e.g. T = 10s)`},
@@ -605,5 +605,19 @@ func TestFormatRoundTrip(t *testing.T) {
 	}
 	if !reflect.DeepEqual(got.Thresholds, o) {
 		t.Fatalf("round trip =\n%s\nwant\n%s", got.Thresholds.Format(), o.Format())
+	}
+}
+
+// TestKeyListHasEveryKey: the list an unknown key is answered with names
+// every key of the file (debug_dirs was once missing from it).
+func TestKeyListHasEveryKey(t *testing.T) {
+	list := keyList()
+	for _, k := range keys {
+		if !strings.Contains(list, k.name) {
+			t.Errorf("key list %q lacks %q", list, k.name)
+		}
+	}
+	if !strings.Contains(list, "debug_dirs") || !strings.Contains(list, "threshold.EVENT") {
+		t.Errorf("key list %q", list)
 	}
 }

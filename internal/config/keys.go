@@ -153,8 +153,18 @@ func suggest(k string, opt Options) string {
 	if best != "" {
 		return "did you mean " + strconv.Quote(best) + "?"
 	}
-	return "use C, T, threshold.EVENT, events, library_paths, metrics_addr, state_dir, " +
-		"retention.jobs, retention.age, interval, pin_dir or metrics_ttl"
+	return "use " + keyList()
+}
+
+// keyList names every key, in the order of the documentation: "C, T,
+// threshold.EVENT, events, ... or metrics_ttl". It is built from keys, so
+// that no key can be missing from it.
+func keyList() string {
+	names := []string{keys[0].name, keys[1].name, thresholdPrefix + "EVENT"}
+	for _, k := range keys[2:] {
+		names = append(names, k.name)
+	}
+	return orList(names)
 }
 
 // normalize lowercases the ASCII letters of s and turns the separators

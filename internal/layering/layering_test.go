@@ -32,7 +32,7 @@ var layers = [][]string{
 	// The kernel edge: loading, reading maps into snapshots, process events.
 	{"internal/kernel"},
 	// The modes: none imports another.
-	{"internal/session", "internal/agent", "internal/status"},
+	{"internal/session", "internal/agent", "internal/status", "internal/ps"},
 	// The command.
 	{"cmd/mpiprobe"},
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/mpiprobe/mpiprobe/agg"
 	"github.com/mpiprobe/mpiprobe/bpf"
+	"github.com/mpiprobe/mpiprobe/internal/collstate"
 	"github.com/mpiprobe/mpiprobe/internal/counters"
 	"github.com/mpiprobe/mpiprobe/internal/discover"
 	"github.com/mpiprobe/mpiprobe/internal/identity"
@@ -69,7 +70,26 @@ type Config struct {
 	// struct layout mpiprobe does not know (probes.Attacher.DebugDirs); nil
 	// means elfx.DefaultDebugDir.
 	DebugDirs []string
+	// Signals are the signals mpiprobe received (SIGINT, SIGTERM). With a
+	// Command, each is passed on to the command's process group and the
+	// session goes on until the command has ended, so that the summary
+	// says how every rank ended; without one, the first ends the session
+	// as ctx does. Nil: only ctx ends the session.
+	Signals <-chan os.Signal
+	// CommandEnded, when set, is called once with how the command ended
+	// (its exit status or the signal that killed it) after it was waited
+	// for; it is not called when the command could not be started or
+	// mpiprobe stopped before it ended.
+	CommandEnded func(agg.End)
 }
+
+// KillGrace is how long a session that must stop (ctx done) waits for its
+// command to end after SIGTERM before it kills the command's process group.
+const KillGrace = 10 * time.Second
+
+// Forwarded signals: the third one of SIGINT/SIGTERM kills the command's
+// process group, as a user pressing Ctrl-C a third time means it.
+const killAfterSignals = 3
 
 // DefaultCommSlots is the default number of communicator slots: 64 ranks
 // with 64 communicators each.
@@ -136,6 +156,9 @@ func newSession(cfg Config) (*session, error) {
 	}
 	if len(cfg.Command) > 0 && (len(cfg.PIDs) > 0 || cfg.Job != "") {
 		return nil, errors.New("give either -p/--job or a command after --, not both")
+	}
+	if cfg.Collectives && (cfg.CommSlots < 0 || cfg.CommSlots > collstate.MaxSlots) {
+		return nil, fmt.Errorf("%d communicator slots: give 1 to %d", cfg.CommSlots, collstate.MaxSlots)
 	}
 	if err := cfg.Catalog.Validate(); err != nil {
 		return nil, fmt.Errorf("catalog: %w", err)
@@ -259,21 +282,49 @@ func (s *session) run(ctx context.Context) error {
 		}
 		s.addProc(pid)
 	}
-	var cmdDone chan error
+	var cmd *command
+	var cmdDone <-chan agg.End
 	if len(cfg.Command) > 0 {
-		cmdDone, err = s.startCommand(ctx)
+		cmd, err = s.startCommand()
 		if err != nil {
 			return err
 		}
+		cmdDone = cmd.done
 	}
 	cfg.Log.Info("tracing", "processes", len(live), "libraries", len(targets), "probes", probeCount)
 
 	tick := time.NewTicker(cfg.Interval)
 	defer tick.Stop()
+	stop := ctx.Done()
+	var killTimer <-chan time.Time
+	forwarded := 0
 	for {
 		select {
-		case <-ctx.Done():
-			return s.finish(events)
+		case <-stop:
+			if cmdDone == nil {
+				return s.finish(events)
+			}
+			// Stop the command, and carry on until it has ended so that
+			// its ranks' ends are known.
+			cmd.signal(syscall.SIGTERM)
+			stop = nil
+			killTimer = time.After(KillGrace)
+		case <-killTimer:
+			cfg.Log.Warn("command still running after SIGTERM: killing its process group", "after", KillGrace)
+			cmd.signal(syscall.SIGKILL)
+			killTimer = nil
+		case sig := <-cfg.Signals:
+			if cmdDone == nil {
+				return s.finish(events)
+			}
+			forwarded++
+			if forwarded >= killAfterSignals {
+				cfg.Log.Warn("signal received again: killing the command's process group", "signal", sig)
+				cmd.signal(syscall.SIGKILL)
+				continue
+			}
+			cfg.Log.Info("passing the signal on to the command", "signal", sig)
+			cmd.signal(sig)
 		case e, ok := <-events:
 			if !ok {
 				// The ring buffer reader failed: stop selecting on a closed
@@ -283,11 +334,17 @@ func (s *session) run(ctx context.Context) error {
 				continue
 			}
 			s.procEvent(e)
-		case err := <-cmdDone:
-			if err != nil {
-				cfg.Log.Info("command ended", "err", err)
+		case end := <-cmdDone:
+			if end.Kind != agg.Exited || end.Code != 0 {
+				cfg.Log.Info("command ended", "how", end.String())
 			}
 			cmdDone = nil
+			if p, ok := s.procs[cmd.pid]; ok && p.End.Kind == agg.Running {
+				p.End = end
+			}
+			if cfg.CommandEnded != nil {
+				cfg.CommandEnded(end)
+			}
 			return s.finish(events)
 		case <-tick.C:
 			s.poll()
@@ -317,10 +374,28 @@ func (s *session) trace(pid int, flags uint32) error {
 	return nil
 }
 
+// command is the command a session started.
+type command struct {
+	pid int
+	// done receives how the command ended, once it has been waited for.
+	done chan agg.End
+}
+
+// signal sends sig to the command's process group: the command and what
+// it started, unless they moved to a group of their own.
+func (c *command) signal(sig os.Signal) {
+	if n, ok := sig.(syscall.Signal); ok {
+		_ = unix.Kill(-c.pid, n)
+	}
+}
+
 // startCommand starts the command with mpiprobe's own process marked as
 // followed, so that the BPF fork hook traces the child, and all its
-// descendants, from their first instruction.
-func (s *session) startCommand(ctx context.Context) (chan error, error) {
+// descendants, from their first instruction. The command runs in a
+// process group of its own, which mpiprobe passes signals on to: a Ctrl-C
+// at the terminal reaches mpiprobe alone, which forwards it once, then
+// waits for the command to end and prints the summary.
+func (s *session) startCommand() (*command, error) {
 	self := os.Getpid()
 	if err := s.trace(self, uint32(bpf.MpiprobeTracedFlagTRACED_FOLLOW)); err != nil {
 		return nil, err
@@ -329,20 +404,30 @@ func (s *session) startCommand(ctx context.Context) (chan error, error) {
 	cmd.Stdin = os.Stdin
 	cmd.Stdout = s.cfg.Stdout
 	cmd.Stderr = s.cfg.Stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	err := cmd.Start()
 	_ = s.objs.Traced.Delete(uint32(self))
 	if err != nil {
 		return nil, fmt.Errorf("start %s: %w", s.cfg.Command[0], err)
 	}
 	s.addProc(cmd.Process.Pid)
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
+	c := &command{pid: cmd.Process.Pid, done: make(chan agg.End, 1)}
 	go func() {
-		// Pass a stop request on to the command, as a terminal would.
-		<-ctx.Done()
-		_ = cmd.Process.Signal(syscall.SIGTERM)
+		_ = cmd.Wait() // the status is in ProcessState; an I/O copy error is not the command's end
+		c.done <- processEnd(cmd.ProcessState, s.cfg.Clock.Now())
 	}()
-	return done, nil
+	return c, nil
+}
+
+// processEnd says how a waited-for process ended.
+func processEnd(ps *os.ProcessState, at time.Time) agg.End {
+	if ps == nil { // wait itself failed
+		return agg.End{Kind: agg.Vanished, At: at}
+	}
+	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return agg.End{Kind: agg.Signaled, Signal: int(ws.Signal()), At: at}
+	}
+	return agg.End{Kind: agg.Exited, Code: ps.ExitCode(), At: at}
 }
 
 // addProc registers a process and reads who it is.

@@ -1,0 +1,252 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/mpiprobe/mpiprobe/internal/mpitest"
+)
+
+// TestExitStatusPassthrough: mpiprobe -- COMMAND exits with the command's
+// status, 128+N when signal N killed it, as strace, time and perf do.
+func TestExitStatusPassthrough(t *testing.T) {
+	mpitest.RequireE2E(t)
+	bin := mpitest.BuildMpiprobe(t)
+	tests := []struct {
+		script string
+		want   int
+	}{
+		{"exit 0", 0},
+		{"exit 3", 3},
+		{"kill -KILL $$", 137},
+		{"kill -TERM $$", 143},
+	}
+	for _, tc := range tests {
+		code, _, stderr := runOutput(t, bin, nil, "--", "sh", "-c", tc.script)
+		if code != tc.want {
+			t.Errorf("mpiprobe -- sh -c %q: exit %d, want %d\nstderr:\n%s", tc.script, code, tc.want, stderr)
+		}
+		if strings.Contains(stderr, "mpiprobe: ") {
+			t.Errorf("sh -c %q: mpiprobe reported an error of its own:\n%s", tc.script, stderr)
+		}
+	}
+}
+
+// TestSignalForwarded sends SIGINT to mpiprobe while it runs a 2-rank job:
+// the signal goes to the job's process group, mpiprobe waits for the job,
+// writes the summary, whose ranks say which signal killed them (not
+// "running"), and exits 130.
+func TestSignalForwarded(t *testing.T) {
+	for _, impl := range []mpitest.Impl{mpitest.OpenMPI(), mpitest.MPICH()} {
+		t.Run(impl.Name, func(t *testing.T) {
+			mpitest.RequireE2E(t, impl)
+			bin := mpitest.BuildMpiprobe(t)
+			flood := mpitest.Build(t, impl, "flood")
+			out := filepath.Join(t.TempDir(), "sum.json")
+			// The ranks pause 60 s after MPI_Init: only the signal ends them.
+			argv := append([]string{"--json", "-o", out, "--"}, impl.Command(2, nil, flood, "-n", "10", "-p", "60000")...)
+			var stdout, stderr bytes.Buffer
+			cmd := exec.Command(bin, argv...)
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			defer func() { _ = cmd.Process.Kill() }()
+			ranks, err := mpitest.WaitRanksFor(30*time.Second, flood, 2, "libmpi")
+			if err != nil {
+				t.Fatalf("%v\nstderr:\n%s", err, stderr.String())
+			}
+			time.Sleep(500 * time.Millisecond) // mpiprobe has seen them start
+			start := time.Now()
+			if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+				t.Fatal(err)
+			}
+			done := make(chan error, 1)
+			go func() { done <- cmd.Wait() }()
+			select {
+			case <-done:
+			case <-time.After(45 * time.Second):
+				t.Fatalf("mpiprobe still runs 45 s after SIGINT\nstderr:\n%s", stderr.String())
+			}
+			t.Logf("mpiprobe ended %v after SIGINT", time.Since(start).Round(time.Millisecond))
+			if code := cmd.ProcessState.ExitCode(); code != 130 {
+				t.Errorf("exit %d after SIGINT, want 130\nstderr:\n%s", code, stderr.String())
+			}
+			for _, pid := range ranks {
+				if err := syscall.Kill(pid, 0); err == nil {
+					t.Errorf("rank pid %d still runs after mpiprobe ended", pid)
+				}
+			}
+			data, err := os.ReadFile(out)
+			if err != nil {
+				t.Fatalf("no summary in -o file: %v\nstderr:\n%s", err, stderr.String())
+			}
+			var s summary
+			if err := json.Unmarshal(data, &s); err != nil {
+				t.Fatalf("-o file is not JSON: %v\n%s", err, data)
+			}
+			n := 0
+			for _, j := range s.Jobs {
+				for _, r := range j.Ranks {
+					n++
+					if r.End.State != "signaled" || r.End.Signal == nil || !strings.HasPrefix(r.End.Text, "killed by SIG") {
+						t.Errorf("rank %s pid %d ended %+v, want killed by a signal", r.Rank, r.PID, r.End)
+					}
+				}
+			}
+			if n != 2 {
+				t.Errorf("%d ranks in the summary, want 2:\n%s", n, data)
+			}
+			if strings.Contains(stdout.String(), `"jobs"`) { // the launcher's own output may be there
+				t.Errorf("the summary went to stdout despite -o:\n%s", stdout.String())
+			}
+		})
+	}
+}
+
+// TestOutputFile: -o FILE holds the summary, text or JSON, and stdout the
+// command's output only; with --json and no -o, stdout is the JSON alone
+// and the command's output goes to stderr.
+func TestOutputFile(t *testing.T) {
+	impl := mpitest.OpenMPI()
+	mpitest.RequireE2E(t, impl)
+	bin := mpitest.BuildMpiprobe(t)
+	flood := mpitest.Build(t, impl, "flood")
+	job := strings.Join(impl.Command(2, nil, flood, "-n", "10"), " ")
+	script := "echo hello-from-the-app; exec " + job
+	dir := t.TempDir()
+
+	text := filepath.Join(dir, "sum.txt")
+	code, stdout, stderr := runOutput(t, bin, nil, "-o", text, "--", "sh", "-c", script)
+	got, _ := os.ReadFile(text)
+	if code != 0 || !strings.Contains(string(got), "— 2 ranks") || strings.Contains(stdout, "— 2 ranks") || !strings.Contains(stdout, "hello-from-the-app") {
+		t.Errorf("-o text: exit %d\nfile:\n%s\nstdout:\n%s\nstderr:\n%s", code, got, stdout, stderr)
+	}
+
+	js := filepath.Join(dir, "sum.json")
+	code, stdout, stderr = runOutput(t, bin, nil, "--json", "-o", js, "--", "sh", "-c", script)
+	got, _ = os.ReadFile(js)
+	var s summary
+	if err := json.Unmarshal(got, &s); code != 0 || err != nil || len(s.Jobs) != 1 || len(s.Jobs[0].Ranks) != 2 || !strings.Contains(stdout, "hello-from-the-app") {
+		t.Errorf("--json -o: exit %d, decode %v\nfile:\n%s\nstdout:\n%s\nstderr:\n%s", code, err, got, stdout, stderr)
+	}
+
+	res := runMpiprobe(t, bin, "--", "sh", "-c", script) // stdout must parse as JSON alone
+	if !strings.Contains(res.stderr, "hello-from-the-app") || len(res.sum.Jobs) != 1 {
+		t.Errorf("--json: the command's output is not on stderr, or no job:\nstdout:\n%s\nstderr:\n%s", res.stdout, res.stderr)
+	}
+
+	code, _, stderr = runOutput(t, bin, nil, "-o", filepath.Join(dir, "no", "such", "dir", "x"), "--", "true")
+	if code != 1 || !strings.Contains(stderr, "-o: open ") || strings.Count(stderr, "\n") != 1 {
+		t.Errorf("-o into a missing directory: exit %d, stderr %q", code, stderr)
+	}
+}
+
+// psJSON is mpiprobe ps --json.
+type psJSON struct {
+	TracedKnown bool `json:"traced_known"`
+	Jobs        []struct {
+		Job       string `json:"job"`
+		Launcher  string `json:"launcher"`
+		Processes []struct {
+			PID      int    `json:"pid"`
+			Rank     string `json:"rank"`
+			User     string `json:"user"`
+			MPI      string `json:"mpi"`
+			Library  string `json:"library"`
+			TracedBy []struct {
+				Kind string `json:"kind"`
+				PID  int    `json:"pid"`
+			} `json:"traced_by"`
+		} `json:"processes"`
+	} `json:"jobs"`
+}
+
+// TestPs runs a 2-rank Open MPI job and a 2-rank MPICH job: mpiprobe ps
+// must list each under its job id (the one --job takes) with ranks 0 and
+// 1 and the library, and name an mpiprobe session attached to one of them.
+func TestPs(t *testing.T) {
+	ompi, mpich := mpitest.OpenMPI(), mpitest.MPICH()
+	mpitest.RequireE2E(t, ompi, mpich)
+	bin := mpitest.BuildMpiprobe(t)
+	jobs := map[string]*mpitest.Job{}
+	for _, impl := range []mpitest.Impl{ompi, mpich} {
+		flood := mpitest.Build(t, impl, "flood")
+		lib := map[string]string{"openmpi": "libmpi.so.40", "mpich": "libmpich"}[impl.Name]
+		jobs[impl.Name] = mpitest.StartJob(t, impl.Command(2, nil, flood, "-n", "10", "-p", "60000"), flood, 2, lib)
+	}
+	// A session on the first Open MPI rank.
+	traced := jobs["openmpi"].Ranks[0]
+	var sessErr bytes.Buffer
+	sess := exec.Command(bin, "-p", strconv.Itoa(traced))
+	sess.Stderr = &sessErr
+	if err := sess.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = sess.Process.Kill(); _ = sess.Wait() }()
+	deadline := time.Now().Add(30 * time.Second)
+	for !strings.Contains(sessErr.String(), "tracing") && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+
+	code, stdout, stderr := runOutput(t, bin, nil, "ps", "--json")
+	if code != 0 {
+		t.Fatalf("ps --json: exit %d\n%s", code, stderr)
+	}
+	var l psJSON
+	if err := json.Unmarshal([]byte(stdout), &l); err != nil {
+		t.Fatalf("ps --json: %v\n%s", err, stdout)
+	}
+	if !l.TracedKnown {
+		t.Errorf("ps as root cannot tell what is traced:\n%s", stdout)
+	}
+	for name, j := range jobs {
+		wantMPI := map[string]string{"openmpi": "Open MPI", "mpich": "MPICH"}[name]
+		var ranks []string
+		var jobID string
+		for _, pj := range l.Jobs {
+			for _, p := range pj.Processes {
+				for _, pid := range j.Ranks {
+					if p.PID != pid {
+						continue
+					}
+					ranks = append(ranks, p.Rank)
+					if jobID != "" && jobID != pj.Job {
+						t.Errorf("%s: ranks under two jobs %s and %s", name, jobID, pj.Job)
+					}
+					jobID = pj.Job
+					if p.MPI != wantMPI || p.Library == "" || p.User != "root" {
+						t.Errorf("%s pid %d: mpi %q library %q user %q", name, pid, p.MPI, p.Library, p.User)
+					}
+					tracedBy := len(p.TracedBy) == 1 && p.TracedBy[0].Kind == "session" && p.TracedBy[0].PID == sess.Process.Pid
+					if (pid == traced) != tracedBy {
+						t.Errorf("%s pid %d: traced by %+v (session pid %d on pid %d)", name, pid, p.TracedBy, sess.Process.Pid, traced)
+					}
+				}
+			}
+		}
+		if strings.Join(ranks, ",") != "0,1" {
+			t.Errorf("%s: ranks %v listed, want 0,1\n%s", name, ranks, stdout)
+		}
+		// The id ps shows is the one --job takes.
+		if jobID != "" {
+			code, out, errs := runOutput(t, bin, nil, "status", "--json", "--window", "200ms", "--job", jobID)
+			if code != 0 || !strings.Contains(out, strconv.Itoa(j.Ranks[0])) {
+				t.Errorf("%s: status --job %s: exit %d\n%s\n%s", name, jobID, code, out, errs)
+			}
+		}
+	}
+
+	code, stdout, _ = runOutput(t, bin, nil, "ps")
+	if code != 0 || !strings.Contains(stdout, "session "+strconv.Itoa(sess.Process.Pid)) || !strings.Contains(stdout, "TRACED BY") {
+		t.Errorf("ps: exit %d\n%s", code, stdout)
+	}
+}
