@@ -135,8 +135,8 @@ func (f *agentFlags) run(ctx context.Context, c *cobra.Command) error {
 	defer sink.Close()
 	var ln net.Listener
 	if file.MetricsAddr != "" {
-		if ln, err = metrics.Listen(file.MetricsAddr); err != nil {
-			return listenError(err, read)
+		if ln, err = metrics.Listen(file.MetricsAddr, read); err != nil {
+			return err
 		}
 		defer ln.Close()
 		log.Info("metrics", "addr", ln.Addr().String())
@@ -160,27 +160,3 @@ func (f *agentFlags) run(ctx context.Context, c *cobra.Command) error {
 	})
 	return err
 }
-
-// listenError is metrics.Listen's error naming the configuration file
-// actually read (cfg, "" for none) where it names the default one.
-// TODO(metrics): let metrics.Listen take the file's name instead.
-func listenError(err error, cfg string) error {
-	msg := err.Error()
-	switch {
-	case cfg == "":
-		msg = strings.ReplaceAll(msg, "set metrics_addr in "+configfile.DefaultPath+" or --metrics-addr", "set --metrics-addr (or metrics_addr in a --config file)")
-	case cfg != configfile.DefaultPath:
-		msg = strings.ReplaceAll(msg, configfile.DefaultPath, cfg)
-	}
-	return &renamedError{msg: msg, err: err}
-}
-
-// renamedError is an error shown with another message; it unwraps to the
-// original, so errors.Is(err, syscall.EADDRINUSE) still holds.
-type renamedError struct {
-	msg string
-	err error
-}
-
-func (e *renamedError) Error() string { return e.msg }
-func (e *renamedError) Unwrap() error { return e.err }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -370,27 +369,5 @@ func TestNoProbeForThisMPI(t *testing.T) {
 	code, stderr := runBinary(t, bin, nil, "--events", "retries", "-p", strconv.Itoa(job.Ranks[0]))
 	if code == 0 || !strings.Contains(stderr, "no catalog event could be attached") {
 		t.Errorf("exit %d, stderr:\n%s\nwant non-zero and \"no catalog event could be attached\"", code, stderr)
-	}
-}
-
-// TestListenError: the metrics listen error names the configuration file
-// actually read, and still unwraps to the system's error.
-func TestListenError(t *testing.T) {
-	orig := fmt.Errorf("metrics: listen on 127.0.0.1:9767: address already in use: another mpiprobe agent or service uses the port; set metrics_addr in /etc/mpiprobe/config.conf or --metrics-addr: %w", syscall.EADDRINUSE)
-	tests := []struct {
-		cfg, want string
-	}{
-		{"/etc/mpiprobe/config.conf", "set metrics_addr in /etc/mpiprobe/config.conf or --metrics-addr"},
-		{"/tmp/other.conf", "set metrics_addr in /tmp/other.conf or --metrics-addr"},
-		{"", "set --metrics-addr (or metrics_addr in a --config file)"},
-	}
-	for _, tc := range tests {
-		err := listenError(orig, tc.cfg)
-		if !strings.Contains(err.Error(), tc.want) || !errors.Is(err, syscall.EADDRINUSE) {
-			t.Errorf("listenError(%q) = %v, want %q and EADDRINUSE", tc.cfg, err, tc.want)
-		}
-		if tc.cfg != "/etc/mpiprobe/config.conf" && strings.Contains(err.Error(), "/etc/mpiprobe") {
-			t.Errorf("listenError(%q) still names the default file: %v", tc.cfg, err)
-		}
 	}
 }

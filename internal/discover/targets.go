@@ -56,7 +56,7 @@ func JobPIDs(pfs procfs.FS, job, host string) ([]int, error) {
 		}
 	}
 	if len(out) == 0 {
-		return nil, fmt.Errorf("no rank of job %q runs on this node: check the id (mpiprobe prints it as job=...)", job)
+		return nil, fmt.Errorf("no rank of job %q runs on this node: check the id (mpiprobe ps lists the jobs of this node)", job)
 	}
 	return out, nil
 }

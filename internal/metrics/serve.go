@@ -25,8 +25,14 @@ import (
 const DefaultAddr = "127.0.0.1:9767"
 
 // howToChange is the part of Listen's errors that says how to pick another
-// address; it must match the agent's configuration key and flag.
-const howToChange = "set metrics_addr in /etc/mpiprobe/config.conf or --metrics-addr"
+// address, naming the configuration file the agent read (config, "" when
+// it read none); it must match the agent's configuration key and flag.
+func howToChange(config string) string {
+	if config == "" {
+		return "set --metrics-addr (or metrics_addr in a --config file)"
+	}
+	return "set metrics_addr in " + config + " or --metrics-addr"
+}
 
 // BuildInfoName is the gauge, always 1, whose labels version and goversion
 // name the build of the running mpiprobe.
@@ -146,12 +152,14 @@ func (e *listenError) Error() string { return e.msg }
 func (e *listenError) Unwrap() error { return e.err }
 
 // Listen opens a TCP listener on addr (host:port) for [Serve]. Its error
-// is one line naming the address and the fix, e.g. "metrics: listen on
-// 127.0.0.1:9767: address already in use: another mpiprobe agent or
+// is one line naming the address and the fix, with config the
+// configuration file the agent read ("" for none), e.g. "metrics: listen
+// on 127.0.0.1:9767: address already in use: another mpiprobe agent or
 // service uses the port; set metrics_addr in /etc/mpiprobe/config.conf or
 // --metrics-addr"; it wraps the error of [net.Listen], so
 // errors.Is(err, syscall.EADDRINUSE) works.
-func Listen(addr string) (net.Listener, error) {
+func Listen(addr, config string) (net.Listener, error) {
+	howToChange := howToChange(config)
 	ln, err := net.Listen("tcp", addr)
 	if err == nil {
 		return ln, nil

@@ -115,7 +115,7 @@ func TestHandler(t *testing.T) {
 // function and the channel Serve's result arrives on.
 func serve(t *testing.T, h http.Handler) (string, context.CancelFunc, <-chan error) {
 	t.Helper()
-	ln, err := metrics.Listen("127.0.0.1:0")
+	ln, err := metrics.Listen("127.0.0.1:0", "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -238,7 +238,7 @@ func TestServeGraceful(t *testing.T) {
 }
 
 func TestServeAlreadyCanceled(t *testing.T) {
-	ln, err := metrics.Listen("127.0.0.1:0")
+	ln, err := metrics.Listen("127.0.0.1:0", "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -253,7 +253,7 @@ func TestServeAlreadyCanceled(t *testing.T) {
 }
 
 func TestServeError(t *testing.T) {
-	ln, err := metrics.Listen("127.0.0.1:0")
+	ln, err := metrics.Listen("127.0.0.1:0", "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -266,14 +266,14 @@ func TestServeError(t *testing.T) {
 }
 
 func TestListenErrors(t *testing.T) {
-	ln, err := metrics.Listen("127.0.0.1:0")
+	ln, err := metrics.Listen("127.0.0.1:0", "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer ln.Close()
 	addr := ln.Addr().String()
 
-	_, err = metrics.Listen(addr)
+	_, err = metrics.Listen(addr, "/etc/mpiprobe/config.conf")
 	want := "metrics: listen on " + addr + ": address already in use: another mpiprobe agent or service uses the port; set metrics_addr in /etc/mpiprobe/config.conf or --metrics-addr"
 	if err == nil || err.Error() != want {
 		t.Errorf("port in use:\n got %v\nwant %s", err, want)
@@ -288,12 +288,35 @@ func TestListenErrors(t *testing.T) {
 		{"127.0.0.1:99999", `metrics: listen on 127.0.0.1:99999: invalid port: use host:port; set metrics_addr in /etc/mpiprobe/config.conf or --metrics-addr (e.g. 127.0.0.1:9767)`},
 		{"192.0.2.1:9767", `metrics: listen on 192.0.2.1:9767: no such address on this host: set metrics_addr in /etc/mpiprobe/config.conf or --metrics-addr to an address of this host (e.g. 127.0.0.1:9767)`},
 	} {
-		_, err := metrics.Listen(tt.addr)
+		_, err := metrics.Listen(tt.addr, "/etc/mpiprobe/config.conf")
 		if err == nil || err.Error() != tt.want {
 			t.Errorf("Listen(%q):\n got %v\nwant %s", tt.addr, err, tt.want)
 		}
 		if err != nil && strings.Contains(err.Error(), "\n") {
 			t.Errorf("Listen(%q): error not one line", tt.addr)
+		}
+	}
+}
+
+// TestListenErrorNamesConfig: the error names the configuration file the
+// agent actually read, or none, and still unwraps to the system's error.
+func TestListenErrorNamesConfig(t *testing.T) {
+	ln, err := metrics.Listen("127.0.0.1:0", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	for _, tc := range []struct{ cfg, want string }{
+		{"/etc/mpiprobe/config.conf", "set metrics_addr in /etc/mpiprobe/config.conf or --metrics-addr"},
+		{"/tmp/other.conf", "set metrics_addr in /tmp/other.conf or --metrics-addr"},
+		{"", "set --metrics-addr (or metrics_addr in a --config file)"},
+	} {
+		_, err := metrics.Listen(ln.Addr().String(), tc.cfg)
+		if err == nil || !strings.Contains(err.Error(), tc.want) || !errors.Is(err, syscall.EADDRINUSE) {
+			t.Errorf("Listen with config %q = %v, want %q and EADDRINUSE", tc.cfg, err, tc.want)
+		}
+		if tc.cfg != "/etc/mpiprobe/config.conf" && err != nil && strings.Contains(err.Error(), "/etc/mpiprobe") {
+			t.Errorf("Listen with config %q still names the default file: %v", tc.cfg, err)
 		}
 	}
 }
