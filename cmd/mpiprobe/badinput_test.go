@@ -31,9 +31,7 @@ func TestParseArgsErrors(t *testing.T) {
 		want string
 	}{
 		{[]string{"-C", "many", "-p", "1"}, "-C"},
-		{[]string{"-C", "0", "-p", "1"}, `-C: "0" is below 1`},
 		{[]string{"-T", "soon", "-p", "1"}, "-T"},
-		{[]string{"-T", "0", "-p", "1"}, `-T: "0" is not above 0`},
 		{[]string{"-T", "-1s", "-p", "1"}, "is negative"},
 		{[]string{"--threshold", "no.such_event=5/1s", "-p", "1"}, `unknown event no.such_event`},
 		{[]string{"--threshold", "ob1.send_pending.new=x/1s", "-p", "1"}, "--threshold"},
@@ -79,6 +77,9 @@ func TestParseArgsGood(t *testing.T) {
 		{[]string{"--json", "-o", "x.json", "--", "mpirun", "-np", "2", "./a", "--json"}, nil, []string{"mpirun", "-np", "2", "./a", "--json"}, 4096},
 		{[]string{"--collectives", "--comm-slots", "1", "-p", "7"}, []int{7}, nil, 1},
 		{[]string{"--comm-slots", "0", "-p", "7"}, []int{7}, nil, 0}, // only checked with --collectives
+		// C 0 and T 0 mean what they mean in the configuration file and in
+		// --threshold: every new count is reportable, no time limit.
+		{[]string{"-C", "0", "-T", "0", "-p", "7"}, []int{7}, nil, 4096},
 	}
 	for _, tc := range tests {
 		cfg, err := parseRootArgs(tc.args, 16<<30)

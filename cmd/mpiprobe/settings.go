@@ -106,8 +106,8 @@ type thresholdFlags struct {
 }
 
 func (f *thresholdFlags) register(fs *pflag.FlagSet) {
-	fs.StringVarP(&f.c, "count", "C", "", "count threshold `N` (1 or more) for every event: report an event once it happened N times (overrides the catalog)")
-	fs.StringVarP(&f.t, "delay", "T", "", "time delay `DURATION` (above 0, e.g. 10s) between two reports of an event")
+	fs.StringVarP(&f.c, "count", "C", "", "count threshold `N` for every event: report an event once it happened N times (overrides the catalog; 0 and 1 report every new count)")
+	fs.StringVarP(&f.t, "delay", "T", "", "time delay `DURATION` (e.g. 10s; 0: no limit) between two reports of an event")
 	fs.StringArrayVar(&f.specs, "threshold", nil, "`EVENT=C/T` override for one event (repeatable), e.g. ob1.send_pending.new=500/5s, EVENT=500 or EVENT=/30s")
 }
 
@@ -120,18 +120,12 @@ func (f *thresholdFlags) overrides(cat probes.Catalog) (thresholds.Overrides, er
 		if err != nil {
 			return cli, fmt.Errorf("-C: %w", err)
 		}
-		if c < 1 {
-			return cli, fmt.Errorf("-C: %s is below 1 (give 1 or more, e.g. -C 1000)", text.Echo(f.c))
-		}
 		cli.C = &c
 	}
 	if f.t != "" {
 		t, err := thresholds.ParseT(f.t)
 		if err != nil {
 			return cli, fmt.Errorf("-T: %w", err)
-		}
-		if t <= 0 {
-			return cli, fmt.Errorf("-T: %s is not above 0 (give a delay such as 10s)", text.Echo(f.t))
 		}
 		cli.T = &t
 	}
