@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
@@ -500,8 +501,17 @@ func TestAgentCapabilities(t *testing.T) {
 			fewer = append(fewer, c)
 		}
 	}
-	args := append(setpriv(fewer), bin, "agent", "--config", d.Config, "--state-dir", d.State, "--pin-dir", d.Pin, "--metrics-addr", "off")
-	out, err := exec.Command(args[0], args[1:]...).CombinedOutput()
+	// Fresh directories: pins the first agent kept (it keeps them while
+	// any MPI process of the node runs, other tests' included) would let
+	// this one start without attaching anything. The timeout bounds an
+	// agent that starts anyway: that is a failure, not a hang.
+	d2 := mpitest.NewAgentDirs(t)
+	d2.Pin += "-without-sys-admin" // NewAgentDirs names it after the test
+	t.Cleanup(func() { _ = os.RemoveAll(d2.Pin) })
+	args := append(setpriv(fewer), bin, "agent", "--config", d2.Config, "--state-dir", d2.State, "--pin-dir", d2.Pin, "--metrics-addr", "off")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, args[0], args[1:]...).CombinedOutput()
 	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
 	last := lines[len(lines)-1]
 	if err == nil || !strings.HasPrefix(last, "mpiprobe agent: ") || !strings.Contains(last, "CAP_SYS_ADMIN") {
