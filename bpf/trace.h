@@ -1,8 +1,9 @@
-// Trace mode: trace_enter and trace_exit record every MPI call of a traced
-// thread (its state in task-local storage) into the trace_events ring
-// buffer, counting per process what did not fit in trace_lost;
-// trace_fortran_enter makes the next C call of a Fortran binding take the
-// binding's call site.
+// Trace mode: trace_enter, trace_fortran_enter and trace_exit record every
+// MPI call the application makes on a traced thread (its state in
+// task-local storage), C or Fortran, into the trace_events ring buffer,
+// counting per process what did not fit in trace_lost. Calls made from
+// inside an MPI function (a Fortran binding's conversions and C call, a
+// library's internal MPI calls) are not recorded.
 
 #ifndef MPIPROBE_TRACE_H
 #define MPIPROBE_TRACE_H
@@ -15,7 +16,7 @@
 struct trace_event {
 	__u32 tgid;
 	__u32 tid;
-	__u64 site;     // return address into the caller (for Fortran: the binding's caller)
+	__u64 site;     // return address into the caller of the outermost MPI function
 	__u64 enter_ns;
 	__u64 exit_ns;
 	__s64 count;    // element count argument, TRACE_NONE if the call has none
@@ -29,20 +30,26 @@ struct trace_event {
 };
 
 // Per-thread state of trace mode, in task-local storage (cheaper than a
-// hash keyed by tid, and freed with the thread): the call in flight
-// between its entry and its return, and a Fortran binding entered but not
-// yet in the C function it implements.
+// hash keyed by tid, and freed with the thread). Only calls the application
+// makes are recorded: depth counts the MPI functions, C or Fortran, in
+// flight on the thread, and only the outermost one (depth 1) is recorded,
+// at its caller's site. What it calls is the library's own business: a
+// Fortran binding's handle conversions and the C function it implements,
+// or the MPI calls a collective makes inside libmpi.
 struct trace_thread {
-	__u64 site;
+	__u64 site;     // return address of the outermost call, in the application
 	__u64 enter_ns;
 	__s64 count;
 	__s32 peer;
 	__s32 root;
 	__s32 elem_size;
-	__u32 depth;        // 0: no call in flight; >1: MPI calls made from inside the outermost one, not recorded
-	__u64 fortran_site; // the binding's return address, in the application
-	__u32 fortran_call; // call index of the C function the binding implements
-	__u32 fortran;      // 1 while a binding waits for its C call
+	__s32 ret;        // for a Fortran binding: its C call's return value
+	__u32 depth;      // MPI functions in flight on the thread; 0: none
+	__u32 impl_depth; // depth of the C call a Fortran binding implements, while it runs
+	__u16 call;       // call index of the outermost call
+	__u8 fortran;     // the outermost call is a Fortran binding
+	__u8 pending;     // ... whose C call has not started yet
+	__u32 pad;
 };
 
 // The trace cookie (64 bits), written by probes.TraceCookie: the call
@@ -58,6 +65,16 @@ enum trace_cookie {
 	TRACE_ARG_BITS = 4,
 	TRACE_KIND_SHIFT = 32, // enum datatype_kind
 	TRACE_KIND_BITS = 2,
+	// The function is recorded at its entry, as a call of no duration
+	// and return value 0, and has no return probe: local queries
+	// (MPI_Wtime, MPI_Comm_rank) whose duration is a few ns, where a return
+	// probe would cost a hundred times the call.
+	TRACE_ENTRY_ONLY_SHIFT = 34,
+	// The probe sits this many 8-byte words into the function's stack frame
+	// (entry-only probes placed after a prologue the kernel would have
+	// to single-step): the return address is at sp + 8 * words.
+	TRACE_FRAME_SHIFT = 40,
+	TRACE_FRAME_BITS = 8,
 };
 
 _Static_assert(ARG_MAX < 1 << TRACE_ARG_BITS, "an argument number does not fit its trace cookie field");
@@ -115,9 +132,48 @@ static __always_inline __s32 elem_size(__u64 dt, __u32 kind)
 	return 0;
 }
 
-static __always_inline int do_trace_enter(struct pt_regs *ctx)
+// trace_lose counts a call the ring buffer had no room for.
+static __always_inline void trace_lose(__u32 tgid)
 {
-	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	__u64 one = 1;
+	__u64 *n = bpf_map_lookup_elem(&trace_lost, &tgid);
+	if (n)
+		__sync_fetch_and_add(n, 1);
+	else
+		bpf_map_update_elem(&trace_lost, &tgid, &one, BPF_NOEXIST);
+}
+
+// trace_submit hands a filled event to the reader. Waking the reader for
+// every call costs more than the probe itself: it is woken once the ring is
+// an eighth full, and reads on a timer otherwise.
+static __always_inline void trace_submit(struct trace_event *e)
+{
+	__u64 avail = bpf_ringbuf_query(&trace_events, BPF_RB_AVAIL_DATA);
+	__u64 size = bpf_ringbuf_query(&trace_events, BPF_RB_RING_SIZE);
+	bpf_ringbuf_submit(e, avail > size / 8 ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP);
+}
+
+// trace_args reads the recorded arguments of the function just entered,
+// as its cookie names them.
+static __always_inline void trace_args(struct pt_regs *ctx, struct trace_thread *th, __u64 cookie)
+{
+	__u32 a;
+	if ((a = TRACE_ARG(cookie, TRACE_PEER_SHIFT)))
+		th->peer = (__s32)arg(ctx, a);
+	if ((a = TRACE_ARG(cookie, TRACE_COUNT_SHIFT)))
+		th->count = (__s32)arg(ctx, a);
+	if ((a = TRACE_ARG(cookie, TRACE_DATATYPE_SHIFT)))
+		th->elem_size = elem_size(arg(ctx, a), BITS(cookie, TRACE_KIND_SHIFT, TRACE_KIND_BITS));
+	if ((a = TRACE_ARG(cookie, TRACE_ROOT_SHIFT)))
+		th->root = (__s32)arg(ctx, a);
+}
+
+// do_trace_enter runs at the entry of an MPI C function (fortran 0) or a
+// Fortran binding (fortran 1).
+static __always_inline int do_trace_enter(struct pt_regs *ctx, int fortran)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	__u32 tgid = pid_tgid >> 32;
 	__u32 *flags = bpf_map_lookup_elem(&traced, &tgid);
 	if (!flags)
 		return 0;
@@ -132,112 +188,124 @@ static __always_inline int do_trace_enter(struct pt_regs *ctx)
 						       BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (!th)
 		return 0;
+	__u64 cookie = bpf_get_attach_cookie(ctx);
+	__u32 call = TRACE_CALL(cookie);
+	__u64 entry_only = BITS(cookie, TRACE_ENTRY_ONLY_SHIFT, 1);
 	if (th->depth > 0) {
-		th->depth++;
+		// Called from inside MPI: not recorded. The first call of the
+		// C function a Fortran binding implements gives the binding's
+		// arguments (read from C registers, not Fortran references) and,
+		// at its return, its result.
+		if (th->pending && call == th->call) {
+			th->pending = 0;
+			trace_args(ctx, th, cookie);
+			if (!entry_only)
+				th->impl_depth = th->depth + 1;
+		}
+		if (!entry_only)
+			th->depth++;
 		return 0;
 	}
-	__u64 cookie = bpf_get_attach_cookie(ctx);
-	if (th->fortran) {
-		// Inside a Fortran binding: its handle conversions (MPI_Comm_f2c,
-		// ...) are not the application's calls; the implemented call is,
-		// at the binding's call site.
-		if (th->fortran_call != TRACE_CALL(cookie))
+	__u64 site = read_u64(PT_REGS_SP(ctx) + 8 * BITS(cookie, TRACE_FRAME_SHIFT, TRACE_FRAME_BITS));
+	if (entry_only && !fortran) {
+		struct trace_event *e = bpf_ringbuf_reserve(&trace_events, sizeof(*e), 0);
+		if (!e) {
+			trace_lose(tgid);
 			return 0;
-		th->site = th->fortran_site;
-		th->fortran = 0;
-	} else {
-		bpf_probe_read_user(&th->site, sizeof(th->site), (void *)PT_REGS_SP(ctx));
+		}
+		__u64 now = bpf_ktime_get_ns();
+		e->tgid = tgid;
+		e->tid = (__u32)pid_tgid;
+		e->site = site;
+		e->enter_ns = now;
+		e->exit_ns = now;
+		e->count = TRACE_NONE;
+		e->peer = TRACE_NONE;
+		e->root = TRACE_NONE;
+		e->elem_size = 0;
+		e->ret = 0;
+		e->call = call;
+		e->flags = 0;
+		e->pad = 0;
+		trace_submit(e);
+		return 0;
 	}
+	th->site = site;
+	th->call = call;
+	th->fortran = fortran;
+	th->pending = fortran;
+	th->impl_depth = 0;
+	th->ret = 0;
 	th->peer = TRACE_NONE;
 	th->root = TRACE_NONE;
 	th->count = TRACE_NONE;
 	th->elem_size = 0;
-	__u32 a;
-	if ((a = TRACE_ARG(cookie, TRACE_PEER_SHIFT)))
-		th->peer = (__s32)arg(ctx, a);
-	if ((a = TRACE_ARG(cookie, TRACE_COUNT_SHIFT)))
-		th->count = (__s32)arg(ctx, a);
-	if ((a = TRACE_ARG(cookie, TRACE_DATATYPE_SHIFT)))
-		th->elem_size = elem_size(arg(ctx, a), BITS(cookie, TRACE_KIND_SHIFT, TRACE_KIND_BITS));
-	if ((a = TRACE_ARG(cookie, TRACE_ROOT_SHIFT)))
-		th->root = (__s32)arg(ctx, a);
+	if (!fortran)
+		trace_args(ctx, th, cookie);
 	th->depth = 1;
 	th->enter_ns = bpf_ktime_get_ns();
 	return 0;
 }
 
+// do_trace_exit runs at the return of every MPI function, C or Fortran,
+// that has an entry probe.
 static __always_inline int do_trace_exit(struct pt_regs *ctx)
 {
 	struct trace_thread *th = bpf_task_storage_get(&trace_threads, bpf_get_current_task_btf(), 0, 0);
 	if (!th || th->depth == 0)
 		return 0;
 	if (th->depth > 1) {
+		if (th->depth == th->impl_depth) {
+			th->ret = (__s32)PT_REGS_RC(ctx);
+			th->impl_depth = 0;
+		}
 		th->depth--;
 		return 0;
 	}
+	__u64 exit_ns = bpf_ktime_get_ns();
 	th->depth = 0;
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	__u32 tgid = pid_tgid >> 32;
 	struct trace_event *e = bpf_ringbuf_reserve(&trace_events, sizeof(*e), 0);
 	if (!e) {
-		__u64 one = 1;
-		__u64 *n = bpf_map_lookup_elem(&trace_lost, &tgid);
-		if (n)
-			__sync_fetch_and_add(n, 1);
-		else
-			bpf_map_update_elem(&trace_lost, &tgid, &one, BPF_NOEXIST);
+		trace_lose(tgid);
 		return 0;
 	}
-	__u64 cookie = bpf_get_attach_cookie(ctx);
 	e->tgid = tgid;
 	e->tid = (__u32)pid_tgid;
 	e->site = th->site;
 	e->enter_ns = th->enter_ns;
-	e->exit_ns = bpf_ktime_get_ns();
+	e->exit_ns = exit_ns;
 	e->count = th->count;
 	e->peer = th->peer;
 	e->root = th->root;
 	e->elem_size = th->elem_size;
-	e->ret = (__s32)PT_REGS_RC(ctx);
-	e->call = TRACE_CALL(cookie);
+	// A Fortran binding returns nothing: its C call's result stands for it.
+	e->ret = th->fortran ? th->ret : (__s32)PT_REGS_RC(ctx);
+	e->call = th->call;
 	e->flags = 0;
 	e->pad = 0;
-	// Waking the reader for every call costs more than the probe itself;
-	// it is woken once the ring is an eighth full, and reads on a timer
-	// otherwise.
-	__u64 avail = bpf_ringbuf_query(&trace_events, BPF_RB_AVAIL_DATA);
-	__u64 size = bpf_ringbuf_query(&trace_events, BPF_RB_RING_SIZE);
-	bpf_ringbuf_submit(e, avail > size / 8 ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP);
+	trace_submit(e);
 	return 0;
 }
 
-static __always_inline int do_trace_fortran(struct pt_regs *ctx)
-{
-	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
-	if (!bpf_map_lookup_elem(&traced, &tgid))
-		return 0;
-	struct trace_thread *th = bpf_task_storage_get(&trace_threads, bpf_get_current_task_btf(), 0,
-						       BPF_LOCAL_STORAGE_GET_F_CREATE);
-	if (!th || th->depth > 0)
-		return 0;
-	th->fortran_call = TRACE_CALL(bpf_get_attach_cookie(ctx));
-	bpf_probe_read_user(&th->fortran_site, sizeof(th->fortran_site), (void *)PT_REGS_SP(ctx));
-	th->fortran = 1;
-	return 0;
-}
+static __always_inline int do_trace_c(struct pt_regs *ctx) { return do_trace_enter(ctx, 0); }
+
+static __always_inline int do_trace_fortran(struct pt_regs *ctx) { return do_trace_enter(ctx, 1); }
 
 // trace_enter (and trace_enter_multi) runs at the entry of every MPI
 // function in trace mode.
-UPROBE_TWINS(trace_enter, trace_enter_multi, do_trace_enter)
+UPROBE_TWINS(trace_enter, trace_enter_multi, do_trace_c)
 
 // trace_exit (and trace_exit_multi) runs at the return of every MPI
-// function in trace mode and sends the outermost call of the thread to
-// user space.
+// function and Fortran binding in trace mode (but the entry-only ones) and
+// sends the outermost call of the thread to user space.
 URETPROBE_TWINS(trace_exit, trace_exit_multi, do_trace_exit)
 
 // trace_fortran_enter (and trace_fortran_enter_multi) runs at the entry of
-// a Fortran binding: the C call it makes next is attributed to the
-// binding's caller, the application.
+// a Fortran binding: the binding is the application's call, at its
+// caller's site, with the arguments and result of the C function it
+// implements.
 UPROBE_TWINS(trace_fortran_enter, trace_fortran_enter_multi, do_trace_fortran)
 
 #endif // MPIPROBE_TRACE_H

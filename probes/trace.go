@@ -4,12 +4,16 @@ import (
 	"debug/elf"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
 	"github.com/mpiprobe/mpiprobe/bpf"
+	"github.com/mpiprobe/mpiprobe/internal/elfx"
+	"golang.org/x/arch/x86/x86asm"
 )
 
 // The Fortran binding libraries trace mode probes in addition to the C ones.
@@ -115,6 +119,31 @@ func TraceCookie(call int, a ArgSpec, kind DatatypeKind) (uint64, error) {
 		uint64(kind&kindMask)<<bpf.MpiprobeTraceCookieTRACE_KIND_SHIFT, nil
 }
 
+// EntryOnly says whether trace mode records an MPI function at its entry
+// only, as a call of no duration and result 0, without a return probe:
+// the local queries and handle conversions, which take a few ns, where a
+// return probe would cost a hundred times the call. Their recorded
+// arguments, if any, are not read.
+func EntryOnly(call string) bool {
+	switch call {
+	case "MPI_Wtime", "MPI_Wtick", "MPI_Comm_rank", "MPI_Comm_size", "MPI_Initialized", "MPI_Finalized",
+		"MPI_Query_thread", "MPI_Is_thread_main":
+		return true
+	}
+	return strings.HasSuffix(call, "_c2f") || strings.HasSuffix(call, "_f2c")
+}
+
+// EntryOnlyCookie marks a trace cookie as an entry-only probe (EntryOnly)
+// placed frame bytes into the function's stack frame (EntryPoint), a
+// multiple of 8 below 2 KiB.
+func EntryOnlyCookie(cookie, frame uint64) (uint64, error) {
+	const words = 1 << bpf.MpiprobeTraceCookieTRACE_FRAME_BITS
+	if frame%8 != 0 || frame/8 >= words {
+		return 0, fmt.Errorf("stack frame of %d bytes: not a multiple of 8 below %d", frame, 8*words)
+	}
+	return cookie | 1<<bpf.MpiprobeTraceCookieTRACE_ENTRY_ONLY_SHIFT | frame/8<<bpf.MpiprobeTraceCookieTRACE_FRAME_SHIFT, nil
+}
+
 // Function is one function of a library file, named once however many
 // aliases share its address.
 type Function struct {
@@ -124,6 +153,8 @@ type Function struct {
 	Call string
 	// Value is the symbol's address in the file.
 	Value uint64
+	// Size is the symbol's size in bytes (0 if the symbol does not say).
+	Size uint64
 }
 
 // MPIFunctions returns the MPI C API functions a library defines: MPI_X and
@@ -203,7 +234,7 @@ func functions(f *elf.File, call func(sym string) (string, bool), prefer func(ol
 			continue
 		}
 		if old, seen := byAddr[s.Value]; !seen || prefer(old.Name, s.Name) {
-			byAddr[s.Value] = Function{Name: s.Name, Call: c, Value: s.Value}
+			byAddr[s.Value] = Function{Name: s.Name, Call: c, Value: s.Value, Size: s.Size}
 		}
 	}
 	return sortedFunctions(byAddr), nil
@@ -255,8 +286,20 @@ func (a *TraceAttacher) Calls() []string { return append([]string(nil), a.calls.
 // whole library).
 func (a *TraceAttacher) Links() int { return len(a.files.links) }
 
-// Close detaches every probe.
-func (a *TraceAttacher) Close() error { return a.files.close() }
+// Close detaches every probe. Each uprobe_multi link waits for an RCU
+// grace period as it is detached (30-45 ms on Linux 6.18): the links are
+// closed at once, so that the waits overlap instead of adding up.
+func (a *TraceAttacher) Close() error {
+	links := a.files.links
+	a.files.links = nil
+	errs := make([]error, len(links))
+	var wg sync.WaitGroup
+	for i, l := range links {
+		wg.Go(func() { errs[i] = l.Close() })
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
 
 func (a *TraceAttacher) callIndex(name string) int {
 	if i, ok := a.index[name]; ok {
@@ -290,8 +333,8 @@ func (a *TraceAttacher) attachC(t Target) ([]link.Link, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", t.Display, err)
 	}
+	defer f.Close()
 	fns, err := MPIFunctions(f)
-	_ = f.Close()
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", t.Display, err)
 	}
@@ -303,18 +346,131 @@ func (a *TraceAttacher) attachC(t Target) ([]link.Link, error) {
 		return nil, fmt.Errorf("open %s: %w", t.Display, err)
 	}
 	kind := DatatypeKindOf(t.Library)
-	names := make([]string, len(fns))
-	cookies := make([]uint64, len(fns))
-	for i, fn := range fns {
-		names[i] = fn.Name
-		if cookies[i], err = TraceCookie(a.callIndex(fn.Call), ArgsOf(fn.Call), kind); err != nil {
+	code := textReader(f)
+	var enter, exit probeList
+	enter.single, enter.multi = a.progs.Enter, a.progs.EnterMulti
+	exit.single, exit.multi, exit.ret = a.progs.Exit, a.progs.ExitMulti, true
+	text := elfx.Loads(f.Progs).Exec()
+	for _, fn := range fns {
+		only := EntryOnly(fn.Call)
+		args := ArgsOf(fn.Call)
+		if only {
+			args = ArgSpec{}
+		}
+		cookie, err := TraceCookie(a.callIndex(fn.Call), args, kind)
+		if err != nil {
 			return nil, fmt.Errorf("attach %s:%s: %w", t.Display, fn.Name, err)
 		}
+		// Only entry-only probes move: with a return probe at the same
+		// place past the entry, Linux 6.18 gave the entry program a
+		// return address already replaced by the uretprobe trampoline
+		// (MPICH's MPI_Init at +7 recorded at 0x7fffffffe000).
+		// The file offset, passed on, saves the link package a second
+		// parse of the library's symbols (tens of ms for MPICH's 41 MB
+		// libmpich).
+		addr, _, ok := text.Offset(fn.Value)
+		if !ok {
+			return nil, fmt.Errorf("%s:%s: address %#x is in no executable segment", t.Display, fn.Name, fn.Value)
+		}
+		var off, frame uint64
+		if only {
+			off, frame = EntryPoint(code(fn), true)
+			if cookie, err = EntryOnlyCookie(cookie, frame); err != nil {
+				return nil, fmt.Errorf("attach %s:%s: %w", t.Display, fn.Name, err)
+			}
+		} else {
+			exit.add(fn.Name, addr, cookie, off)
+		}
+		enter.add(fn.Name, addr, cookie, off)
 	}
-	return attachSides(ex, t, names, cookies, []side{
-		{a.progs.Enter, a.progs.EnterMulti, false},
-		{a.progs.Exit, a.progs.ExitMulti, true},
-	}, &a.noMulti)
+	return attachLists(ex, t, []probeList{enter, exit}, &a.noMulti)
+}
+
+// textReader returns a function reading a function's code from f (nil if
+// it cannot be read). f must stay open while it is used.
+func textReader(f *elf.File) func(Function) []byte {
+	return func(fn Function) []byte {
+		if fn.Size == 0 {
+			return nil
+		}
+		for _, p := range f.Progs {
+			if p.Type != elf.PT_LOAD || p.Flags&elf.PF_X == 0 || fn.Value < p.Vaddr || fn.Value+fn.Size > p.Vaddr+p.Filesz {
+				continue
+			}
+			b := make([]byte, fn.Size)
+			if _, err := p.ReadAt(b, int64(fn.Value-p.Vaddr)); err != nil {
+				return nil
+			}
+			return b
+		}
+		return nil
+	}
+}
+
+// probeList is one program to attach to a list of functions: at entry (at
+// an offset into each) or at return.
+type probeList struct {
+	single, multi *ebpf.Program
+	ret           bool
+	names         []string
+	addrs         []uint64 // file offsets of the functions
+	cookies       []uint64
+	offsets       []uint64
+}
+
+// add puts a function, at file offset addr, on the list.
+func (sd *probeList) add(name string, addr, cookie, offset uint64) {
+	sd.names = append(sd.names, name)
+	sd.addrs = append(sd.addrs, addr)
+	sd.cookies = append(sd.cookies, cookie)
+	sd.offsets = append(sd.offsets, offset)
+}
+
+// attachLists attaches each list's program to its functions: with one
+// uprobe_multi link per list when the kernel has them, else one link per
+// function. *noMulti is set once the kernel refuses uprobe_multi.
+func attachLists(ex *link.Executable, t Target, lists []probeList, noMulti *bool) ([]link.Link, error) {
+	var made []link.Link
+	multi := !*noMulti
+	for _, sd := range lists {
+		if len(sd.names) == 0 {
+			continue
+		}
+		if multi && sd.multi != nil {
+			opts := &link.UprobeMultiOptions{Addresses: sd.addrs, Cookies: sd.cookies, Offsets: sd.offsets}
+			var l link.Link
+			var err error
+			if sd.ret {
+				l, err = ex.UretprobeMulti(nil, sd.multi, opts)
+			} else {
+				l, err = ex.UprobeMulti(nil, sd.multi, opts)
+			}
+			if err == nil {
+				made = append(made, l)
+				continue
+			}
+			if !errors.Is(err, ebpf.ErrNotSupported) {
+				return made, fmt.Errorf("attach %s (%d functions): %w", t.Display, len(sd.names), err)
+			}
+			*noMulti = true
+			multi = false
+		}
+		for i, name := range sd.names {
+			opts := &link.UprobeOptions{Address: sd.addrs[i], Cookie: sd.cookies[i], Offset: sd.offsets[i]}
+			var l link.Link
+			var err error
+			if sd.ret {
+				l, err = ex.Uretprobe(name, sd.single, opts)
+			} else {
+				l, err = ex.Uprobe(name, sd.single, opts)
+			}
+			if err != nil {
+				return made, fmt.Errorf("attach %s:%s: %w", t.Display, name, err)
+			}
+			made = append(made, l)
+		}
+	}
+	return made, nil
 }
 
 // side is one program to attach to every function: at entry or at return.
@@ -372,8 +528,8 @@ func (a *TraceAttacher) attachFortran(t Target) ([]link.Link, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", t.Display, err)
 	}
+	defer f.Close()
 	fns, err := FortranBindings(f)
-	_ = f.Close()
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", t.Display, err)
 	}
@@ -384,15 +540,207 @@ func (a *TraceAttacher) attachFortran(t Target) ([]link.Link, error) {
 	if len(fns) == 0 {
 		return nil, nil
 	}
-	names := make([]string, len(fns))
-	cookies := make([]uint64, len(fns))
-	for i, fn := range fns {
-		names[i] = fn.Name
-		// The cookie names the C call the binding implements; only that
-		// call is recorded at the binding's call site.
-		if cookies[i], err = TraceCookie(a.callIndex(fn.Call), ArgSpec{}, DatatypeUnknown); err != nil {
+	// A binding has an entry and a return probe like a C function: the
+	// MPI calls it makes in between (handle conversions, the C function
+	// it implements) are nested, not the application's.
+	var enter, exit probeList
+	enter.single, enter.multi = a.progs.Fortran, a.progs.FortranMulti
+	exit.single, exit.multi, exit.ret = a.progs.Exit, a.progs.ExitMulti, true
+	text := elfx.Loads(f.Progs).Exec()
+	for _, fn := range fns {
+		// The cookie names the C call the binding implements, whose
+		// arguments and result are the binding's.
+		cookie, err := TraceCookie(a.callIndex(fn.Call), ArgSpec{}, DatatypeUnknown)
+		if err != nil {
 			return nil, fmt.Errorf("attach %s:%s: %w", t.Display, fn.Name, err)
 		}
+		// The file offset, passed on, saves the link package a second
+		// parse of the library's symbols (tens of ms for MPICH's 41 MB
+		// libmpich).
+		addr, _, ok := text.Offset(fn.Value)
+		if !ok {
+			return nil, fmt.Errorf("%s:%s: address %#x is in no executable segment", t.Display, fn.Name, fn.Value)
+		}
+		enter.add(fn.Name, addr, cookie, 0)
+		exit.add(fn.Name, addr, cookie, 0)
 	}
-	return attachSides(ex, t, names, cookies, []side{{a.progs.Fortran, a.progs.FortranMulti, false}}, &a.noMulti)
+	return attachLists(ex, t, []probeList{enter, exit}, &a.noMulti)
+}
+
+// maxPrologue is how many instructions EntryPoint looks past a function's
+// entry for one the kernel emulates.
+const maxPrologue = 12
+
+// EntryPoint returns where in a function's code (x86-64, code starting at
+// the function's entry) an entry probe can go, and how far the stack
+// pointer has moved there, in bytes. Trace mode uses it for its entry-only
+// probes only (see attachC).
+//
+// A uprobe hit runs the instruction it replaced: x86 kernels emulate a
+// few (push of a register, relative call, jmp and jcc) and execute every
+// other one out of line with a single-step trap, which costs several µs
+// more per hit (10 µs on a Firecracker VM). Many MPI functions begin with
+// such an instruction: Open MPI's MPI_Test and MPI_Waitall load a global
+// with a rip-relative mov, MPI_Wtime moves the stack pointer. EntryPoint
+// skips such instructions, up to the first emulated one, while the probe
+// sees the same call there:
+//
+//   - no branch before it, and no jump within the function lands between
+//     the entry and it (so it runs exactly once per call);
+//   - the stack pointer and the argument registers are unchanged, so that
+//     a return probe there catches this call's return and the arguments
+//     are read as at the entry; for an entry-only probe (EntryOnly: no
+//     return probe, no arguments), the stack pointer may move down by a
+//     constant (frame) and argument registers may be overwritten;
+//   - no store but into the new stack frame.
+//
+// It returns (0, 0) when the entry is best, or code does not allow
+// another point (unknown instructions, nil code).
+func EntryPoint(code []byte, entryOnly bool) (offset, frame uint64) {
+	targets := branchTargets(code)
+	off := 0
+	for range maxPrologue {
+		if off >= len(code) {
+			break
+		}
+		inst, err := x86asm.Decode(code[off:], 64)
+		if err != nil {
+			break
+		}
+		if off > 0 && targets[off] {
+			break
+		}
+		if emulated(inst) {
+			return uint64(off), frame
+		}
+		d, ok := skippable(inst, entryOnly, frame)
+		if !ok {
+			break
+		}
+		frame += d
+		off += inst.Len
+	}
+	return 0, 0
+}
+
+// branchTargets returns the offsets that relative jumps and calls of code
+// land on, decoding it from the start (a function's code is its
+// instructions back to back; where decoding fails, it stops).
+func branchTargets(code []byte) map[int]bool {
+	out := map[int]bool{}
+	for off := 0; off < len(code); {
+		inst, err := x86asm.Decode(code[off:], 64)
+		if err != nil {
+			break
+		}
+		if rel, ok := inst.Args[0].(x86asm.Rel); ok {
+			out[off+inst.Len+int(rel)] = true
+		}
+		off += inst.Len
+	}
+	return out
+}
+
+// gpr64 is the 64-bit register holding r (AL, AX, EAX give RAX); 0 if r
+// is no general purpose register.
+func gpr64(r x86asm.Reg) x86asm.Reg {
+	switch {
+	case r >= x86asm.AL && r <= x86asm.R15B:
+		if r >= x86asm.SPB && r <= x86asm.DIB {
+			return x86asm.RSP + (r - x86asm.SPB)
+		}
+		if r >= x86asm.AH && r <= x86asm.BH {
+			return x86asm.RAX + (r - x86asm.AH)
+		}
+		if r <= x86asm.BL {
+			return x86asm.RAX + (r - x86asm.AL)
+		}
+		return x86asm.R8 + (r - x86asm.R8B)
+	case r >= x86asm.AX && r <= x86asm.R15W:
+		return x86asm.RAX + (r - x86asm.AX)
+	case r >= x86asm.EAX && r <= x86asm.R15L:
+		return x86asm.RAX + (r - x86asm.EAX)
+	case r >= x86asm.RAX && r <= x86asm.R15:
+		return r
+	}
+	return 0
+}
+
+// emulated says whether x86 kernels emulate inst at a uprobe instead of
+// single-stepping it (arch/x86/kernel/uprobes.c: push of a register,
+// relative call, jmp and jcc).
+func emulated(inst x86asm.Inst) bool {
+	switch inst.Op {
+	case x86asm.PUSH:
+		r, ok := inst.Args[0].(x86asm.Reg)
+		return ok && r >= x86asm.RAX && r <= x86asm.R15 && inst.Len <= 2
+	case x86asm.CALL, x86asm.JMP, x86asm.JA, x86asm.JAE, x86asm.JB, x86asm.JBE, x86asm.JE, x86asm.JG,
+		x86asm.JGE, x86asm.JL, x86asm.JLE, x86asm.JNE, x86asm.JNO, x86asm.JNP, x86asm.JNS, x86asm.JO,
+		x86asm.JP, x86asm.JS:
+		_, ok := inst.Args[0].(x86asm.Rel)
+		return ok
+	}
+	return false
+}
+
+// skippable says whether an entry probe may be placed after inst (see
+// EntryPoint), and by how many bytes it moves the stack pointer down.
+func skippable(inst x86asm.Inst, entryOnly bool, frame uint64) (uint64, bool) {
+	switch inst.Op {
+	case x86asm.CMP, x86asm.TEST, x86asm.NOP:
+		return 0, true
+	case x86asm.SUB:
+		if inst.Args[0] == x86asm.RSP {
+			imm, ok := inst.Args[1].(x86asm.Imm)
+			if !ok || !entryOnly || imm <= 0 || imm%8 != 0 || imm > 1024 {
+				return 0, false
+			}
+			return uint64(imm), true
+		}
+	case x86asm.MOV, x86asm.MOVZX, x86asm.MOVSX, x86asm.MOVSXD, x86asm.LEA, x86asm.XOR, x86asm.ADD,
+		x86asm.AND, x86asm.OR:
+	default:
+		return 0, false
+	}
+	switch dst := inst.Args[0].(type) {
+	case x86asm.Reg:
+		switch gpr64(dst) {
+		case 0, x86asm.RSP:
+			return 0, false
+		case x86asm.RDI, x86asm.RSI, x86asm.RDX, x86asm.RCX, x86asm.R8, x86asm.R9:
+			return 0, entryOnly
+		}
+		return 0, true
+	case x86asm.Mem:
+		// Only into the frame the prologue made, below the return address.
+		ok := dst.Base == x86asm.RSP && dst.Index == 0 && dst.Segment == 0 && dst.Disp >= 0 &&
+			uint64(dst.Disp)+uint64(max(inst.MemBytes, 1)) <= frame
+		return 0, ok
+	}
+	return 0, false
+}
+
+// EntryPoints returns the offset EntryPoint picks in each named function
+// of an ELF file (for benchmarks and tools placing probes as trace mode
+// does).
+func EntryPoints(path string, syms []string, entryOnly bool) (map[string]uint64, error) {
+	f, err := elf.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	defer f.Close()
+	dyn, err := f.DynamicSymbols()
+	if err != nil {
+		return nil, fmt.Errorf("read dynamic symbols of %s: %w", path, err)
+	}
+	code := textReader(f)
+	out := map[string]uint64{}
+	for _, name := range syms {
+		i := slices.IndexFunc(dyn, func(s elf.Symbol) bool { return s.Name == name && s.Value != 0 })
+		if i < 0 {
+			return nil, fmt.Errorf("%s: no symbol %s", path, name)
+		}
+		out[name], _ = EntryPoint(code(Function{Name: name, Value: dyn[i].Value, Size: dyn[i].Size}), entryOnly)
+	}
+	return out, nil
 }

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"maps"
+	"slices"
 	"bufio"
 	"encoding/json"
 	"fmt"
@@ -16,6 +18,7 @@ import (
 
 	"github.com/mpiprobe/mpiprobe/internal/mpitest"
 	"github.com/mpiprobe/mpiprobe/internal/trace/chrometrace/chromecheck"
+	"github.com/mpiprobe/mpiprobe/internal/trace/tracefile"
 )
 
 // shown is the parsed output of `mpiprobe trace show`.
@@ -529,4 +532,105 @@ func TestTraceExportMillion(t *testing.T) {
 	if !found {
 		t.Error("no MPI_Send event")
 	}
+}
+
+// readTrace reads a trace file back.
+func readTrace(t *testing.T, file string) *tracefile.Trace {
+	t.Helper()
+	f, err := os.Open(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	tr, err := tracefile.Read(f)
+	if err != nil {
+		t.Fatalf("read %s: %v", file, err)
+	}
+	return tr
+}
+
+// callCounts returns, per MPI rank ("0", "1", ...), how many calls of
+// each function ("Irecv") the trace holds.
+func callCounts(tr *tracefile.Trace) map[string]map[string]int {
+	out := map[string]map[string]int{}
+	for _, e := range tr.Events {
+		r := tr.Ranks[e.Rank].Rank
+		if out[r] == nil {
+			out[r] = map[string]int{}
+		}
+		out[r][strings.TrimPrefix(tr.Calls[e.Call], "MPI_")]++
+	}
+	return out
+}
+
+// TestTraceApplicationCallsOnly: callsf.f90 makes, through the `use mpi`
+// bindings, a known number of calls of each function. The bindings make
+// more MPI calls inside (handle conversions such as MPI_Request_c2f after
+// their C call, the C call itself) and so may the library: the trace must
+// hold exactly the program's calls, per rank and function, each at its
+// line of callsf.f90, under Open MPI and MPICH.
+func TestTraceApplicationCallsOnly(t *testing.T) {
+	for _, impl := range []mpitest.Impl{mpitest.OpenMPI(), mpitest.MPICH()} {
+		t.Run(impl.Name, func(t *testing.T) {
+			mpitest.RequireE2E(t, impl)
+			if _, err := exec.LookPath(impl.FC); err != nil {
+				mpitest.Require(t, impl.FC+" not installed")
+			}
+			bin := mpitest.BuildMpiprobe(t)
+			prog := mpitest.Build(t, impl, "callsf")
+			const iters = 7
+			_, file := traceAndShow(t, bin, nil, append([]string{"--"}, impl.Command(2, nil, prog, strconv.Itoa(iters))...)...)
+			tr := readTrace(t, file)
+			want := map[string]int{"Init": 1, "Comm_rank": 1, "Comm_size": 1, "Barrier": 1, "Finalize": 1,
+				"Irecv": iters, "Send": iters, "Wait": iters, "Comm_split": iters, "Allreduce": iters,
+				"Comm_free": iters, "Wtime": iters}
+			got := callCounts(tr)
+			if len(got) != 2 {
+				t.Fatalf("ranks %v in the trace, want 0 and 1", slices.Collect(maps.Keys(got)))
+			}
+			for r, calls := range got {
+				if !maps.Equal(calls, want) {
+					t.Errorf("rank %s: calls %v, want %v", r, calls, want)
+				}
+			}
+			for _, c := range tr.Calls {
+				if strings.HasSuffix(c, "_c2f") || strings.HasSuffix(c, "_f2c") {
+					for _, e := range tr.Events {
+						if tr.Calls[e.Call] == c {
+							t.Errorf("%s recorded at %+v", c, tr.Sites[e.Site])
+							break
+						}
+					}
+				}
+			}
+			for _, e := range tr.Events {
+				if s := tr.Sites[e.Site]; filepath.Base(s.File) != "callsf.f90" || s.Line == 0 {
+					t.Errorf("%s recorded at %s+%#x (%s:%d), not at a line of callsf.f90", tr.Calls[e.Call], s.Function, s.FuncOffset, s.File, s.Line)
+					break
+				}
+			}
+			// The element size and count come from the C call the binding
+			// makes; the Fortran binding's own result, from it too.
+			for _, e := range tr.Events {
+				switch tr.Calls[e.Call] {
+				case "MPI_Send", "MPI_Irecv":
+					if e.Count != 1 || e.ElemSize != 4 || e.Peer != 1-int32(mustAtoi(t, tr.Ranks[e.Rank].Rank)) {
+						t.Errorf("%s: count %d x %d B, peer %d; want 1 x 4 B to the other rank", tr.Calls[e.Call], e.Count, e.ElemSize, e.Peer)
+					}
+				}
+				if e.Ret != 0 {
+					t.Errorf("%s returned %d", tr.Calls[e.Call], e.Ret)
+				}
+			}
+		})
+	}
+}
+
+func mustAtoi(t *testing.T, s string) int {
+	t.Helper()
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		t.Fatalf("rank %q: %v", s, err)
+	}
+	return n
 }

@@ -11,6 +11,14 @@
 //   - BenchmarkPerHitCost: what the counting program every catalog probe runs
 //     costs per hit, against an empty program on the same symbol and against
 //     no probe at all.
+//   - BenchmarkTraceRecording: trace mode's cost per MPI_Allreduce call
+//     taken apart (floor, thread state and arguments, record and reader,
+//     every function and the real recorder) beside --collectives and,
+//     when MPIPROBE_MPIP names libmpiP.so, mpiP; see docs/trace-cost.md.
+//   - BenchmarkLocalCalls: what trace mode costs MPI_Wtime and
+//     MPI_Comm_rank, against probes at their entry.
+//   - BenchmarkTraceFixedCost: the startup and shutdown `mpiprobe trace`
+//     adds to any command.
 //
 // The tables are printed with medians; each benchmark reports its key ratio
 // as a metric too.

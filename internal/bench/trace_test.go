@@ -18,21 +18,45 @@ const traceIters = 500000
 
 var traceLine = regexp.MustCompile(`trace: (\d+) MPI calls of (\d+) ranks written to \S+(; (\d+) calls LOST)?`)
 
-// BenchmarkTraceRecording runs the 8 B allreduce loop at 2 ranks (a) plain,
-// (b) with empty programs on PMPI_Allreduce's entry and return, the floor of
-// any entry/exit recording, and (c) under mpiprobe trace, which probes every
-// MPI function and records each call through the ring buffer. It reports µs
-// per call added by (b) and (c), their ratio, and the calls recorded and
+// BenchmarkTraceRecording runs the 8 B allreduce loop at 2 ranks side by
+// side, interleaved in one run, (a) plain, (b) with empty programs on
+// PMPI_Allreduce's entry and return, the floor of any entry/exit
+// recording, then trace mode taken apart on PMPI_Allreduce alone: (c)
+// its programs finding the ring buffer full (the thread state, the
+// arguments, the clock; no record written), (d) the same without reading
+// arguments, (e) its programs writing every record to a ring buffer the
+// benchmark drains (the record and the bare reading), then (f) mpiprobe
+// trace, which probes every MPI function and runs the real recorder, (g)
+// mpiprobe --collectives and, when MPIPROBE_MPIP names libmpiP.so, (h) the
+// mpiP profiler preloaded. It reports µs per call added to (a), each
+// variant's ratio to the floor, and the calls trace mode recorded and
 // lost: a loss means the reader did not keep up.
 func BenchmarkTraceRecording(b *testing.B) {
 	bin, argv, attachFloor := allreduceSetup(b, traceIters)
+	parts := newTraceParts(b)
 	file := filepath.Join(b.TempDir(), "bench.trace")
 	var recorded, lost, expected uint64
+	names := []string{"no probe", "empty uprobe+uretprobe on PMPI_Allreduce (floor)",
+		"trace programs on PMPI_Allreduce, ring full (nothing written)",
+		"  the same without reading arguments",
+		"trace programs on PMPI_Allreduce, records written and drained",
+		"mpiprobe trace (every MPI function, real recorder)",
+		"mpiprobe --collectives"}
+	mpiP := mpiPLib()
+	if mpiP != "" {
+		names = append(names, "mpiP (LD_PRELOAD "+mpiP+")")
+	}
 	run := func(variant int) float64 {
 		switch variant {
 		case 1:
 			defer attachFloor()()
 		case 2:
+			defer parts.attach(b, parts.full, parts.allreduce, false)()
+		case 3:
+			defer parts.attach(b, parts.full, parts.noArgs, false)()
+		case 4:
+			defer parts.attach(b, parts.drained, parts.allreduce, true)()
+		case 5:
 			var out bytes.Buffer
 			cmd := exec.Command(bin, append([]string{"trace", "-o", file, "--"}, argv...)...)
 			cmd.Stdout, cmd.Stderr = &out, &out
@@ -50,17 +74,22 @@ func BenchmarkTraceRecording(b *testing.B) {
 			// 2 Wtime, the loop, Finalize.
 			expected += 2 * (traceIters + 1006)
 			return workloadSecondsOf(b, out.Bytes())
+		case 6:
+			return workloadSeconds(b, append([]string{bin, "--collectives", "--"}, argv...))
+		case 7:
+			return workloadSeconds(b, withPreload(argv, mpiP))
 		}
 		return workloadSeconds(b, argv)
 	}
-	names := []string{"no probe", "empty uprobe+uretprobe on PMPI_Allreduce", "mpiprobe trace (every MPI function)"}
 	t := runPerCall(b, names, traceIters, rotated, run)
-	t.printTable("allreduce 8 B, 2 ranks", t.addedColumn("added vs no probe"))
-	floor, trace := t.added(1), t.added(2)
-	fmt.Printf("trace mode adds %.3f µs per call, %.2f x the entry+return floor (%.3f µs); recorded %d of %d calls, lost %d\n",
-		trace, trace/floor, floor, recorded, expected, lost)
+	t.printTable("allreduce 8 B, 2 ranks", t.addedColumn("added vs no probe"),
+		column{"x floor", "%.2f", func(v int) float64 { return t.added(v) / t.added(1) }}, spreadColumn(t))
+	floor, trace := t.added(1), t.added(5)
+	fmt.Printf("trace mode adds %.3f µs per call, %.2f x the entry+return floor (%.3f µs; target 1.2 x); --collectives %.3f µs; recorded %d of %d calls, lost %d\n",
+		trace, trace/floor, floor, t.added(6), recorded, expected, lost)
 	b.ReportMetric(trace, "µs-trace-per-call")
 	b.ReportMetric(floor, "µs-floor-per-call")
+	b.ReportMetric(trace/floor, "x-floor")
 	b.ReportMetric(float64(lost), "calls-lost")
 	if recorded+lost != expected {
 		b.Errorf("recorded %d + lost %d calls, the program makes %d", recorded, lost, expected)

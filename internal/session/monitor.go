@@ -181,6 +181,10 @@ func newSession(cfg Config) (*session, error) {
 
 func (s *session) run(ctx context.Context) error {
 	cfg := s.cfg
+	t0 := time.Now()
+	phase := func(what string) {
+		cfg.Log.Debug("startup", "phase", what, "ms", float64(time.Since(t0).Microseconds())/1000)
+	}
 	// Resolve and check the targets before touching the kernel, so that a
 	// typo in a pid is reported as such.
 	pids, err := discover.Named(cfg.Proc, cfg.PIDs, cfg.Job, cfg.Host)
@@ -206,12 +210,15 @@ func (s *session) run(ctx context.Context) error {
 		targets = t
 	}
 
+	phase("targets")
 	if err := kernel.Preflight(); err != nil {
 		return err
 	}
+	phase("preflight")
 	if err := s.load(); err != nil {
 		return err
 	}
+	phase("load")
 
 	var tplinks []link.Link
 	defer func() {
@@ -227,6 +234,7 @@ func (s *session) run(ctx context.Context) error {
 		tplinks = append(tplinks, l)
 	}
 
+	phase("tracepoints")
 	var probeCount int
 	if cfg.Trace != nil {
 		rec, n, closeTrace, err := s.startTrace(targets)
@@ -270,6 +278,7 @@ func (s *session) run(ctx context.Context) error {
 		probeCount += att.Attached()
 	}
 
+	phase("probes")
 	events, stopEvents, err := kernel.ProcEvents(s.objs.ProcEvents, 1024)
 	if err != nil {
 		return err
@@ -291,6 +300,7 @@ func (s *session) run(ctx context.Context) error {
 		}
 		cmdDone = cmd.done
 	}
+	phase("command started")
 	cfg.Log.Info("tracing", "processes", len(live), "libraries", len(targets), "probes", probeCount)
 
 	tick := time.NewTicker(cfg.Interval)
@@ -520,6 +530,25 @@ func (s *session) print(r thresholds.Report[counters.Key]) {
 	fmt.Fprintf(s.cfg.Out, "[%s] %s: %s : %s\n", r.Time.Format("2006-01-02 15:04:05.000"), label, r.Prefix(), msg)
 }
 
+// exitPending says whether a process still counted as running has ended
+// (it is gone, or a zombie): its exit notification is on its way.
+func (s *session) exitPending() bool {
+	for _, pid := range s.order {
+		if s.procs[pid].End.Kind != agg.Running {
+			continue
+		}
+		if err := unix.Kill(pid, 0); errors.Is(err, unix.ESRCH) {
+			return true
+		}
+		if st, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err == nil {
+			if i := strings.LastIndexByte(string(st), ')'); i >= 0 && i+2 < len(st) && (st[i+2] == 'Z' || st[i+2] == 'X') {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 func (s *session) allEnded() bool {
 	if len(s.order) == 0 {
 		return false
@@ -534,16 +563,35 @@ func (s *session) allEnded() bool {
 
 // finish takes the last reading and sums up what was never reported.
 func (s *session) finish(events <-chan bpf.MpiprobeProcEvent) error {
-	// Let exit notifications already in the ring buffer arrive.
+	t0 := time.Now()
+	defer func() {
+		s.cfg.Log.Debug("shutdown", "ms", float64(time.Since(t0).Microseconds())/1000)
+	}()
+	// Let exit notifications already in the ring buffer arrive: wait while
+	// a process is gone whose exit has not been read, 200 ms at most (a
+	// fixed wait here was most of a short traced run's added time).
 	deadline := time.After(200 * time.Millisecond)
 drain:
-	for {
+	for events != nil {
 		select {
 		case e, ok := <-events:
 			if !ok {
 				break drain
 			}
 			s.procEvent(e)
+			continue
+		default:
+		}
+		if !s.exitPending() {
+			break
+		}
+		select {
+		case e, ok := <-events:
+			if !ok {
+				break drain
+			}
+			s.procEvent(e)
+		case <-time.After(time.Millisecond):
 		case <-deadline:
 			break drain
 		}
