@@ -12,6 +12,7 @@ import (
 	"github.com/mpiprobe/mpiprobe/internal/identity"
 	"github.com/mpiprobe/mpiprobe/internal/kernel"
 	"github.com/mpiprobe/mpiprobe/internal/metrics"
+	"github.com/mpiprobe/mpiprobe/internal/text"
 )
 
 // families are the agent's metric families; docs/metrics.md describes
@@ -295,25 +296,13 @@ func anonymous(job, rank string) bool {
 func slurmOf(id identity.Identity) (job, step string) {
 	switch id.Launcher {
 	case identity.LauncherSlurm:
-		if j, s, ok := strings.Cut(id.Job, "."); ok && isDecimal(j) && isDecimal(s) {
+		if j, s, ok := strings.Cut(id.Job, "."); ok && text.IsDigits(j) && text.IsDigits(s) {
 			return j, s
 		}
 	case identity.LauncherOpenMPI, identity.LauncherHydra:
-		if j, _, ok := strings.Cut(id.Job, "/"); ok && isDecimal(j) {
+		if j, _, ok := strings.Cut(id.Job, "/"); ok && text.IsDigits(j) {
 			return j, ""
 		}
 	}
 	return "", ""
-}
-
-func isDecimal(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if s[i] < '0' || s[i] > '9' {
-			return false
-		}
-	}
-	return true
 }

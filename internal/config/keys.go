@@ -296,7 +296,7 @@ func parseAddr(v string) (string, error) {
 		return "", fmt.Errorf("%s is not host:port (%s)", text.Echo(v), help)
 	}
 	n, err := strconv.Atoi(port)
-	if err != nil || !isDigits(port) || n > 65535 {
+	if err != nil || !text.IsDigits(port) || n > 65535 {
 		return "", fmt.Errorf("port %s is not a number from 0 to 65535 (use e.g. 127.0.0.1:9767)", text.Echo(port))
 	}
 	if host != "" && !validHost(host) {
@@ -332,7 +332,7 @@ func validHost(h string) bool {
 // parseJobs parses retention.jobs: a whole number, 1 or more.
 func parseJobs(v string) (int, error) {
 	s := strings.TrimPrefix(v, "-")
-	if !isDigits(s) {
+	if !text.IsDigits(s) {
 		return 0, fmt.Errorf("%s is not a whole number (use e.g. 1000)", text.Echo(v))
 	}
 	n, err := strconv.Atoi(v)
@@ -360,7 +360,7 @@ func parseDuration(v, examples string) (time.Duration, error) {
 	}
 	tooLarge := fmt.Errorf("%s is too large (use e.g. %s)", text.Echo(v), examples)
 	var d time.Duration
-	if i := strings.IndexByte(s, 'd'); i > 0 && isDigits(s[:i]) {
+	if i := strings.IndexByte(s, 'd'); i > 0 && text.IsDigits(s[:i]) {
 		days, err := strconv.ParseInt(s[:i], 10, 64)
 		if err != nil || days > int64(1<<63-1)/int64(24*time.Hour) {
 			return 0, tooLarge
@@ -372,7 +372,7 @@ func parseDuration(v, examples string) (time.Duration, error) {
 	}
 	if s != "" {
 		rest, err := time.ParseDuration(s)
-		if err != nil || !isDigits(s[:1]) && s[0] != '.' {
+		if err != nil || !text.IsDigits(s[:1]) && s[0] != '.' {
 			return 0, fmt.Errorf("%s is not a duration (use e.g. %s)", text.Echo(v), examples)
 		}
 		if d > 1<<63-1-rest {
@@ -384,17 +384,4 @@ func parseDuration(v, examples string) (time.Duration, error) {
 		d = -d
 	}
 	return d, nil
-}
-
-// isDigits reports whether s is a non-empty run of decimal digits.
-func isDigits(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if s[i] < '0' || s[i] > '9' {
-			return false
-		}
-	}
-	return true
 }

@@ -108,3 +108,17 @@ func printable(s string) bool {
 	}
 	return true
 }
+
+// IsDigits reports whether s is a non-empty run of ASCII decimal digits,
+// as a job id, a port or a count written by people or launchers must be.
+func IsDigits(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}

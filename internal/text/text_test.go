@@ -165,3 +165,11 @@ func TestTable(t *testing.T) {
 		t.Errorf("Table =\n%s\nwant\n%s", buf.String(), want)
 	}
 }
+
+func TestIsDigits(t *testing.T) {
+	for s, want := range map[string]bool{"": false, "0": true, "0123": true, "12a": false, "-1": false, "+1": false, "１": false, " 1": false} {
+		if got := IsDigits(s); got != want {
+			t.Errorf("IsDigits(%q) = %v, want %v", s, got, want)
+		}
+	}
+}
