@@ -25,8 +25,8 @@ type agentSummary struct {
 	Jobs []struct {
 		Job   string `json:"job"`
 		Ranks []struct {
-			Rank string `json:"rank"`
-			PID  int    `json:"pid"`
+			Rank jsonRankNum `json:"rank"`
+			PID  int         `json:"pid"`
 			End  struct {
 				State      string `json:"state"`
 				SignalName string `json:"signal_name"`
@@ -36,10 +36,10 @@ type agentSummary struct {
 				Count uint64 `json:"count"`
 			} `json:"events"`
 			Startup struct {
-				InitNs     int64  `json:"init_ns"`
-				ModexNs    int64  `json:"modex_ns"`
-				ModexVia   string `json:"modex_via"`
-				FinalizeNs int64  `json:"finalize_ns"`
+				InitSeconds     float64 `json:"init_seconds"`
+				ModexSeconds    float64 `json:"modex_seconds"`
+				ModexVia        string  `json:"modex_via"`
+				FinalizeSeconds float64 `json:"finalize_seconds"`
 			} `json:"startup"`
 		} `json:"ranks"`
 	} `json:"jobs"`
@@ -237,7 +237,7 @@ func TestAgentJobs(t *testing.T) {
 		}
 		for _, r := range s.Jobs[0].Ranks {
 			st := r.Startup
-			if r.End.State != "exited" || st.InitNs <= 0 || st.ModexNs <= 0 || st.ModexNs >= st.InitNs || st.ModexVia != via || st.FinalizeNs <= 0 {
+			if r.End.State != "exited" || st.InitSeconds <= 0 || st.ModexSeconds <= 0 || st.ModexSeconds >= st.InitSeconds || st.ModexVia != via || st.FinalizeSeconds <= 0 {
 				t.Errorf("job %s rank %s: end %+v startup %+v; want exited, 0 < modex (%s) < MPI_Init, finalize > 0", name, r.Rank, r.End, st, via)
 			}
 		}
@@ -285,7 +285,7 @@ func TestAgentJobs(t *testing.T) {
 				want += e.Count
 			}
 		}
-		v, ok := mpitest.MetricValue(page, "mpiprobe_events_total", map[string]string{"mpi_job": jobC0, "rank": r.Rank, "event": "ob1.send_pending.new"})
+		v, ok := mpitest.MetricValue(page, "mpiprobe_events_total", map[string]string{"mpi_job": jobC0, "rank": string(r.Rank), "event": "ob1.send_pending.new"})
 		if !ok || uint64(v) != want {
 			t.Errorf("job C rank %s: mpiprobe_events_total = %v (present %v), summary says %d", r.Rank, v, ok, want)
 		}

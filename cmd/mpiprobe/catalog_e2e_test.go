@@ -112,7 +112,7 @@ func (s summary) ranks() []string {
 	var out []string
 	for _, j := range s.Jobs {
 		for _, r := range j.Ranks {
-			out = append(out, r.Rank)
+			out = append(out, string(r.Rank))
 		}
 	}
 	sort.Strings(out)

@@ -157,11 +157,11 @@ type psJSON struct {
 		Job       string `json:"job"`
 		Launcher  string `json:"launcher"`
 		Processes []struct {
-			PID      int    `json:"pid"`
-			Rank     string `json:"rank"`
-			User     string `json:"user"`
-			MPI      string `json:"mpi"`
-			Library  string `json:"library"`
+			PID      int         `json:"pid"`
+			Rank     jsonRankNum `json:"rank"`
+			User     string      `json:"user"`
+			MPI      string      `json:"mpi"`
+			Library  string      `json:"library"`
 			TracedBy []struct {
 				Kind string `json:"kind"`
 				PID  int    `json:"pid"`
@@ -218,7 +218,7 @@ func TestPs(t *testing.T) {
 					if p.PID != pid {
 						continue
 					}
-					ranks = append(ranks, p.Rank)
+					ranks = append(ranks, string(p.Rank))
 					if jobID != "" && jobID != pj.Job {
 						t.Errorf("%s: ranks under two jobs %s and %s", name, jobID, pj.Job)
 					}

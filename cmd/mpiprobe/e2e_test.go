@@ -58,10 +58,28 @@ type summary struct {
 	} `json:"dropped"`
 }
 
+// jsonRankNum is a rank as every --json writes it: a number, or null when
+// unknown (read as "?"). A rank written as a string fails to decode.
+type jsonRankNum string
+
+// UnmarshalJSON reads a JSON number or null.
+func (r *jsonRankNum) UnmarshalJSON(b []byte) error {
+	if string(b) == "null" {
+		*r = "?"
+		return nil
+	}
+	var n int
+	if err := json.Unmarshal(b, &n); err != nil {
+		return fmt.Errorf("rank %s: want a number or null: %w", b, err)
+	}
+	*r = jsonRankNum(strconv.Itoa(n))
+	return nil
+}
+
 // summaryRank is one rank of a summary.
 type summaryRank struct {
-	Rank string `json:"rank"`
-	PID  int    `json:"pid"`
+	Rank jsonRankNum `json:"rank"`
+	PID  int         `json:"pid"`
 	End  struct {
 		State  string `json:"state"`
 		Code   *int   `json:"code"`
@@ -83,7 +101,7 @@ type summaryEvent struct {
 func (s summary) events(rank, event string) ([]summaryEvent, bool) {
 	for _, j := range s.Jobs {
 		for _, r := range j.Ranks {
-			if r.Rank != rank {
+			if string(r.Rank) != rank {
 				continue
 			}
 			var out []summaryEvent

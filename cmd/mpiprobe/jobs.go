@@ -42,8 +42,7 @@ func newJobsCmd() *cobra.Command {
 				none := fmt.Sprintf("no job summaries yet in %s (is mpiprobe agent running? systemctl status mpiprobe)", store.Dir)
 				if asJSON {
 					fmt.Fprintf(stderr, "mpiprobe jobs: %s\n", none)
-					fmt.Fprintf(stdout, "[]\n")
-					return nil
+					return report.WriteJobsJSON(stdout, nil)
 				}
 				fmt.Fprintf(stdout, "No job summaries yet in %s (is mpiprobe agent running? systemctl status mpiprobe)\n", store.Dir)
 				return nil
@@ -118,7 +117,7 @@ func newReportCmd() *cobra.Command {
 					return err
 				}
 				sum = stored
-				if asJSON { // as stored: a later agent's fields included
+				if asJSON && report.IsCurrent(data) { // as stored: a later agent's fields included
 					if _, err := stdout.Write(data); err != nil {
 						return fmt.Errorf("write: %w", err)
 					}

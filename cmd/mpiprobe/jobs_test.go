@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -120,22 +121,46 @@ func TestJobsList(t *testing.T) {
 	if code != 0 || errs != "" {
 		t.Fatalf("--json: exit %d, stderr %q", code, errs)
 	}
-	var rows []report.JobRow
-	if err := json.Unmarshal([]byte(out), &rows); err != nil {
+	type ended struct {
+		State  string `json:"state"`
+		Code   *int   `json:"code"`
+		Signal *int   `json:"signal"`
+		Count  int    `json:"count"`
+	}
+	var doc struct {
+		SchemaVersion int    `json:"schema_version"`
+		Kind          string `json:"kind"`
+		Jobs          []struct {
+			Job        string    `json:"job"`
+			File       string    `json:"file"`
+			State      string    `json:"state"`
+			RankCount  *int      `json:"rank_count"`
+			Ended      []ended   `json:"ended"`
+			EndedText  string    `json:"ended_text"`
+			EventCount *uint64   `json:"event_count"`
+			Start      time.Time `json:"start"`
+			LastUpdate time.Time `json:"last_update"`
+			Error      string    `json:"error"`
+		} `json:"jobs"`
+	}
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
-	if len(rows) != 3 {
-		t.Fatalf("%d rows, want 3:\n%s", len(rows), out)
+	if doc.SchemaVersion != 1 || doc.Kind != "jobs" || len(doc.Jobs) != 3 {
+		t.Fatalf("schema_version %d, kind %q, %d jobs, want 1, jobs, 3:\n%s", doc.SchemaVersion, doc.Kind, len(doc.Jobs), out)
 	}
-	r := rows[2]
-	if r.Job != "100" || r.File != files["100"] || r.State != "finished" || r.Ranks != 4 || r.Events != 46 ||
-		r.Ended != "2 exited, 1 exited with 1, 1 killed by SIGKILL" || !r.Start.Equal(jobsT0) || !r.LastUpdate.Equal(jobsT0.Add(time.Hour)) || r.Error != "" {
+	r := doc.Jobs[2]
+	one, zero, kill := 1, 0, 9
+	wantEnded := []ended{{"exited", &zero, nil, 2}, {"exited", &one, nil, 1}, {"signaled", nil, &kill, 1}}
+	if r.Job != "100" || r.File != files["100"] || r.State != "finished" || r.RankCount == nil || *r.RankCount != 4 ||
+		r.EventCount == nil || *r.EventCount != 46 || !reflect.DeepEqual(r.Ended, wantEnded) ||
+		r.EndedText != "2 exited, 1 exited with 1, 1 killed by SIGKILL" || !r.Start.Equal(jobsT0) || !r.LastUpdate.Equal(jobsT0.Add(time.Hour)) || r.Error != "" {
 		t.Errorf("row of job 100 = %+v", r)
 	}
-	if rows[0].State != "unreadable" || !strings.Contains(rows[0].Error, "unexpected end of JSON input") {
-		t.Errorf("row of job 300 = %+v", rows[0])
+	if u := doc.Jobs[0]; u.State != "unreadable" || !strings.Contains(u.Error, "unexpected end of JSON input") || u.RankCount != nil || u.EventCount != nil || u.Ended == nil {
+		t.Errorf("row of job 300 = %+v", u)
 	}
-	for _, key := range []string{`"job"`, `"file"`, `"state"`, `"ranks"`, `"ended"`, `"events"`, `"start"`, `"last_update"`, `"error"`} {
+	for _, key := range []string{`"job"`, `"file"`, `"state"`, `"rank_count": null`, `"ended": []`, `"event_count": null`, `"start"`, `"last_update"`, `"error"`} {
 		if !strings.Contains(out, key) {
 			t.Errorf("json lacks %s", key)
 		}
@@ -155,8 +180,8 @@ func TestJobsListEmpty(t *testing.T) {
 			t.Errorf("%s: exit %d, stdout %q, stderr %q; want 0 and %q", name, code, out, errs, want)
 		}
 		code, out, errs = jobsRun("jobs", "--state-dir", dir, "--json")
-		if code != 0 || out != "[]\n" || !strings.Contains(errs, "no job summaries yet") {
-			t.Errorf("%s --json: exit %d, stdout %q, stderr %q; want 0, [] and a note", name, code, out, errs)
+		if want := "{\n  \"schema_version\": 1,\n  \"kind\": \"jobs\",\n  \"jobs\": []\n}\n"; code != 0 || out != want || !strings.Contains(errs, "no job summaries yet") {
+			t.Errorf("%s --json: exit %d, stdout %q, stderr %q; want 0, %q and a note", name, code, out, errs, want)
 		}
 	}
 }
@@ -325,6 +350,11 @@ func TestJobsMerge(t *testing.T) {
 	if err != nil || merged.Host != "n1" || len(merged.Jobs) != 1 || len(merged.Jobs[0].Ranks) != 2 {
 		t.Errorf("--json: %+v, %v", merged, err)
 	}
+	// Two nodes: their hosts as a list, never joined.
+	code, out, errs = jobsRun("report", "--merge", "--json", "--job", "7", n1, n2)
+	if code != 0 || errs != "" || !strings.Contains(out, "\n  \"hosts\": [\n    \"n1\",\n    \"n2\"\n  ],\n") || strings.Contains(out, "n1,n2") {
+		t.Errorf("--merge of n1 and n2: exit %d, stderr %q, want hosts [n1, n2]:\n%s", code, errs, out)
+	}
 
 	// The same rank on two nodes: both kept, a note on stderr.
 	n3 := t.TempDir()
@@ -391,5 +421,58 @@ func TestJobsBadInput(t *testing.T) {
 		if code, out, errs := jobsRun(main, "-h"); code != 0 || errs != "" || !strings.Contains(out, "Usage:\n  mpiprobe "+main) {
 			t.Errorf("%s -h: exit %d, stdout %q, stderr %q", main, code, out, errs)
 		}
+	}
+}
+
+// jobsV0 is a job summary as agents stored them before schema_version:
+// ranks as strings, the host a string, durations in nanoseconds.
+const jobsV0 = `{
+  "host": "old1",
+  "start": "2025-03-01T12:00:00Z",
+  "jobs": [{"job": "50", "ranks": [
+    {"rank": "0", "pid": 10, "comm": "app", "host": "old1",
+     "end": {"state": "exited", "code": 0, "at": "2025-03-01T12:01:00Z", "text": "exited 0"},
+     "events": [{"event": "ob1.send_pending.new", "count": 7, "message": "m", "advice": "a"}],
+     "startup": {"init_ns": 2000000000, "modex_ns": 1000000000, "finalize_ns": 3000000}},
+    {"rank": "?", "pid": 11, "comm": "app", "host": "old1",
+     "end": {"state": "running", "text": "running"}, "events": []}
+  ]}],
+  "dropped": [],
+  "totals": []
+}
+`
+
+// TestJobsOldStoredFiles: summaries stored before schema_version are
+// still listed, shown, merged, and with --json written in the current
+// schema (never as stored, which is the old shape).
+func TestJobsOldStoredFiles(t *testing.T) {
+	dir := t.TempDir()
+	jobsStoreRaw(t, dir, "50", []byte(jobsV0), jobsT0)
+	code, out, errs := jobsRun("jobs", "--state-dir", dir)
+	if code != 0 || errs != "" || !strings.Contains(out, "│ 50  │ running │     2 │ 1 running, 1 exited │      7 │") {
+		t.Errorf("jobs: exit %d, stderr %q:\n%s", code, errs, out)
+	}
+	code, out, errs = jobsRun("report", "--state-dir", dir, "50")
+	if code != 0 || errs != "" || !strings.Contains(out, "Job 50 on old1 — 2 ranks") {
+		t.Errorf("report: exit %d, stderr %q:\n%s", code, errs, out)
+	}
+	code, out, errs = jobsRun("report", "--json", "--state-dir", dir, "50")
+	if code != 0 || errs != "" {
+		t.Fatalf("report --json: exit %d, stderr %q", code, errs)
+	}
+	for _, want := range []string{"{\n  \"schema_version\": 1,\n  \"kind\": \"summary\",\n  \"hosts\": [\n    \"old1\"\n  ],",
+		`"rank": 0,`, `"rank": null,`, `"init_seconds": 2,`, `"modex_seconds": 1,`, `"finalize_seconds": 0.003`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("report --json of an old file lacks %s:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, `"rank": "`) || strings.Contains(out, "_ns") {
+		t.Errorf("report --json of an old file keeps the old shape:\n%s", out)
+	}
+	n2 := t.TempDir()
+	jobsStore(t, n2, "50", jobsSummary("new2", "50", jobsRank{"1", 20, agg.End{}}), jobsT0)
+	code, out, errs = jobsRun("report", "--merge", "--json", dir, n2)
+	if code != 0 || errs != "" || !strings.Contains(out, "\"hosts\": [\n    \"new2\",\n    \"old1\"\n  ],") {
+		t.Errorf("merge of an old and a new file: exit %d, stderr %q:\n%s", code, errs, out)
 	}
 }

@@ -130,7 +130,7 @@ func TestShowJSON(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &doc); err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
-	if doc["schema_version"] != 1.0 || doc["calls"] != 10.0 || doc["damage"] != nil || len(doc["structures"].([]any)) != 1 {
+	if doc["schema_version"] != 1.0 || doc["kind"] != "trace_show" || doc["call_count"] != 10.0 || doc["damage"] != nil || len(doc["structures"].([]any)) != 1 {
 		t.Errorf("doc:\n%s", out)
 	}
 }

@@ -35,29 +35,29 @@ import (
 // Process is one MPI process on this node.
 type Process struct {
 	// PID is the process id.
-	PID int `json:"pid"`
+	PID int
 	// Rank is the rank in MPI_COMM_WORLD, identity.Unknown if unknown.
-	Rank string `json:"rank"`
+	Rank string
 	// User owns the process (a name, or the uid when it has none).
-	User string `json:"user"`
+	User string
 	// Command is the process's command line, arguments joined by spaces.
-	Command string `json:"command"`
+	Command string
 	// MPI is "Open MPI" or "MPICH".
-	MPI string `json:"mpi"`
+	MPI string
 	// Library is the path of the MPI library the process maps.
-	Library string `json:"library"`
+	Library string
 	// TracedBy lists what traces the process; empty when nothing does or
 	// it cannot be known (List.TracedKnown).
-	TracedBy []Tracer `json:"traced_by"`
+	TracedBy []Tracer
 }
 
 // Tracer is an mpiprobe process that traces a process.
 type Tracer struct {
 	// Kind is "agent", "session", or "pinned" for the probes an agent
 	// left pinned when it stopped (they still count; PID is 0).
-	Kind string `json:"kind"`
+	Kind string
 	// PID is the mpiprobe process, 0 for pinned probes.
-	PID int `json:"pid,omitempty"`
+	PID int
 }
 
 // String shows a tracer as "agent 1234", "session 5678" or "pinned
@@ -79,25 +79,25 @@ const (
 // Job is the ranks of one job on this node.
 type Job struct {
 	// ID is the job id as mpiprobe --job and status --job take it.
-	ID string `json:"job"`
+	ID string
 	// Launcher is where the id came from: openmpi, hydra, slurm or "".
-	Launcher string `json:"launcher"`
+	Launcher string
 	// Size is the world size, identity.Unknown if unknown.
-	Size string `json:"size"`
+	Size string
 	// Procs are the job's processes by rank.
-	Procs []Process `json:"processes"`
+	Procs []Process
 }
 
 // List is what ps found.
 type List struct {
 	// Host is this node.
-	Host string `json:"host"`
+	Host string
 	// Jobs are ordered by job id.
-	Jobs []Job `json:"jobs"`
+	Jobs []Job
 	// TracedKnown is false when whether processes are traced could not be
 	// read; TracedNote then says why.
-	TracedKnown bool   `json:"traced_known"`
-	TracedNote  string `json:"traced_note,omitempty"`
+	TracedKnown bool
+	TracedNote  string
 }
 
 // Options say where ps looks.

@@ -1,7 +1,6 @@
 package ps
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"io/fs"
@@ -9,6 +8,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/mpiprobe/mpiprobe/internal/report"
 	"github.com/mpiprobe/mpiprobe/internal/text"
 )
 
@@ -72,19 +72,59 @@ func shorten(s string, n int) string {
 	return string(r[:n-1]) + "…"
 }
 
-// WriteJSON writes the list as one JSON object.
+// The ps document (kind "ps", docs/json.md).
+type (
+	jsonList struct {
+		report.Envelope
+		Host        string    `json:"host"`
+		Jobs        []jsonJob `json:"jobs"`
+		TracedKnown bool      `json:"traced_known"`
+		TracedNote  string    `json:"traced_note,omitempty"`
+	}
+	jsonJob struct {
+		Job      string        `json:"job"`
+		Launcher string        `json:"launcher"`
+		Size     *int          `json:"size"`
+		Procs    []jsonProcess `json:"processes"`
+	}
+	jsonProcess struct {
+		PID      int          `json:"pid"`
+		Rank     *int         `json:"rank"`
+		User     string       `json:"user"`
+		Command  string       `json:"command"`
+		MPI      string       `json:"mpi"`
+		Library  string       `json:"library"`
+		TracedBy []jsonTracer `json:"traced_by"`
+	}
+	jsonTracer struct {
+		Kind string `json:"kind"`
+		PID  *int   `json:"pid"`
+	}
+)
+
+// WriteJSON writes the list as one JSON document of kind "ps": host, jobs
+// (job, launcher, size, processes: pid, rank, user, command, mpi, library,
+// traced_by: kind, pid), traced_known and traced_note. An unknown rank or
+// size is null, as is the pid of pinned probes.
 func WriteJSON(w io.Writer, l List) error {
-	if l.Jobs == nil {
-		l.Jobs = []Job{}
-	}
-	for i := range l.Jobs {
-		for k := range l.Jobs[i].Procs {
-			if l.Jobs[i].Procs[k].TracedBy == nil {
-				l.Jobs[i].Procs[k].TracedBy = []Tracer{}
+	doc := jsonList{Envelope: report.NewEnvelope(report.KindPS), Host: l.Host, Jobs: make([]jsonJob, 0, len(l.Jobs)),
+		TracedKnown: l.TracedKnown, TracedNote: l.TracedNote}
+	for _, j := range l.Jobs {
+		jj := jsonJob{Job: j.ID, Launcher: j.Launcher, Size: report.RankNumber(j.Size), Procs: make([]jsonProcess, 0, len(j.Procs))}
+		for _, p := range j.Procs {
+			jp := jsonProcess{PID: p.PID, Rank: report.RankNumber(p.Rank), User: p.User, Command: p.Command,
+				MPI: p.MPI, Library: p.Library, TracedBy: make([]jsonTracer, 0, len(p.TracedBy))}
+			for _, t := range p.TracedBy {
+				jt := jsonTracer{Kind: t.Kind}
+				if t.Kind != KindPinned {
+					pid := t.PID
+					jt.PID = &pid
+				}
+				jp.TracedBy = append(jp.TracedBy, jt)
 			}
+			jj.Procs = append(jj.Procs, jp)
 		}
+		doc.Jobs = append(doc.Jobs, jj)
 	}
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(l)
+	return report.EncodeJSON(w, doc, "ps")
 }

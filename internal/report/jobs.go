@@ -3,7 +3,6 @@ package report
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -24,21 +23,33 @@ const jobTime = "2006-01-02 15:04:05"
 // JobRow is one line of the list of stored job summaries (`mpiprobe jobs`).
 type JobRow struct {
 	// Job is the job id and File the summary's path.
-	Job  string `json:"job"`
-	File string `json:"file"`
+	Job  string
+	File string
 	// State is "running", "finished", or "unreadable" (then Error says why).
-	State string `json:"state"`
+	State string
 	// Ranks is how many ranks the summary holds.
-	Ranks int `json:"ranks"`
+	Ranks int
 	// Ended counts the ranks by how they ended (see Ended).
-	Ended string `json:"ended"`
+	Ended string
+	// EndedGroups are the same counts as a list (see EndedGroups).
+	EndedGroups []EndedGroup
 	// Events is the sum of all event counts.
-	Events uint64 `json:"events"`
+	Events uint64
 	// Start is when tracing started; LastUpdate when the file was written.
-	Start      time.Time `json:"start,omitzero"`
-	LastUpdate time.Time `json:"last_update"`
+	Start      time.Time
+	LastUpdate time.Time
 	// Error says why the summary could not be read.
-	Error string `json:"error,omitempty"`
+	Error string
+}
+
+// EndedGroup counts the ranks that ended one way.
+type EndedGroup struct {
+	// State is "running", "exited", "signaled" or "vanished".
+	State string
+	// Code is the exit code ("exited") and Signal the signal ("signaled").
+	Code, Signal int
+	// Count is how many ranks ended so.
+	Count int
 }
 
 // ListJobs reads every summary in store into a row, in the order of
@@ -84,6 +95,7 @@ func jobRowOf(e jobstore.Entry) JobRow {
 		}
 	}
 	row.Ended = Ended(ranks)
+	row.EndedGroups = EndedGroups(ranks)
 	return row
 }
 
@@ -96,51 +108,72 @@ func ReadFile(path string) (agg.Summary, error) {
 	return ReadJSON(bytes.NewReader(data))
 }
 
-// Ended counts ranks by how they ended: "2 running, 3 exited, 1 exited
-// with 1, 1 killed by SIGKILL, 1 status unknown", in that order of kinds,
-// then by exit code or signal; "-" without ranks.
-func Ended(ranks []agg.Rank) string {
+// EndedGroups counts ranks by how they ended, in the order of kinds
+// (running, exited, signaled, vanished), then by exit code or signal. A
+// rank of an end kind it does not know counts as vanished.
+func EndedGroups(ranks []agg.Rank) []EndedGroup {
 	type group struct {
-		kind  agg.EndKind
-		value int // exit code or signal
-		text  string
-		n     int
+		kind agg.EndKind
+		g    EndedGroup
 	}
 	var groups []*group
 	for _, r := range ranks {
 		g := group{kind: r.End.Kind}
 		switch r.End.Kind {
 		case agg.Running:
-			g.text = "running"
 		case agg.Exited:
-			g.value, g.text = r.End.Code, "exited"
-			if r.End.Code != 0 {
-				g.text = "exited with " + strconv.Itoa(r.End.Code)
-			}
+			g.g.Code = r.End.Code
 		case agg.Signaled:
-			g.value, g.text = r.End.Signal, r.End.String()
+			g.g.Signal = r.End.Signal
 		default:
-			g.kind, g.text = agg.Vanished, "status unknown"
+			g.kind = agg.Vanished
 		}
-		i := slices.IndexFunc(groups, func(o *group) bool { return o.kind == g.kind && o.value == g.value })
+		g.g.State = endState(g.kind)
+		i := slices.IndexFunc(groups, func(o *group) bool { return o.kind == g.kind && o.g.Code == g.g.Code && o.g.Signal == g.g.Signal })
 		if i < 0 {
 			groups = append(groups, &g)
 			i = len(groups) - 1
 		}
-		groups[i].n++
-	}
-	if len(groups) == 0 {
-		return "-"
+		groups[i].g.Count++
 	}
 	slices.SortFunc(groups, func(a, b *group) int {
 		if a.kind != b.kind {
 			return int(a.kind) - int(b.kind)
 		}
-		return a.value - b.value
+		return (a.g.Code + a.g.Signal) - (b.g.Code + b.g.Signal)
 	})
+	out := make([]EndedGroup, len(groups))
+	for i, g := range groups {
+		out[i] = g.g
+	}
+	return out
+}
+
+// Ended counts ranks by how they ended: "2 running, 3 exited, 1 exited
+// with 1, 1 killed by SIGKILL, 1 status unknown", in the order of
+// EndedGroups; "-" without ranks.
+func Ended(ranks []agg.Rank) string {
+	groups := EndedGroups(ranks)
+	if len(groups) == 0 {
+		return "-"
+	}
 	parts := make([]string, len(groups))
 	for i, g := range groups {
-		parts[i] = strconv.Itoa(g.n) + " " + g.text
+		var what string
+		switch g.State {
+		case "running":
+			what = "running"
+		case "exited":
+			what = "exited"
+			if g.Code != 0 {
+				what = "exited with " + strconv.Itoa(g.Code)
+			}
+		case "signaled":
+			what = agg.End{Kind: agg.Signaled, Signal: g.Signal}.String()
+		default:
+			what = "status unknown"
+		}
+		parts[i] = strconv.Itoa(g.Count) + " " + what
 	}
 	return strings.Join(parts, ", ")
 }
@@ -178,19 +211,61 @@ func WriteJobs(w io.Writer, rows []JobRow) error {
 	return nil
 }
 
-// WriteJobsJSON writes rows as one indented JSON list.
+// The jobs document (kind "jobs", docs/json.md).
+type (
+	jsonJobs struct {
+		Envelope
+		Jobs []jsonJobRow `json:"jobs"`
+	}
+	jsonJobRow struct {
+		Job        string      `json:"job"`
+		File       string      `json:"file"`
+		State      string      `json:"state"`
+		RankCount  *int        `json:"rank_count"`
+		Ended      []jsonEnded `json:"ended"`
+		EndedText  string      `json:"ended_text"`
+		EventCount *uint64     `json:"event_count"`
+		Start      time.Time   `json:"start,omitzero"`
+		LastUpdate time.Time   `json:"last_update,omitzero"`
+		Error      string      `json:"error,omitempty"`
+	}
+	jsonEnded struct {
+		State  string `json:"state"`
+		Code   *int   `json:"code,omitempty"`
+		Signal *int   `json:"signal,omitempty"`
+		Count  int    `json:"count"`
+	}
+)
+
+// WriteJobsJSON writes rows as one JSON document of kind "jobs": a list
+// of jobs, each with job, file, state, rank_count, ended (a list of
+// state, code or signal, and count), ended_text (as Ended), event_count,
+// start, last_update and error. An unreadable summary's counts are null
+// and its ended list empty.
 func WriteJobsJSON(w io.Writer, rows []JobRow) error {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetIndent("", "  ")
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(rows); err != nil {
-		return fmt.Errorf("report: write jobs: %w", err)
+	doc := jsonJobs{Envelope: NewEnvelope(KindJobs), Jobs: make([]jsonJobRow, 0, len(rows))}
+	for _, r := range rows {
+		jr := jsonJobRow{Job: r.Job, File: r.File, State: r.State, Ended: []jsonEnded{}, EndedText: r.Ended,
+			Start: r.Start, LastUpdate: r.LastUpdate, Error: r.Error}
+		if r.Error == "" {
+			ranks, events := r.Ranks, r.Events
+			jr.RankCount, jr.EventCount = &ranks, &events
+		}
+		for _, g := range r.EndedGroups {
+			je := jsonEnded{State: g.State, Count: g.Count}
+			switch g.State {
+			case "exited":
+				code := g.Code
+				je.Code = &code
+			case "signaled":
+				sig := g.Signal
+				je.Signal = &sig
+			}
+			jr.Ended = append(jr.Ended, je)
+		}
+		doc.Jobs = append(doc.Jobs, jr)
 	}
-	if _, err := w.Write(buf.Bytes()); err != nil {
-		return fmt.Errorf("report: write jobs: %w", err)
-	}
-	return nil
+	return EncodeJSON(w, doc, "jobs")
 }
 
 // jobClock shows a time of the list, "-" when unknown.

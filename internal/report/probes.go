@@ -2,7 +2,6 @@ package report
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"io"
 
@@ -13,8 +12,8 @@ import (
 // ProbeResult is what `mpiprobe probes` found for one process: every
 // catalog entry, attached or unavailable.
 type ProbeResult struct {
-	PID     int                  `json:"pid"`
-	Entries []probes.EntryStatus `json:"entries"`
+	PID     int
+	Entries []probes.EntryStatus
 }
 
 // WriteProbes writes, per process, the line "pid N: A of M entries
@@ -55,12 +54,43 @@ func WriteProbes(w io.Writer, results []ProbeResult) error {
 	return nil
 }
 
-// WriteProbesJSON writes results as one indented JSON list.
-func WriteProbesJSON(w io.Writer, results []ProbeResult) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(results); err != nil {
-		return fmt.Errorf("report: write probes: %w", err)
+// The probes document (kind "probes", docs/json.md).
+type (
+	jsonProbes struct {
+		Envelope
+		Processes []jsonProbeProc `json:"processes"`
 	}
-	return nil
+	jsonProbeProc struct {
+		PID           int         `json:"pid"`
+		AttachedCount int         `json:"attached_count"`
+		Entries       []jsonEntry `json:"entries"`
+	}
+	jsonEntry struct {
+		Event    string `json:"event"`
+		Level    string `json:"level"`
+		Library  string `json:"library"`
+		Attached bool   `json:"attached"`
+		File     string `json:"file,omitempty"`
+		Reason   string `json:"reason,omitempty"`
+		Layout   string `json:"layout,omitempty"`
+	}
+)
+
+// WriteProbesJSON writes results as one JSON document of kind "probes":
+// processes, each with pid, attached_count and entries (event, level,
+// library, attached, file, reason, layout).
+func WriteProbesJSON(w io.Writer, results []ProbeResult) error {
+	doc := jsonProbes{Envelope: NewEnvelope(KindProbes), Processes: make([]jsonProbeProc, 0, len(results))}
+	for _, r := range results {
+		p := jsonProbeProc{PID: r.PID, Entries: make([]jsonEntry, 0, len(r.Entries))}
+		for _, e := range r.Entries {
+			if e.Attached {
+				p.AttachedCount++
+			}
+			p.Entries = append(p.Entries, jsonEntry{Event: e.Event, Level: string(e.Level), Library: string(e.Library),
+				Attached: e.Attached, File: e.File, Reason: e.Reason, Layout: e.Layout})
+		}
+		doc.Processes = append(doc.Processes, p)
+	}
+	return EncodeJSON(w, doc, "probes")
 }

@@ -43,8 +43,23 @@ func TestWriteProbes(t *testing.T) {
 	if err := WriteProbesJSON(&buf, results); err != nil {
 		t.Fatal(err)
 	}
-	var back []ProbeResult
-	if err := json.Unmarshal(buf.Bytes(), &back); err != nil || len(back) != 2 || back[0].PID != 42 || len(back[0].Entries) != 3 {
-		t.Errorf("JSON round trip: %+v, %v\n%s", back, err, buf.String())
+	var back struct {
+		SchemaVersion int    `json:"schema_version"`
+		Kind          string `json:"kind"`
+		Processes     []struct {
+			PID           int               `json:"pid"`
+			AttachedCount int               `json:"attached_count"`
+			Entries       []json.RawMessage `json:"entries"`
+		} `json:"processes"`
+	}
+	err := json.Unmarshal(buf.Bytes(), &back)
+	if err != nil || back.SchemaVersion != 1 || back.Kind != "probes" || len(back.Processes) != 2 ||
+		back.Processes[0].PID != 42 || len(back.Processes[0].Entries) != 3 {
+		t.Errorf("JSON: %+v, %v\n%s", back, err, buf.String())
+	}
+	for _, key := range []string{`"attached": true`, `"event": `, `"library": `} {
+		if !strings.Contains(buf.String(), key) {
+			t.Errorf("JSON lacks %s:\n%s", key, buf.String())
+		}
 	}
 }

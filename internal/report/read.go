@@ -31,30 +31,27 @@ func ReadJSON(r io.Reader) (agg.Summary, error) {
 	if err != nil {
 		return agg.Summary{}, fmt.Errorf("report: read summary: %w", err)
 	}
+	var head struct {
+		SchemaVersion int    `json:"schema_version"`
+		Kind          string `json:"kind"`
+	}
+	if err := json.Unmarshal(data, &head); err != nil {
+		return agg.Summary{}, decodeErr(err)
+	}
+	switch {
+	case head.SchemaVersion > SchemaVersion:
+		return agg.Summary{}, fmt.Errorf("report: read summary: schema_version %d is newer than this mpiprobe reads (%d); use a later mpiprobe",
+			head.SchemaVersion, SchemaVersion)
+	case head.SchemaVersion < 0:
+		return agg.Summary{}, fmt.Errorf("report: read summary: %w (schema_version %d)", errNotSummary, head.SchemaVersion)
+	case head.SchemaVersion == 0:
+		return readV0(data)
+	case head.Kind != KindSummary:
+		return agg.Summary{}, fmt.Errorf("report: read summary: %w (kind %q)", errNotSummary, head.Kind)
+	}
 	var doc jsonSummary
 	if err := json.Unmarshal(data, &doc); err != nil {
-		var (
-			syn *json.SyntaxError
-			typ *json.UnmarshalTypeError
-		)
-		switch {
-		case errors.As(err, &syn) && syn.Error() != "unexpected end of JSON input":
-			return agg.Summary{}, fmt.Errorf("report: read summary: %w (at byte %d)", err, syn.Offset)
-		case errors.As(err, &typ):
-			field, want := typ.Field, typ.Type.String()
-			switch typ.Type.Kind() {
-			case reflect.Struct:
-				want = "an object"
-			case reflect.Slice:
-				want = "a list"
-			}
-			if field == "" {
-				field = "the document"
-			}
-			return agg.Summary{}, fmt.Errorf("report: read summary: %w: %s is a JSON %s, want %s (at byte %d)",
-				errNotSummary, field, typ.Value, want, typ.Offset)
-		}
-		return agg.Summary{}, fmt.Errorf("report: read summary: %w", err)
+		return agg.Summary{}, decodeErr(err)
 	}
 	if doc.Jobs == nil {
 		return agg.Summary{}, fmt.Errorf(`report: read summary: %w (no "jobs" list)`, errNotSummary)
@@ -66,15 +63,46 @@ func ReadJSON(r io.Reader) (agg.Summary, error) {
 	return s, nil
 }
 
-// fromDoc turns the decoded document into a Summary.
-func fromDoc(d jsonSummary) (agg.Summary, error) {
+// decodeErr words a JSON decoding error of a summary on one line.
+func decodeErr(err error) error {
+	var (
+		syn *json.SyntaxError
+		typ *json.UnmarshalTypeError
+	)
+	switch {
+	case errors.As(err, &syn) && syn.Error() != "unexpected end of JSON input":
+		return fmt.Errorf("report: read summary: %w (at byte %d)", err, syn.Offset)
+	case errors.As(err, &typ):
+		field, want := typ.Field, typ.Type.String()
+		switch typ.Type.Kind() {
+		case reflect.Struct:
+			want = "an object"
+		case reflect.Slice:
+			want = "a list"
+		}
+		if field == "" {
+			field = "the document"
+		}
+		return fmt.Errorf("report: read summary: %w: %s is a JSON %s, want %s (at byte %d)",
+			errNotSummary, field, typ.Value, want, typ.Offset)
+	}
+	return fmt.Errorf("report: read summary: %w", err)
+}
+
+// rankErr places err at one rank of job.
+func rankErr(job string, r agg.Rank, err error) error {
+	return fmt.Errorf("job %s rank %s (pid %d): %w", text.Quote(job), text.Quote(r.Rank), r.PID, err)
+}
+
+// fromV0 turns a decoded document of schema version 0 into a Summary.
+func fromV0(d v0Summary) (agg.Summary, error) {
 	s := agg.Summary{Host: d.Host, Start: d.Start, End: d.End}
 	for _, j := range d.Jobs {
 		job := agg.Job{ID: j.Job}
 		for _, r := range j.Ranks {
 			end, err := endOf(r.End)
 			if err != nil {
-				return agg.Summary{}, fmt.Errorf("job %s rank %s (pid %d): %w", text.Quote(j.Job), text.Quote(r.Rank), r.PID, err)
+				return agg.Summary{}, rankErr(j.Job, agg.Rank{Rank: r.Rank, PID: r.PID}, err)
 			}
 			rank := agg.Rank{
 				Rank:   r.Rank,

@@ -59,7 +59,7 @@ func TestReadJSONRoundTrip(t *testing.T) {
 				t.Errorf("written again differs:\n%s\nfirst\n%s", second.String(), first.String())
 			}
 			if name == "rich" {
-				for _, want := range []string{`"startup": {`, `"init_start": "`, `"modex_via": "PMIx fence"`, `"finalize_ns": 1`, `"collectives": [`, `"local": true`} {
+				for _, want := range []string{`"startup": {`, `"init_start": "`, `"modex_via": "PMIx fence"`, `"finalize_seconds": 1e-9`, `"collectives": [`, `"local": true`} {
 					if !strings.Contains(first.String(), want) {
 						t.Errorf("json lacks %s", want)
 					}
@@ -172,5 +172,87 @@ func TestReadJSONForward(t *testing.T) {
 	}}}}, Dropped: []agg.Drop{{What: "w", Count: 1}}}
 	if g, w := normalizeAll(got), normalizeAll(want); !reflect.DeepEqual(g, w) {
 		t.Errorf("read =\n%+v\nwant\n%+v", g, w)
+	}
+}
+
+// TestReadJSONVersion0 reads a summary as mpiprobe wrote it before
+// schema_version (the agent's state dir may hold such files): the hosts of
+// a merged summary joined in "host", ranks as strings, "?" for an unknown
+// rank, -1 for an unknown rank in a communicator, durations in "*_ns".
+// Written again, it is a document of SchemaVersion with the same values.
+func TestReadJSONVersion0(t *testing.T) {
+	in := `{
+  "host": "n1,n2",
+  "start": "2025-03-01T12:00:00Z",
+  "jobs": [{"job": "9", "ranks": [
+    {"rank": "?", "pid": 5, "comm": "app", "host": "n1",
+     "end": {"state": "exited", "code": 3, "text": "exited with 3"},
+     "events": [{"event": "e", "count": 3, "message": "m", "advice": "a"}],
+     "startup": {"init_ns": 1500000000, "modex_ns": 2, "finalize_ns": 0},
+     "collectives": [{"id": 4, "size": 2, "text": "comm 4 (size 2)", "rank": -1,
+       "calls": [{"name": "MPI_Ibarrier", "calls": 2, "total_ns": 9, "max_ns": 5, "pending": 1, "completed": 1, "to_complete_ns": 7}]}]},
+    {"rank": "1", "pid": 6, "comm": "app", "host": "n2", "end": {"state": "running", "text": "running"}, "events": []}
+  ]}],
+  "dropped": [],
+  "totals": []
+}`
+	got, err := ReadJSON(strings.NewReader(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := agg.Summary{Host: "n1,n2", Start: time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC), Jobs: []agg.Job{{ID: "9", Ranks: []agg.Rank{{
+		Rank: "?", PID: 5, Comm: "app", Host: "n1",
+		End:     agg.End{Kind: agg.Exited, Code: 3},
+		Events:  []agg.EventTotal{{Event: "e", Count: 3, Message: "m", Advice: "a"}},
+		Startup: agg.Startup{Init: 1500 * time.Millisecond, Modex: 2},
+		Collectives: []agg.CommCalls{{PID: 5, Comm: agg.Comm{ID: 4, Size: 2}, Rank: -1,
+			Calls: []agg.CollCalls{{Name: "MPI_Ibarrier", Calls: 2, Total: 9, Max: 5, Pending: 1, Completed: 1, ToComplete: 7}}}},
+	}, {Rank: "1", PID: 6, Comm: "app", Host: "n2", End: agg.End{Kind: agg.Running}, Events: []agg.EventTotal{}}}}}}
+	if g, w := normalizeAll(got), normalizeAll(want); !reflect.DeepEqual(g, w) {
+		t.Errorf("read =\n%+v\nwant\n%+v", g, w)
+	}
+	var out bytes.Buffer
+	if err := WriteJSON(&out, got); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"schema_version": 1,`, `"hosts": [` + "\n    \"n1\",\n    \"n2\"\n  ],", `"rank": null,`, `"rank": 1,`,
+		`"init_seconds": 1.5,`, `"modex_seconds": 2e-9,`, `"count": 2,`, `"pending_count": 1,`, `"to_complete_seconds": 7e-9`} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("written again, lacks %s:\n%s", want, out.String())
+		}
+	}
+	again, err := ReadJSON(bytes.NewReader(out.Bytes()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g, w := normalizeAll(again), normalizeAll(want); !reflect.DeepEqual(g, w) {
+		t.Errorf("read back =\n%+v\nwant\n%+v", g, w)
+	}
+}
+
+// TestReadJSONSchema: a later schema_version is refused with a message
+// saying so (its fields may have been renamed), a document of another kind
+// is not a summary, and a document of this version with fields it does not
+// know is read.
+func TestReadJSONSchema(t *testing.T) {
+	for in, want := range map[string]string{
+		`{"schema_version": 2, "kind": "summary", "jobs": []}`: "report: read summary: schema_version 2 is newer than this mpiprobe reads (1); use a later mpiprobe",
+		`{"schema_version": 1, "kind": "jobs", "jobs": []}`:    `report: read summary: not an mpiprobe summary (kind "jobs")`,
+		`{"schema_version": 1, "kind": "summary"}`:             `report: read summary: not an mpiprobe summary (no "jobs" list)`,
+		`{"schema_version": "1", "jobs": []}`:                  "report: read summary: not an mpiprobe summary: schema_version is a JSON string, want int (at byte 22)",
+	} {
+		if _, err := ReadJSON(strings.NewReader(in)); err == nil || err.Error() != want {
+			t.Errorf("ReadJSON(%s): err = %v\nwant %s", in, err, want)
+		}
+	}
+	later := `{"schema_version": 1, "kind": "summary", "hosts": ["n1"], "gpu": {"count": 4},
+  "jobs": [{"job": "9", "ranks": [{"rank": 0, "pid": 5, "comm": "app", "host": "n1", "numa": [0],
+    "end": {"state": "running", "text": "running"}, "events": []}]}], "dropped": [], "totals": []}`
+	got, err := ReadJSON(strings.NewReader(later))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Host != "n1" || len(got.Jobs) != 1 || got.Jobs[0].Ranks[0].Rank != "0" || got.Jobs[0].Ranks[0].PID != 5 {
+		t.Errorf("read %+v", got)
 	}
 }

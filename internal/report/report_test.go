@@ -274,7 +274,7 @@ func TestWriteTableLargeJob(t *testing.T) {
 
 // fromJSON turns the decoded document back into a Summary.
 func fromJSON(d jsonSummary) agg.Summary {
-	s := agg.Summary{Host: d.Host, Start: d.Start, End: d.End}
+	s := agg.Summary{Host: strings.Join(d.Hosts, ","), Start: d.Start, End: d.End}
 	for _, j := range d.Jobs {
 		job := agg.Job{ID: j.Job}
 		for _, r := range j.Ranks {
@@ -291,7 +291,7 @@ func fromJSON(d jsonSummary) agg.Summary {
 			case "vanished":
 				end.Kind = agg.Vanished
 			}
-			rank := agg.Rank{Rank: r.Rank, PID: r.PID, Comm: r.Comm, Host: r.Host, End: end, Events: []agg.EventTotal{}}
+			rank := agg.Rank{Rank: rankString(r.Rank), PID: r.PID, Comm: r.Comm, Host: r.Host, End: end, Events: []agg.EventTotal{}}
 			for _, e := range r.Events {
 				rank.Events = append(rank.Events, agg.EventTotal(e))
 			}
@@ -347,7 +347,8 @@ func TestWriteJSON(t *testing.T) {
 
 	for _, want := range []string{
 		"\n  \"jobs\": [\n", // indent 2
-		`"job": "100"`, `"rank": "1"`, `"pid": 4102`, `"host": "node07"`,
+		"{\n  \"schema_version\": 1,\n  \"kind\": \"summary\",\n  \"hosts\": [\n    \"node07\"\n  ],\n",
+		`"job": "100"`, `"rank": 1,`, `"pid": 4102`, `"host": "node07"`,
 		`"state": "signaled"`, `"signal": 9`, `"signal_name": "SIGKILL"`, `"text": "killed by SIGKILL"`,
 		`"state": "exited"`, `"code": 0`,
 		`"event": "ob1.send_pending.new"`, `"count": 1234567`,
@@ -362,8 +363,9 @@ func TestWriteJSON(t *testing.T) {
 			t.Errorf("json lacks %s", want)
 		}
 	}
-	if strings.Contains(out, "0001-01-01") || strings.Contains(out, "null") {
-		t.Errorf("json has zero times or nulls:\n%s", out)
+	// The one null is the rank of unknown number, never "?".
+	if strings.Contains(out, "0001-01-01") || strings.Count(out, "null") != 1 || !strings.Contains(out, `"rank": null,`) || strings.Contains(out, `"rank": "`) {
+		t.Errorf("json has zero times, or nulls other than the unknown rank's, or a rank as a string:\n%s", out)
 	}
 }
 

@@ -10,21 +10,27 @@ import (
 	"github.com/mpiprobe/mpiprobe/internal/trace/tracefile"
 )
 
-// SchemaVersion is the "schema_version" of ShowJSON's output. It changes
-// only when a key is removed or changes meaning; new keys may appear.
+// SchemaVersion is the "schema_version" of ShowJSON's output, the one of
+// every mpiprobe --json document (report.SchemaVersion, docs/json.md): it
+// changes only when a key is removed, renamed or changes meaning; new keys
+// may appear.
 const SchemaVersion = 1
 
-// The JSON document of ShowJSON. Keys are snake_case, counts and times
-// (in nanoseconds) integers.
+// Kind is the "kind" of ShowJSON's output.
+const Kind = "trace_show"
+
+// The JSON document of ShowJSON, in the style of docs/json.md: keys are
+// snake_case, counts integers, durations "*_seconds" numbers.
 type jsonShow struct {
 	SchemaVersion int            `json:"schema_version"`
+	Kind          string         `json:"kind"`
 	Command       []string       `json:"command"`
 	Host          string         `json:"host"`
 	Start         time.Time      `json:"start"`
 	FormatVersion int            `json:"format_version"`
 	Complete      bool           `json:"complete"`
 	Damage        *jsonDamage    `json:"damage"`
-	Calls         int            `json:"calls"`
+	Calls         int            `json:"call_count"`
 	CallSites     []jsonSite     `json:"call_sites"`
 	Structures    []jsonGroup    `json:"structures"`
 	Ranks         []jsonRank     `json:"ranks"`
@@ -43,8 +49,8 @@ type jsonDamage struct {
 }
 
 type jsonRange struct {
-	Start int64  `json:"start"`
-	End   int64  `json:"end"`
+	Start int64  `json:"start_byte"`
+	End   int64  `json:"end_byte"`
 	Chunk int    `json:"chunk"`
 	Cause string `json:"cause"`
 }
@@ -78,28 +84,28 @@ type jsonThread struct {
 
 // jsonNode is a call, a compute burst (high detail only) or a loop.
 type jsonNode struct {
-	Call       string     `json:"call,omitempty"`
-	Compute    bool       `json:"compute,omitempty"`
-	Site       *int       `json:"site,omitempty"`
-	Iterations int        `json:"iterations,omitempty"`
-	Body       []jsonNode `json:"body,omitempty"`
-	Executions int        `json:"executions"`
-	TotalNS    *int64     `json:"total_ns,omitempty"`
+	Call         string     `json:"call,omitempty"`
+	Compute      bool       `json:"compute,omitempty"`
+	Site         *int       `json:"site,omitempty"`
+	Iterations   int        `json:"iterations,omitempty"`
+	Body         []jsonNode `json:"body,omitempty"`
+	Executions   int        `json:"executions"`
+	TotalSeconds *float64   `json:"total_seconds,omitempty"`
 }
 
 type jsonRank struct {
-	Rank      *int   `json:"rank"` // null when unknown
-	PID       int    `json:"pid"`
-	Host      string `json:"host"`
-	Job       string `json:"job"`
-	Exe       string `json:"exe"`
-	End       string `json:"end"`
-	Lost      uint64 `json:"lost_calls"`
-	Calls     int    `json:"calls"`
-	Threads   int    `json:"threads"`
-	MPINS     int64  `json:"mpi_ns"`
-	ComputeNS int64  `json:"compute_ns"`
-	Structure int    `json:"structure"` // index into structures, -1 if the rank made no call
+	Rank      *int    `json:"rank"` // null when unknown
+	PID       int     `json:"pid"`
+	Host      string  `json:"host"`
+	Job       string  `json:"job"`
+	Exe       string  `json:"exe"`
+	End       string  `json:"end"`
+	Lost      uint64  `json:"lost_call_count"`
+	Calls     int     `json:"call_count"`
+	Threads   int     `json:"thread_count"`
+	MPI       float64 `json:"mpi_seconds"`
+	Compute   float64 `json:"compute_seconds"`
+	Structure *int    `json:"structure"` // index into structures, null if the rank made no call
 }
 
 // jsonRankFull is one rank's threads with times, for --rank and --per-rank.
@@ -110,12 +116,12 @@ type jsonRankFull struct {
 }
 
 type jsonThreadFull struct {
-	TID       int32      `json:"tid"`
-	Calls     int        `json:"calls"`
-	MPINS     int64      `json:"mpi_ns"`
-	ComputeNS int64      `json:"compute_ns"`
-	Text      string     `json:"text"`
-	Tree      []jsonNode `json:"tree"`
+	TID     int32      `json:"tid"`
+	Calls   int        `json:"call_count"`
+	MPI     float64    `json:"mpi_seconds"`
+	Compute float64    `json:"compute_seconds"`
+	Text    string     `json:"text"`
+	Tree    []jsonNode `json:"tree"`
 }
 
 // ShowJSON writes what Show prints as one JSON document: the call sites,
@@ -126,6 +132,7 @@ func ShowJSON(w io.Writer, t *tracefile.Trace, opt Options) error {
 	a := Analyze(t)
 	doc := jsonShow{
 		SchemaVersion: SchemaVersion,
+		Kind:          Kind,
 		Command:       nonNil(t.Header.Command),
 		Host:          t.Header.Host,
 		Start:         t.Header.Start,
@@ -182,9 +189,9 @@ func ShowJSON(w io.Writer, t *tracefile.Trace, opt Options) error {
 	}
 	for _, i := range idx {
 		r := t.Ranks[i]
-		st, ok := structOf[i]
-		if !ok {
-			st = -1
+		var st *int
+		if gi, ok := structOf[i]; ok {
+			st = &gi
 		}
 		doc.Ranks = append(doc.Ranks, jsonRank{Rank: rankNumber(r), PID: r.PID, Host: r.Host, Job: r.Job, Exe: r.Exe,
 			End: ends[i].End, Lost: ends[i].Lost, Structure: st})
@@ -195,8 +202,8 @@ func ShowJSON(w io.Writer, t *tracefile.Trace, opt Options) error {
 		jr := perRank[s.Rank]
 		jr.Calls += s.Calls
 		jr.Threads++
-		jr.MPINS += int64(s.MPI)
-		jr.ComputeNS += int64(s.Compute)
+		jr.MPI += s.MPI.Seconds()
+		jr.Compute += s.Compute.Seconds()
 		r := t.Ranks[s.Rank]
 		if !opt.PerRank && (opt.Rank == "" || r.Rank != opt.Rank) {
 			continue
@@ -207,11 +214,12 @@ func ShowJSON(w io.Writer, t *tracefile.Trace, opt Options) error {
 			f = &doc.RankDetail[len(doc.RankDetail)-1]
 			full[s.Rank] = f
 		}
-		f.Threads = append(f.Threads, jsonThreadFull{TID: s.TID, Calls: s.Calls, MPINS: int64(s.MPI), ComputeNS: int64(s.Compute),
+		f.Threads = append(f.Threads, jsonThreadFull{TID: s.TID, Calls: s.Calls, MPI: s.MPI.Seconds(), Compute: s.Compute.Seconds(),
 			Text: a.Structure(s, opt.Detail), Tree: a.tree(s.Nodes, opt.Detail)})
 	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
 	return enc.Encode(doc)
 }
 
@@ -242,8 +250,8 @@ func (a *Analysis) tree(nodes []*loops.Node, d Detail) []jsonNode {
 		}
 		jn.Executions = nd.Execs
 		if d == High {
-			ns := int64(nd.Total*1e3 + 0.5) // weights are µs
-			jn.TotalNS = &ns
+			sec := nd.Total / 1e6 // weights are µs
+			jn.TotalSeconds = &sec
 		}
 		out = append(out, jn)
 	}

@@ -3,6 +3,7 @@ package traceview
 import (
 	"bytes"
 	"encoding/json"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -222,14 +223,14 @@ func TestShowJSON(t *testing.T) {
 	if err := ShowJSON(&out, &b.t, Options{Rank: "1", Detail: High, Damage: de}); err != nil {
 		t.Fatal(err)
 	}
-	for _, w := range []string{`"schema_version": 1,`, `"calls_written": 10,`, `"lost_calls": 2,`} {
+	for _, w := range []string{`"schema_version": 1,`, `"kind": "trace_show",`, `"calls_written": 10,`, `"lost_call_count": 2,`, `"start_byte": 100,`} {
 		if !strings.Contains(out.String(), w) {
 			t.Errorf("no %s in\n%s", w, out.String())
 		}
 	}
 	var doc struct {
 		SchemaVersion int `json:"schema_version"`
-		Calls         int `json:"calls"`
+		Calls         int `json:"call_count"`
 		Damage        struct {
 			Unreadable []struct{ Start, End, Chunk int } `json:"unreadable"`
 		} `json:"damage"`
@@ -248,10 +249,10 @@ func TestShowJSON(t *testing.T) {
 			} `json:"threads"`
 		} `json:"structures"`
 		Ranks []struct {
-			Rank      *int  `json:"rank"`
-			Calls     int   `json:"calls"`
-			MPINS     int64 `json:"mpi_ns"`
-			Structure int   `json:"structure"`
+			Rank      *int    `json:"rank"`
+			Calls     int     `json:"call_count"`
+			MPI       float64 `json:"mpi_seconds"`
+			Structure *int    `json:"structure"`
 		} `json:"ranks"`
 		RankDetail []struct {
 			Rank    *int `json:"rank"`
@@ -274,7 +275,8 @@ func TestShowJSON(t *testing.T) {
 		compact(doc.Structures[0].Threads[0].Tree[1]) != `{"iterations":3,"body":[{"call":"MPI_Allreduce","site":1,"executions":3}],"executions":1}` {
 		t.Errorf("structures %+v", doc.Structures)
 	}
-	if len(doc.Ranks) != 2 || *doc.Ranks[1].Rank != 1 || doc.Ranks[1].Calls != 4 || doc.Ranks[1].MPINS != 26 || doc.Ranks[1].Structure != 0 {
+	if len(doc.Ranks) != 2 || *doc.Ranks[1].Rank != 1 || doc.Ranks[1].Calls != 4 ||
+		math.Abs(doc.Ranks[1].MPI-26e-9) > 1e-15 || doc.Ranks[1].Structure == nil || *doc.Ranks[1].Structure != 0 {
 		t.Errorf("ranks %+v", doc.Ranks)
 	}
 	if len(doc.RankDetail) != 1 || *doc.RankDetail[0].Rank != 1 || !strings.Contains(doc.RankDetail[0].Threads[0].Text, "CPU1: 2.0 µs") {
