@@ -3,9 +3,9 @@ package main
 import (
 	"github.com/spf13/cobra"
 
+	"github.com/mpiprobe/mpiprobe/internal/probecheck"
 	"github.com/mpiprobe/mpiprobe/internal/procfs"
 	"github.com/mpiprobe/mpiprobe/internal/report"
-	"github.com/mpiprobe/mpiprobe/internal/session"
 )
 
 // newProbesCmd builds `mpiprobe probes -p PID`: every catalog entry,
@@ -33,7 +33,7 @@ func newProbesCmd() *cobra.Command {
 			}
 			var all []report.ProbeResult
 			for _, pid := range pids {
-				es, err := session.ProbeEntries(procfs.FS{Root: "/proc"}, pid, cat, debugDirs(debug, nil))
+				es, err := probecheck.Entries(procfs.FS{Root: "/proc"}, pid, cat, debugDirs(debug, nil))
 				if err != nil {
 					return err
 				}

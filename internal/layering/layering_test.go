@@ -32,7 +32,7 @@ var layers = [][]string{
 	// The kernel edge: loading, reading maps into snapshots, process events.
 	{"internal/kernel"},
 	// The modes: none imports another.
-	{"internal/session", "internal/agent", "internal/status", "internal/ps"},
+	{"internal/session", "internal/agent", "internal/status", "internal/probecheck", "internal/ps"},
 	// The command.
 	{"cmd/mpiprobe"},
 }

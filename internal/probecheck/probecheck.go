@@ -1,4 +1,4 @@
-package session
+package probecheck
 
 import (
 	"github.com/mpiprobe/mpiprobe/internal/discover"
@@ -7,12 +7,13 @@ import (
 	"github.com/mpiprobe/mpiprobe/probes"
 )
 
-// ProbeEntries attaches the catalog to the libraries one process maps, as
+// Entries attaches the catalog to the libraries one process maps, as
 // a counting session would, and returns every catalog entry with whether
 // it attached there and why not; the probes are detached again before it
 // returns. Nothing is counted: the process is not added to the traced set.
-// debugDirs are as in Config.DebugDirs.
-func ProbeEntries(pfs procfs.FS, pid int, cat probes.Catalog, debugDirs []string) ([]probes.EntryStatus, error) {
+// debugDirs are where separate debug files are looked for, as in
+// session.Config.DebugDirs.
+func Entries(pfs procfs.FS, pid int, cat probes.Catalog, debugDirs []string) ([]probes.EntryStatus, error) {
 	libs, err := discover.CheckTarget(pfs, pid)
 	if err != nil {
 		return nil, err
