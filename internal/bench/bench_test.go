@@ -11,7 +11,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"text/tabwriter"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
@@ -19,6 +18,7 @@ import (
 	"github.com/mpiprobe/mpiprobe/bpf"
 	"github.com/mpiprobe/mpiprobe/internal/discover"
 	"github.com/mpiprobe/mpiprobe/internal/mpitest"
+	"github.com/mpiprobe/mpiprobe/internal/text"
 	"github.com/mpiprobe/mpiprobe/probes"
 )
 
@@ -150,8 +150,8 @@ func BenchmarkDefaultOverhead(b *testing.B) {
 		// 64th an event (new queueing, then a pass over the queue).
 		{"flood 20x2000x2KiB, prompt receiver, free list 64", impl.Command(2, capped, flood, "-n", "2000", "-d", "0", "-r", "20"), pairs},
 	}
-	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "workload\tpairs\tuntraced median s\ttraced median s\tratio of medians\tmedian of pair ratios\tpair ratios 25%-75%\tevents per traced run (most)\t")
+	header := []string{"workload", "pairs", "untraced median s", "traced median s", "ratio of medians", "median of pair ratios", "pair ratios 25%-75%", "events per traced run (most)"}
+	var rows [][]string
 	for range b.N {
 		for _, w := range workloads {
 			var events []float64
@@ -172,12 +172,15 @@ func BenchmarkDefaultOverhead(b *testing.B) {
 				ratios[i] = traced[i] / plain[i]
 			}
 			ratio := median(traced) / median(plain)
-			fmt.Fprintf(tw, "%s\t%d\t%.4f\t%.4f\t%.3f\t%.3f\t%.3f-%.3f\t%.0f\t\n", w.name, w.pairs, median(plain), median(traced), ratio,
-				median(ratios), quantile(ratios, 0.25), quantile(ratios, 0.75), slices.Max(events))
+			rows = append(rows, []string{w.name, strconv.Itoa(w.pairs), fmt.Sprintf("%.4f", median(plain)), fmt.Sprintf("%.4f", median(traced)),
+				fmt.Sprintf("%.3f", ratio), fmt.Sprintf("%.3f", median(ratios)),
+				fmt.Sprintf("%.3f-%.3f", quantile(ratios, 0.25), quantile(ratios, 0.75)), fmt.Sprintf("%.0f", slices.Max(events))})
 			b.ReportMetric(median(ratios), "ratio-"+metricName(w.name))
 		}
 	}
-	tw.Flush()
+	if err := text.Table(os.Stdout, header, rows, 1, 2, 3, 4, 5, 6, 7); err != nil {
+		fmt.Println(err)
+	}
 }
 
 // metricName turns a workload's name into a benchmark metric unit.

@@ -3,12 +3,14 @@ package bench
 import (
 	"fmt"
 	"os"
+	"strconv"
 	"testing"
-	"text/tabwriter"
 
 	"github.com/cilium/ebpf/link"
 
 	"github.com/mpiprobe/mpiprobe/bpf"
+	"github.com/mpiprobe/mpiprobe/internal/kernel"
+	"github.com/mpiprobe/mpiprobe/internal/text"
 )
 
 // runOrder is the order in which interleave runs the variants of a round.
@@ -84,20 +86,25 @@ func (p perCall) ratioColumn(header string) column {
 // printTable prints, on stdout, a row per variant: its name, runs and median
 // µs per call, then cols.
 func (p perCall) printTable(title string, cols ...column) {
-	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "%s\truns\tµs per call (median)\t", title)
+	header := []string{title, "runs", "µs per call (median)"}
 	for _, c := range cols {
-		fmt.Fprintf(tw, "%s\t", c.header)
+		header = append(header, c.header)
 	}
-	fmt.Fprintln(tw)
+	var rows [][]string
 	for v, name := range p.names {
-		fmt.Fprintf(tw, "%s\t%d\t%.3f\t", name, len(p.times[v]), p.us(v))
+		row := []string{name, strconv.Itoa(len(p.times[v])), fmt.Sprintf("%.3f", p.us(v))}
 		for _, c := range cols {
-			fmt.Fprintf(tw, c.format+"\t", c.value(v))
+			row = append(row, fmt.Sprintf(c.format, c.value(v)))
 		}
-		fmt.Fprintln(tw)
+		rows = append(rows, row)
 	}
-	tw.Flush()
+	right := make([]int, 0, len(header)-1)
+	for i := 1; i < len(header); i++ {
+		right = append(right, i)
+	}
+	if err := text.Table(os.Stdout, header, rows, right...); err != nil {
+		fmt.Println(err)
+	}
 }
 
 // loadObjects loads mpiprobe's BPF objects, closed when the benchmark
@@ -105,7 +112,7 @@ func (p perCall) printTable(title string, cols ...column) {
 func loadObjects(b *testing.B) *bpf.MpiprobeObjects {
 	b.Helper()
 	objs := new(bpf.MpiprobeObjects)
-	if err := bpf.LoadMpiprobeObjects(objs, nil); err != nil {
+	if err := kernel.Load(objs, kernel.Options{}); err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { objs.Close() })
