@@ -53,17 +53,29 @@ const uprobesPage = "[uprobes]"
 // function. Internal functions of the libraries (progress threads,
 // libevent) are not calls: a thread whose frames are only those is not in
 // an MPI call.
+//
+// MPI_Init and MPI_Finalize may leave no frame of their own: Open MPI's
+// MPI_Finalize tail-calls ompi_mpi_finalize, so a rank waiting there shows
+// "usleep <- ompi_mpi_finalize <- main". The library functions that
+// implement them (entryCalls) stand for the call when no API frame is
+// found.
 func findCall(frames []symbolize.Site, pcs []uint64) inMPI {
 	out := inMPI{API: -1}
+	entry, entryAt := "", -1
 	for i, f := range frames {
 		if !apiLibrary(f.Object) {
 			continue
 		}
-		name, ok := probes.APIName(f.Function)
-		if !ok {
+		if name, ok := probes.APIName(f.Function); ok {
+			out.Call, out.API = name, i
 			continue
 		}
-		out.Call, out.API = name, i
+		if name, ok := entryCalls[f.Function]; ok {
+			entry, entryAt = name, i
+		}
+	}
+	if out.API < 0 && entryAt >= 0 {
+		out.Call, out.API = entry, entryAt
 	}
 	if out.API >= 0 && out.API+1 < len(frames) && frames[out.API+1].Object == uprobesPage {
 		out.Hidden = true
@@ -79,6 +91,19 @@ func findCall(frames []symbolize.Site, pcs []uint64) inMPI {
 		}
 	}
 	return out
+}
+
+// entryCalls are the library functions that implement MPI_Init and
+// MPI_Finalize, reached by a tail call that leaves no frame of the API
+// function: Open MPI's, and MPICH's (whose API functions usually stay on
+// the stack).
+var entryCalls = map[string]string{
+	"ompi_mpi_init":     "MPI_Init",
+	"ompi_mpi_finalize": "MPI_Finalize",
+	"MPII_Init_thread":  "MPI_Init",
+	"MPII_Finalize":     "MPI_Finalize",
+	"MPIR_Init_impl":    "MPI_Init",
+	"MPIR_Finalize":     "MPI_Finalize",
 }
 
 // siteText renders a call site: "main+0x1e4 (hang.c:32)", or the object

@@ -63,6 +63,37 @@ func TestFindCall(t *testing.T) {
 			want: inMPI{Call: "MPI_Barrier", API: 5, Site: "main+0x1e4 (hang.c:32)", SitePC: 0x7006},
 		},
 		{
+			// MPI_Finalize tail-calls ompi_mpi_finalize: no API frame.
+			name: "Open MPI finalize without its API frame",
+			frames: []symbolize.Site{
+				fn(libC, "usleep", 0x30),
+				fn(libMPI, "ompi_mpi_finalize", 0x1b7),
+				mainAt,
+				fn(libC, "__libc_start_call_main", 0x7a),
+			},
+			want: inMPI{Call: "MPI_Finalize", API: 1, Site: "main+0x1e4 (hang.c:32)", SitePC: 0x3002},
+		},
+		{
+			name: "Open MPI init without its API frame",
+			frames: []symbolize.Site{
+				fn(libC, "usleep", 0x30),
+				fn(libMPI, "ompi_mpi_init", 0x4a0),
+				mainAt,
+			},
+			want: inMPI{Call: "MPI_Init", API: 1, Site: "main+0x1e4 (hang.c:32)", SitePC: 0x3002},
+		},
+		{
+			// An API frame wins over the implementation below it.
+			name: "MPICH finalize with its API frame",
+			frames: []symbolize.Site{
+				fn(libMPICH, "MPID_Progress_wait", 0x61),
+				fn(libMPICH, "MPII_Finalize", 0x90),
+				fn(libMPICH, "PMPI_Finalize", 0x22),
+				mainAt,
+			},
+			want: inMPI{Call: "MPI_Finalize", API: 2, Site: "main+0x1e4 (hang.c:32)", SitePC: 0x4003},
+		},
+		{
 			name: "MPICH allreduce",
 			frames: []symbolize.Site{
 				fn(libMPICH, "MPID_Progress_wait", 0x61),

@@ -96,6 +96,10 @@ type Rank struct {
 	// Counts are the collective calls per communicator, from a
 	// --collectives session; nil without history.
 	Counts []CommCount `json:"counts,omitempty"`
+	// Unreadable says why the rank's state is unknown: its main thread is
+	// in no MPI call that could be seen, and its stack could not be
+	// unwound. "" when the state is known.
+	Unreadable string `json:"unreadable,omitempty"`
 	// Library is the MPI library and its build; Note says when its
 	// communicator layout is unknown.
 	Library string `json:"library,omitempty"`
@@ -239,6 +243,15 @@ func Collect(ctx context.Context, cfg Config) (Result, error) {
 			r.Counts = counts(hist)
 		}
 		for tid, t := range last[pid] {
+			before, seen := first[pid][tid]
+			if unreadable(t) && seen && !unreadable(before) && calls[tid] == 0 {
+				// The thread entered no MPI call during the window: it
+				// is where the first sample saw it.
+				t = before
+			}
+			if unreadable(t) && tid == pid {
+				r.Unreadable = fmt.Sprintf("its stack could not be unwound (%v)", t.unwindErr)
+			}
 			if t.in.Call == "" && t.unwindErr != nil && len(t.frames) > 0 && apiLibrary(t.frames[0].Object) {
 				res.Notes = append(res.Notes, fmt.Sprintf("rank %s (pid %d) thread %d is in %s but its stack could not be followed (%v): it may be inside an MPI call",
 					id.Rank, pid, tid, path.Base(t.frames[0].Object), t.unwindErr))
@@ -270,9 +283,10 @@ func Collect(ctx context.Context, cfg Config) (Result, error) {
 					}
 				}
 			}
-			before, seen := first[pid][tid]
 			switch {
-			case calls[tid] > 0 || !seen || before.in.Call != t.in.Call || before.in.SitePC != t.in.SitePC:
+			case calls[tid] > 0:
+				th.Moving = true
+			case seen && !unreadable(before) && (before.in.Call != t.in.Call || before.in.SitePC != t.in.SitePC):
 				th.Moving = true
 			default:
 				th.Since, th.AtLeast = watched, true
@@ -296,6 +310,9 @@ func Collect(ctx context.Context, cfg Config) (Result, error) {
 
 			}
 			r.Threads = append(r.Threads, th)
+		}
+		if len(r.Threads) > 0 {
+			r.Unreadable = ""
 		}
 		slices.SortFunc(r.Threads, func(a, b Thread) int { return a.TID - b.TID })
 		if len(r.Threads) > 1 {
@@ -502,10 +519,11 @@ func hangRank(r Rank) hang.Rank {
 	var best *Thread
 	for i := range r.Threads {
 		t := &r.Threads[i]
-		if best == nil || t.Since > best.Since {
+		if best == nil || betterThread(t, best) {
 			best = t
 		}
 	}
+	h.Unreadable = r.Unreadable
 	if best != nil {
 		call := &hang.Call{Name: best.Call, Comm: best.Comm, Seq: best.Seq, Peer: -1,
 			Since: best.Since, AtLeast: best.AtLeast, Site: best.Site}
@@ -516,6 +534,23 @@ func hangRank(r Rank) hang.Rank {
 	}
 	return h
 }
+
+// betterThread reports whether a stands for its rank rather than b: a
+// thread that stays in its call before one that moves, then one inside
+// longer, then one in a collective (what the other ranks wait for).
+func betterThread(a, b *Thread) bool {
+	if a.Moving != b.Moving {
+		return !a.Moving
+	}
+	if a.Since != b.Since {
+		return a.Since > b.Since
+	}
+	return a.Comm != nil && hang.IsCollective(a.Call) && !(b.Comm != nil && hang.IsCollective(b.Call))
+}
+
+// unreadable reports whether a sample of a thread says nothing: no MPI call
+// found because its stack could not be unwound.
+func unreadable(t thread) bool { return t.in.Call == "" && t.unwindErr != nil }
 
 // frameText renders one frame for --verbose and JSON.
 func frameText(s symbolize.Site) string {
