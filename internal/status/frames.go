@@ -66,7 +66,7 @@ func findCall(frames []symbolize.Site, pcs []uint64) inMPI {
 		if !apiLibrary(f.Object) {
 			continue
 		}
-		if name, ok := probes.APIName(f.Function); ok {
+		if name, ok := apiName(f.Function); ok {
 			out.Call, out.API = name, i
 			continue
 		}
@@ -91,6 +91,19 @@ func findCall(frames []symbolize.Site, pcs []uint64) inMPI {
 		}
 	}
 	return out
+}
+
+// apiName is the MPI call a function of an API library implements:
+// probes.APIName, and Open MPI's Fortran bindings, which the symbolizer
+// names ompi_barrier_f rather than their aliases mpi_barrier_.
+func apiName(fn string) (string, bool) {
+	if name, ok := probes.APIName(fn); ok {
+		return name, true
+	}
+	if mid, ok := strings.CutPrefix(fn, "ompi_"); ok && strings.HasSuffix(mid, "_f") {
+		return probes.APIName("mpi_" + strings.TrimSuffix(mid, "_f") + "_")
+	}
+	return "", false
 }
 
 // entryCalls are the library functions that implement MPI_Init and

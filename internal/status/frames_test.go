@@ -94,6 +94,16 @@ func TestFindCall(t *testing.T) {
 			want: inMPI{Call: "MPI_Finalize", API: 2, Site: "main+0x1e4 (hang.c:32)", SitePC: 0x4003},
 		},
 		{
+			// Open MPI's Fortran binding, symbolized by its real name.
+			name: "Open MPI Fortran binding",
+			frames: []symbolize.Site{
+				fn(libMPI, "PMPI_Barrier", 0x5d),
+				fn("/usr/lib/x86_64-linux-gnu/libmpi_mpifh.so.40", "ompi_barrier_f", 0x13),
+				mainAt,
+			},
+			want: inMPI{Call: "MPI_Barrier", API: 1, Site: "main+0x1e4 (hang.c:32)", SitePC: 0x3002},
+		},
+		{
 			name: "MPICH allreduce",
 			frames: []symbolize.Site{
 				fn(libMPICH, "MPID_Progress_wait", 0x61),
