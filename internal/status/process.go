@@ -3,6 +3,7 @@ package status
 import (
 	"debug/elf"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"os"
 	"path"
@@ -205,6 +206,13 @@ func (p *process) stack(tid int, regs unwind.Regs, patches []patch, res *symboli
 	t := thread{tid: tid, regs: regs}
 	mem := p.threadMemory(patches)
 	t.pcs, t.unwindErr = unwind.Stack(regs, p.module, unwind.Memory(mem), maxFrames)
+	if t.unwindErr == nil && len(t.pcs) == 1 {
+		// No thread's stack is one frame deep: the registers are from
+		// the thread's last entry into the kernel and the stack has
+		// moved on since (a thread spinning in a timer leaf whose return
+		// address slot was reused). The sample is retried.
+		t.unwindErr = errTorn
+	}
 	for i, pc := range t.pcs {
 		addr := pc
 		if i == 0 {
@@ -225,6 +233,9 @@ func (p *process) stack(tid int, regs unwind.Regs, patches []patch, res *symboli
 	}
 	return t
 }
+
+// errTorn says a stack ended after its first frame.
+var errTorn = errors.New("unwind: the stack ends after one frame (registers and stack read at different moments)")
 
 // maxScan bounds the stack bytes read to find a communicator.
 const maxScan = 64 << 10

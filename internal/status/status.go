@@ -286,8 +286,11 @@ func Collect(ctx context.Context, cfg Config) (Result, error) {
 			switch {
 			case calls[tid] > 0:
 				th.Moving = true
+				cfg.Log.Debug("thread entered MPI calls during the window", "pid", pid, "tid", tid, "calls", calls[tid])
 			case seen && !unreadable(before) && (before.in.Call != t.in.Call || before.in.SitePC != t.in.SitePC):
 				th.Moving = true
+				cfg.Log.Debug("thread changed calls during the window", "pid", pid, "tid", tid,
+					"before", before.in.Call, "now", t.in.Call, "before_site", before.in.Site, "unwind_before", before.unwindErr, "stack_before", stackText(before))
 			default:
 				th.Since, th.AtLeast = watched, true
 			}
@@ -558,6 +561,19 @@ func frameText(s symbolize.Site) string {
 		return "?"
 	}
 	return siteText(s) + " in " + s.Object
+}
+
+// stackText renders a sampled stack for debug messages.
+func stackText(t thread) string {
+	var fs []string
+	for i, f := range t.frames {
+		s := frameText(f)
+		if i < len(t.pcs) {
+			s += fmt.Sprintf(" [%#x]", t.pcs[i])
+		}
+		fs = append(fs, s)
+	}
+	return strings.Join(fs, " <- ")
 }
 
 // gone reports whether a process no longer exists.
