@@ -126,7 +126,7 @@ func commMatches(want, name string) bool {
 //	                                       R is a member absent from C, which A,B wait in
 //	finalized rank=R call=C waiting=A,B    the same, R being in MPI_Finalize without C
 //	mismatch ranks=A,B [call=C] [comm=K]   A and B are sides of a mismatch (C one of its calls)
-//	rank R call=C|none [peer=P|any] [tag=T] the rank table's facts for R
+//	rank R call=C|none [comm=K] [peer=P|any] [tag=T] the rank table's facts for R
 //	suspect rank=R                         R is among the ranks that block progress
 //	lead rank=R                            the verdict names R first
 func check(st statusJSON, e string) string {
@@ -176,6 +176,9 @@ func check(st statusJSON, e string) string {
 			}
 			if rk.Call != want {
 				return fmt.Sprintf("rank %d is in %q, want %q", r, rk.Call, want)
+			}
+			if cm, ok := f["comm"]; ok && (rk.Comm == nil || !commMatches(cm, rk.Comm.Name)) {
+				return fmt.Sprintf("rank %d: communicator %+v, want %s", r, rk.Comm, cm)
 			}
 			if p, ok := f["peer"]; ok {
 				wantPeer := -2

@@ -147,10 +147,13 @@ func mapsEqual(a, b map[string]uint64) bool {
 type statusJSON struct {
 	History []int `json:"history_sessions"`
 	Ranks   []struct {
-		Rank       int    `json:"rank"`
-		PID        int    `json:"pid"`
-		Ended      string `json:"ended"`
-		Call       string `json:"call"`
+		Rank  int    `json:"rank"`
+		PID   int    `json:"pid"`
+		Ended string `json:"ended"`
+		Call  string `json:"call"`
+		Comm  *struct {
+			Name string `json:"name"`
+		} `json:"comm"`
 		Site       string `json:"site"`
 		Peer       *int   `json:"peer"`
 		Tag        *int   `json:"tag"`
