@@ -25,6 +25,9 @@ type Call struct {
 	// progress when observation began. The verdict then says "for at least".
 	AtLeast bool
 	Site    string // application call site ("main+0x1e4 (app.c:32)"), "" if unknown
+	// Waits are the point-to-point operations the call waits for, read
+	// from the library or inferred (see waitfor.go); nil if unknown.
+	Waits []Wait
 }
 
 // Rank is one rank's state.
@@ -73,6 +76,10 @@ type Report struct {
 	Divergent []Divergence
 	// Threshold is the minWait the report was made with.
 	Threshold time.Duration
+	// Edges is the wait-for graph of the ranks blocked in point-to-point
+	// calls, Cycles its cycles (see waitfor.go).
+	Edges  []Edge
+	Cycles [][]Edge
 }
 
 // rstate is Diagnose's view of one rank.
@@ -90,6 +97,7 @@ type rstate struct {
 
 // diag holds the normalised input of Diagnose.
 type diag struct {
+	input   []Rank
 	minWait time.Duration
 	ranks   []*rstate // sorted by rank
 	byN     map[int]*rstate
@@ -157,11 +165,13 @@ func Diagnose(ranks []Rank, minWait time.Duration) Report {
 		}
 	}
 	rep.Verdict = strings.Join(clauses, "; ")
+	withWaitFor(ranks, minWait, &rep)
 	return rep
 }
 
 func newDiag(in []Rank, minWait time.Duration) *diag {
 	d := &diag{
+		input:   in,
 		minWait: minWait,
 		byN:     make(map[int]*rstate),
 		members: make(map[commKey][]int),
@@ -602,6 +612,9 @@ func (d *diag) cycles() [][]int {
 
 // cycleClauses names the cycles: "ranks 0 and 1 wait on each other".
 func (d *diag) cycleClauses() []string {
+	if hasWaits(d.input) && len(BuildWaitFor(d.input, d.minWait).Cycles) > 0 {
+		return nil // withWaitFor states them
+	}
 	cs := d.cycles()
 	var out []string
 	for i, c := range cs {
