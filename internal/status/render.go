@@ -54,6 +54,9 @@ func Write(w io.Writer, r Result, verbose bool) error {
 			if t.Via != "" {
 				in += " in " + t.Via
 			}
+			if len(t.Waits) > 0 {
+				in += " " + waitsText(t.Call, t.Waits)
+			}
 			if len(rk.Threads) > 1 {
 				in += fmt.Sprintf(" (thread %d)", t.TID)
 			}

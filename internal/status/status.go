@@ -81,6 +81,9 @@ type Thread struct {
 	Stack []string `json:"stack,omitempty"`
 	// Note says what could not be read.
 	Note string `json:"note,omitempty"`
+	// Waits are the point-to-point requests the call waits for, read
+	// from the library (see p2p.go); nil if none was found.
+	Waits []hang.Wait `json:"waits,omitempty"`
 }
 
 // Rank is one rank's state.
@@ -270,6 +273,7 @@ func Collect(ctx context.Context, cfg Config) (Result, error) {
 					}
 				}
 			}
+			addWaits(&th, t, p, &res)
 			before, seen := first[pid][tid]
 			switch {
 			case calls[tid] > 0 || !seen || before.in.Call != t.in.Call || before.in.SitePC != t.in.SitePC:
@@ -509,6 +513,9 @@ func hangRank(r Rank) hang.Rank {
 	if best != nil {
 		call := &hang.Call{Name: best.Call, Comm: best.Comm, Seq: best.Seq, Peer: -1,
 			Since: best.Since, AtLeast: best.AtLeast, Site: best.Site}
+		if len(best.Waits) > 0 {
+			call.Waits, call.Peer = best.Waits, waitsPeer(best.Waits)
+		}
 		if best.Moving {
 			call.Since = 0
 		}

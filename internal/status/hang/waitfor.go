@@ -30,19 +30,19 @@ const (
 // (rendezvous) waits for its peer's receive.
 type Wait struct {
 	// Send is set for a send; else the operation is a receive.
-	Send bool
+	Send bool `json:"send,omitempty"`
 	// Peer is the peer's rank in WORLD, AnySource, or PeerUnknown.
-	Peer int
+	Peer int `json:"peer"`
 	// CommPeer is the peer's rank in Comm when it is known there but not
 	// in WORLD (Peer is then PeerUnknown); -1 otherwise.
-	CommPeer int
+	CommPeer int `json:"comm_peer"`
 	// Tag is the tag, AnyTag or TagUnknown.
-	Tag int
+	Tag int `json:"tag"`
 	// Comm is the request's communicator, nil if unknown.
-	Comm *agg.Comm
+	Comm *agg.Comm `json:"comm,omitempty"`
 	// Known says the peer was read from the library's state (the request
 	// object); otherwise it is inferred from the call alone.
-	Known bool
+	Known bool `json:"known"`
 }
 
 // Edge is one "waits for" relation: rank From is blocked in Call until
