@@ -448,3 +448,42 @@ func addWaits(th *Thread, t thread, p *process, res *Result) {
 		res.Notes = append(res.Notes, n)
 	}
 }
+
+// resolveCommPeers turns peers known only as ranks of a communicator into
+// WORLD ranks, from the ranks observed here: the one rank whose thread is
+// in a call on the same communicator with that rank in it. It returns the
+// ranks as package hang sees them.
+func resolveCommPeers(rs []Rank) []hang.Rank {
+	type key struct {
+		comm agg.Comm
+		rank int
+	}
+	owners := map[key][]int{}
+	for _, r := range rs {
+		for _, t := range r.Threads {
+			if t.Comm != nil && !t.Comm.Local && t.commRank >= 0 && r.Rank >= 0 {
+				k := key{*t.Comm, t.commRank}
+				if !slices.Contains(owners[k], r.Rank) {
+					owners[k] = append(owners[k], r.Rank)
+				}
+			}
+		}
+	}
+	out := make([]hang.Rank, 0, len(rs))
+	for i := range rs {
+		for j := range rs[i].Threads {
+			ws := rs[i].Threads[j].Waits
+			for k := range ws {
+				w := &ws[k]
+				if w.Peer != hang.PeerUnknown || w.CommPeer < 0 || w.Comm == nil || w.Comm.Local {
+					continue
+				}
+				if o := owners[key{*w.Comm, w.CommPeer}]; len(o) == 1 {
+					w.Peer = o[0]
+				}
+			}
+		}
+		out = append(out, hangRank(rs[i]))
+	}
+	return out
+}

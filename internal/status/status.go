@@ -84,6 +84,8 @@ type Thread struct {
 	// Waits are the point-to-point requests the call waits for, read
 	// from the library (see p2p.go); nil if none was found.
 	Waits []hang.Wait `json:"waits,omitempty"`
+	// commRank is the thread's rank in Comm, -1 if unknown.
+	commRank int
 }
 
 // Rank is one rank's state.
@@ -265,9 +267,10 @@ func Collect(ctx context.Context, cfg Config) (Result, error) {
 			case t.unwindErr != nil && t.in.Site == "":
 				th.Note = t.unwindErr.Error()
 			}
+			th.commRank = -1
 			if p != nil && t.comm != 0 {
-				if c, _, ok := p.comms.comm(t.comm); ok {
-					th.Comm = &c
+				if c, cr, ok := p.comms.comm(t.comm); ok {
+					th.Comm, th.commRank = &c, cr
 					if c.Name == "" {
 						th.CommName = p.comms.userName(t.comm)
 					}
@@ -314,6 +317,7 @@ func Collect(ctx context.Context, cfg Config) (Result, error) {
 		}
 		return a.PID - b.PID
 	})
+	hr = resolveCommPeers(res.Ranks)
 	res.Report = hang.Diagnose(hr, cfg.MinWait)
 	return res, nil
 }

@@ -329,6 +329,41 @@ func waitForClauses(in []Rank, g WaitFor) (cycles, others []string) {
 		from[e.From] = true
 	}
 	n := 0
+	anyTo := map[int][]int{}
+	var anyFrom []int
+	for _, e := range g.Edges {
+		if e.Any && !inCycle[e.From] {
+			if anyTo[e.From] == nil {
+				anyFrom = append(anyFrom, e.From)
+			}
+			anyTo[e.From] = append(anyTo[e.From], e.To)
+		}
+	}
+	for _, f := range anyFrom {
+		// A receive from any source: say what the ranks it may wait for
+		// are doing when none of them is blocked in a point-to-point call.
+		var e Edge
+		var states []string
+		for _, x := range g.Edges {
+			if x.From == f && x.Any {
+				e = x
+				if from[x.To] {
+					states = nil
+					break
+				}
+				states = append(states, fmt.Sprintf("rank %d %s", x.To, peerState(byN[x.To])))
+			}
+		}
+		if len(states) == 0 || n == maxItems {
+			continue
+		}
+		n++
+		s := strings.Replace(edgeText(e), fmt.Sprintf("waits for %d (", e.To), "waits for any rank (", 1)
+		if len(states) > maxItems {
+			states = append(states[:maxItems], fmt.Sprintf("%d more", len(states)-maxItems))
+		}
+		others = append(others, s+", and "+strings.Join(states, ", "))
+	}
 	for _, e := range g.Edges {
 		if e.Any || inCycle[e.From] || from[e.To] {
 			continue
