@@ -11,6 +11,7 @@ import (
 	"github.com/mpiprobe/mpiprobe/internal/discover"
 	"github.com/mpiprobe/mpiprobe/internal/elfx"
 	"github.com/mpiprobe/mpiprobe/internal/procfs"
+	"github.com/mpiprobe/mpiprobe/internal/status/hang"
 	"github.com/mpiprobe/mpiprobe/internal/status/unwind"
 	"github.com/mpiprobe/mpiprobe/internal/symbolize"
 	"github.com/mpiprobe/mpiprobe/probes"
@@ -51,6 +52,8 @@ type process struct {
 	comms commReader
 	// lib is the MPI C library's path and build id.
 	lib, build string
+	// p2p reads point-to-point requests (p2p.go).
+	p2p p2pReader
 }
 
 func openProcess(fs procfs.FS, pid int, files *tables) (*process, error) {
@@ -78,6 +81,7 @@ func openProcess(fs procfs.FS, pid int, files *tables) (*process, error) {
 		}
 		break
 	}
+	p.p2p = newP2PReader(p)
 	return p, nil
 }
 
@@ -171,6 +175,8 @@ type thread struct {
 	in     inMPI
 	// comm is the communicator object the call works on, 0 if unknown.
 	comm uint64
+	// waits are the point-to-point requests the call waits for (p2p.go).
+	waits []hang.Wait
 	// unwindErr says why the stack could not be followed to its end.
 	unwindErr error
 }
@@ -230,6 +236,7 @@ func (p *process) stack(tid int, regs unwind.Regs, patches []patch, res *symboli
 	t.in = findCall(t.frames, t.pcs)
 	if t.in.Call != "" {
 		t.comm = p.commOnStack(mem, regs.SP, t.in.SitePC)
+		t.waits = p.requestsOnStack(mem, regs.SP, t.in.SitePC, t.in.Call, t.comm)
 	}
 	return t
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/mpiprobe/mpiprobe/agg"
 	"github.com/mpiprobe/mpiprobe/internal/ranks"
+	"github.com/mpiprobe/mpiprobe/internal/status/hang"
 	"github.com/mpiprobe/mpiprobe/internal/text"
 )
 
@@ -53,6 +54,9 @@ func Write(w io.Writer, r Result, verbose bool) error {
 			}
 			if t.Via != "" {
 				in += " in " + t.Via
+			}
+			if len(t.Waits) > 0 {
+				in += " " + waitsText(t.Call, t.Waits)
 			}
 			if len(rk.Threads) > 1 {
 				in += fmt.Sprintf(" (thread %d)", t.TID)
@@ -202,6 +206,8 @@ type jsonRank struct {
 	Moving       bool        `json:"moving,omitempty"`
 	Ended        string      `json:"ended"`
 	Unreadable   string      `json:"unreadable,omitempty"`
+	Peer         *int        `json:"peer,omitempty"`
+	Tag          *int        `json:"tag,omitempty"`
 	Threads      []Thread    `json:"threads"`
 	Counts       []CommCount `json:"counts,omitempty"`
 	Library      string      `json:"library,omitempty"`
@@ -240,6 +246,16 @@ type jsonDiv struct {
 	Others uint64   `json:"others"`
 }
 
+// waitsTag is the tag all of ws wait with, if they agree.
+func waitsTag(ws []hang.Wait) (int, bool) {
+	for _, w := range ws[1:] {
+		if w.Tag != ws[0].Tag {
+			return 0, false
+		}
+	}
+	return ws[0].Tag, true
+}
+
 // orEmpty makes a nil slice an empty JSON array.
 func orEmpty[T any](s []T) []T {
 	if s == nil {
@@ -256,7 +272,7 @@ func WriteJSON(w io.Writer, r Result) error {
 	out := jsonResult{
 		SchemaVersion: SchemaVersion, Host: r.Host, WindowSeconds: r.Window.Seconds(), History: r.History,
 		Verdict: rep.Verdict, Waiting: orEmpty(rep.Waiting), Odd: orEmpty(rep.Odd), Suspects: orEmpty(rep.Suspects),
-		Lead: orEmpty(rep.Lead), Cycles: orEmpty(rep.Cycles), Notes: r.Notes,
+		Lead: orEmpty(rep.Lead), Cycles: [][]int{}, Notes: r.Notes,
 		Ranks: []jsonRank{}, Mismatches: []jsonMismatch{}, Absent: []jsonAbsence{}, Divergent: []jsonDiv{},
 	}
 	for _, rk := range r.Ranks {
@@ -271,8 +287,18 @@ func WriteJSON(w io.Writer, r Result) error {
 		if best != nil && rk.Ended == "" {
 			jr.Call, jr.Via, jr.Comm, jr.Seq, jr.Site = best.Call, best.Via, best.Comm, best.Seq, best.Site
 			jr.SinceSeconds, jr.AtLeast, jr.Moving = best.Since.Seconds(), best.AtLeast, best.Moving
+			if len(best.Waits) > 0 {
+				peer := waitsPeer(best.Waits)
+				jr.Peer = &peer
+				if tag, ok := waitsTag(best.Waits); ok {
+					jr.Tag = &tag
+				}
+			}
 		}
 		out.Ranks = append(out.Ranks, jr)
+	}
+	for _, c := range rep.Cycles {
+		out.Cycles = append(out.Cycles, hang.CycleRanks(c))
 	}
 	for _, m := range rep.Mismatches {
 		jm := jsonMismatch{Comm: m.Comm}

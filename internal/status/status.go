@@ -81,6 +81,11 @@ type Thread struct {
 	Stack []string `json:"stack,omitempty"`
 	// Note says what could not be read.
 	Note string `json:"note,omitempty"`
+	// Waits are the point-to-point requests the call waits for, read
+	// from the library (see p2p.go); nil if none was found.
+	Waits []hang.Wait `json:"waits,omitempty"`
+	// commRank is the thread's rank in Comm, -1 if unknown.
+	commRank int
 }
 
 // Rank is one rank's state.
@@ -275,14 +280,16 @@ func Collect(ctx context.Context, cfg Config) (Result, error) {
 			case t.unwindErr != nil && t.in.Site == "":
 				th.Note = t.unwindErr.Error()
 			}
+			th.commRank = -1
 			if p != nil && t.comm != 0 {
-				if c, _, ok := p.comms.comm(t.comm); ok {
-					th.Comm = &c
+				if c, cr, ok := p.comms.comm(t.comm); ok {
+					th.Comm, th.commRank = &c, cr
 					if c.Name == "" {
 						th.CommName = p.comms.userName(t.comm)
 					}
 				}
 			}
+			addWaits(&th, t, p, &res)
 			switch {
 			case calls[tid] > 0:
 				th.Moving = true
@@ -330,6 +337,7 @@ func Collect(ctx context.Context, cfg Config) (Result, error) {
 		}
 		return a.PID - b.PID
 	})
+	hr = resolveCommPeers(res.Ranks)
 	res.Report = hang.Diagnose(hr, cfg.MinWait)
 	return res, nil
 }
@@ -530,6 +538,9 @@ func hangRank(r Rank) hang.Rank {
 	if best != nil {
 		call := &hang.Call{Name: best.Call, Comm: best.Comm, Seq: best.Seq, Peer: -1,
 			Since: best.Since, AtLeast: best.AtLeast, Site: best.Site}
+		if len(best.Waits) > 0 {
+			call.Waits, call.Peer = best.Waits, waitsPeer(best.Waits)
+		}
 		if best.Moving {
 			call.Since = 0
 		}

@@ -28,6 +28,9 @@ type Call struct {
 	// Args are the collective's root, count and datatype when they were
 	// read at entry; nil if unknown.
 	Args *Args
+	// Waits are the point-to-point operations the call waits for, read
+	// from the library or inferred (see waitfor.go); nil if unknown.
+	Waits []Wait
 }
 
 // Rank is one rank's state.
@@ -92,9 +95,10 @@ type Report struct {
 	// Absent lists, for every group of ranks blocked in one collective,
 	// the members of its communicator that are not in it.
 	Absent []Absence
-	// Cycles are the ranks that wait on each other, each starting at its
-	// lowest rank.
-	Cycles [][]int
+	// Edges is the wait-for graph of the ranks blocked in point-to-point
+	// calls, Cycles its cycles (see waitfor.go).
+	Edges  []Edge
+	Cycles [][]Edge
 }
 
 // rstate is Diagnose's view of one rank.
@@ -113,6 +117,7 @@ type rstate struct {
 
 // diag holds the normalised input of Diagnose.
 type diag struct {
+	input   []Rank
 	minWait time.Duration
 	ranks   []*rstate // sorted by rank
 	byN     map[int]*rstate
@@ -164,7 +169,6 @@ func Diagnose(ranks []Rank, minWait time.Duration) Report {
 		case len(gs) > 0 && gs[0].local:
 			clauses = d.localVerdict(gs[0])
 			clauses = append(clauses, d.cycleClauses()...)
-			rep.Cycles = d.cycles()
 		default:
 			clauses = d.blockedVerdict(&rep, gs)
 			if len(gs) > 0 {
@@ -181,11 +185,14 @@ func Diagnose(ranks []Rank, minWait time.Duration) Report {
 		}
 	}
 	rep.Verdict = strings.Join(clauses, "; ")
+	withWaitFor(ranks, minWait, &rep)
+	addCycles(ranks, &rep)
 	return rep
 }
 
 func newDiag(in []Rank, minWait time.Duration) *diag {
 	d := &diag{
+		input:   in,
 		minWait: minWait,
 		byN:     make(map[int]*rstate),
 		members: make(map[commKey][]int),
@@ -599,6 +606,9 @@ func (d *diag) cycles() [][]int {
 
 // cycleClauses names the cycles: "ranks 0 and 1 wait on each other".
 func (d *diag) cycleClauses() []string {
+	if hasWaits(d.input) && len(BuildWaitFor(d.input, d.minWait).Cycles) > 0 {
+		return nil // withWaitFor states them
+	}
 	cs := d.cycles()
 	var out []string
 	for i, c := range cs {

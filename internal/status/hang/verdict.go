@@ -271,7 +271,6 @@ func (d *diag) blockedVerdict(rep *Report, gs []*group) []string {
 		for _, n := range c {
 			suspects[n] = true
 		}
-		rep.Cycles = append(rep.Cycles, c)
 	}
 	clauses = append(clauses, d.cycleClauses()...)
 	// Blocked ranks outside any collective group: point-to-point and
@@ -330,6 +329,37 @@ func (d *diag) blockedVerdict(rep *Report, gs []*group) []string {
 	}
 	rep.Suspects = slices.Sorted(mapKeys(suspects))
 	return clauses
+}
+
+// CycleRanks returns the ranks of a cycle of the wait-for graph, in order.
+func CycleRanks(c []Edge) []int {
+	out := make([]int, len(c))
+	for i, e := range c {
+		out[i] = e.From
+	}
+	return out
+}
+
+// addCycles makes the ranks of the wait-for graph's cycles suspects, and,
+// when the verdict starts with them (the library's requests were read),
+// the ranks it leads with.
+func addCycles(in []Rank, rep *Report) {
+	if len(rep.Cycles) == 0 {
+		return
+	}
+	set := map[int]bool{}
+	for _, n := range rep.Suspects {
+		set[n] = true
+	}
+	for _, c := range rep.Cycles {
+		for _, n := range CycleRanks(c) {
+			set[n] = true
+		}
+	}
+	rep.Suspects = slices.Sorted(mapKeys(set))
+	if hasWaits(in) {
+		rep.Lead = slices.Sorted(slices.Values(CycleRanks(rep.Cycles[0])))
+	}
 }
 
 func allFinalized(abs []Absence) bool {
