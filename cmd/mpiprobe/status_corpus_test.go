@@ -192,14 +192,20 @@ func check(st statusJSON, e string) string {
 				if p != "any" {
 					wantPeer, _ = strconv.Atoi(p)
 				}
-				if rk.Peer == nil || *rk.Peer != wantPeer {
-					return fmt.Sprintf("rank %d: peer %v, want %s", r, rk.Peer, p)
+				if rk.Peer == nil {
+					return fmt.Sprintf("rank %d: peer unknown, want %s", r, p)
+				}
+				if *rk.Peer != wantPeer {
+					return fmt.Sprintf("rank %d: peer %d, want %s", r, *rk.Peer, p)
 				}
 			}
 			if tg, ok := f["tag"]; ok {
 				want, _ := strconv.Atoi(tg)
-				if rk.Tag == nil || *rk.Tag != want {
-					return fmt.Sprintf("rank %d: tag %v, want %s", r, rk.Tag, tg)
+				if rk.Tag == nil {
+					return fmt.Sprintf("rank %d: tag unknown, want %s", r, tg)
+				}
+				if *rk.Tag != want {
+					return fmt.Sprintf("rank %d: tag %d, want %s", r, *rk.Tag, tg)
 				}
 			}
 			return ""

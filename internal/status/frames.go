@@ -137,6 +137,12 @@ func siteText(s symbolize.Site) string {
 // voteComm returns the communicator object most words point to, among
 // those valid accepts; ok is false when none is valid or when two tie.
 func voteComm(words []uint64, valid func(addr uint64) bool) (uint64, bool) {
+	return bestVote(countVotes(words, valid))
+}
+
+// countVotes counts, per communicator object valid accepts, the words that
+// point to it.
+func countVotes(words []uint64, valid func(addr uint64) bool) map[uint64]int {
 	votes := map[uint64]int{}
 	checked := map[uint64]bool{}
 	for _, w := range words {
@@ -152,6 +158,12 @@ func voteComm(words []uint64, valid func(addr uint64) bool) (uint64, bool) {
 			votes[w]++
 		}
 	}
+	return votes
+}
+
+// bestVote returns the object with the most votes; ok is false when there
+// is none or two tie.
+func bestVote(votes map[uint64]int) (uint64, bool) {
 	var best uint64
 	bestN, tie := 0, false
 	for a, n := range votes {
@@ -166,4 +178,16 @@ func voteComm(words []uint64, valid func(addr uint64) bool) (uint64, bool) {
 		return 0, false
 	}
 	return best, true
+}
+
+// mergeVotes adds the votes of two samples of one call.
+func mergeVotes(a, b map[uint64]int) map[uint64]int {
+	out := make(map[uint64]int, len(a)+len(b))
+	for k, v := range a {
+		out[k] += v
+	}
+	for k, v := range b {
+		out[k] += v
+	}
+	return out
 }

@@ -539,3 +539,29 @@ func TestThreadMemory(t *testing.T) {
 		}
 	})
 }
+
+// TestMergeVotes: a tie in one sample is decided by both samples' votes,
+// and stays undecided when the sum ties too.
+func TestMergeVotes(t *testing.T) {
+	const a, b = 0x1000, 0x2000
+	tests := []struct {
+		name   string
+		first  map[uint64]int
+		last   map[uint64]int
+		want   uint64
+		wantOK bool
+	}{
+		{"tie decided by the other sample", map[uint64]int{a: 1, b: 2}, map[uint64]int{a: 1, b: 1}, b, true},
+		{"both tie", map[uint64]int{a: 1, b: 1}, map[uint64]int{a: 2, b: 2}, 0, false},
+		{"one sample without votes", nil, map[uint64]int{a: 3}, a, true},
+		{"no votes", nil, nil, 0, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, ok := bestVote(mergeVotes(tc.first, tc.last))
+			if got != tc.want || ok != tc.wantOK {
+				t.Errorf("bestVote(mergeVotes) = %#x, %v; want %#x, %v", got, ok, tc.want, tc.wantOK)
+			}
+		})
+	}
+}

@@ -173,8 +173,10 @@ type thread struct {
 	pcs    []uint64
 	frames []symbolize.Site
 	in     inMPI
-	// comm is the communicator object the call works on, 0 if unknown.
-	comm uint64
+	// comm is the communicator object the call works on, 0 if unknown;
+	// votes are the stack words pointing to each candidate.
+	comm  uint64
+	votes map[uint64]int
 	// waits are the point-to-point requests the call waits for (p2p.go).
 	waits []hang.Wait
 	// unwindErr says why the stack could not be followed to its end.
@@ -235,7 +237,7 @@ func (p *process) stack(tid int, regs unwind.Regs, patches []patch, res *symboli
 	}
 	t.in = findCall(t.frames, t.pcs)
 	if t.in.Call != "" {
-		t.comm = p.commOnStack(mem, regs.SP, t.in.SitePC)
+		t.comm, t.votes = p.commOnStack(mem, regs.SP, t.in.SitePC)
 		t.waits = p.requestsOnStack(mem, regs.SP, t.in.SitePC, t.in.Call, t.comm)
 	}
 	return t
@@ -250,19 +252,19 @@ const maxScan = 64 << 10
 // commOnStack finds the communicator object that the words between sp and
 // the return address into the application (the MPI library's frames)
 // point to most often.
-func (p *process) commOnStack(mem memory, sp, ret uint64) uint64 {
+func (p *process) commOnStack(mem memory, sp, ret uint64) (uint64, map[uint64]int) {
 	if p.comms.layout.Kind == probes.LayoutUnknown || sp == 0 {
-		return 0
+		return 0, nil
 	}
 	buf := make([]byte, maxScan)
 	m, ok := p.mapping(sp)
 	if !ok {
-		return 0
+		return 0, nil
 	}
 	n := min(uint64(len(buf)), m.End-sp)
 	buf = buf[:n&^7]
 	if mem(sp, buf) != nil {
-		return 0
+		return 0, nil
 	}
 	var words []uint64
 	for i := 0; i+8 <= len(buf); i += 8 {
@@ -272,11 +274,9 @@ func (p *process) commOnStack(mem memory, sp, ret uint64) uint64 {
 		}
 		words = append(words, w)
 	}
-	c, ok := voteComm(words, p.comms.isComm)
-	if !ok {
-		return 0
-	}
-	return c
+	votes := countVotes(words, p.comms.isComm)
+	c, _ := bestVote(votes)
+	return c, votes
 }
 
 // libName is the base name of the MPI library, for messages.

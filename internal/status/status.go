@@ -220,6 +220,7 @@ func Collect(ctx context.Context, cfg Config) (Result, error) {
 		return res, err
 	}
 	watched := time.Since(start)
+	resolveComms(k, procs, resolver, first, last)
 	calls, err := k.calls()
 	if err != nil {
 		return res, err
@@ -372,6 +373,54 @@ func sample(k *live, procs map[int]*process, res *symbolize.Resolver) (map[int]m
 		}
 	}
 	return out, err
+}
+
+// commTries bounds the extra samples taken for threads whose communicator
+// vote tied.
+const commTries = 10
+
+// resolveComms decides the communicator of threads in the same call at
+// both ends of the window whose stack words tie between two candidates:
+// the words of both samples, then of up to commTries more, are counted
+// together until one candidate leads.
+func resolveComms(k *live, procs map[int]*process, res *symbolize.Resolver, first, last map[int]map[int]thread) {
+	type id struct{ pid, tid int }
+	open := map[id]map[uint64]int{}
+	for pid, ts := range last {
+		for tid, t := range ts {
+			b, ok := first[pid][tid]
+			if t.in.Call == "" || t.comm != 0 || len(t.votes) < 2 || !ok || b.in.Call != t.in.Call || b.in.SitePC != t.in.SitePC {
+				continue
+			}
+			votes := mergeVotes(b.votes, t.votes)
+			if c, ok := bestVote(votes); ok {
+				t.comm = c
+				ts[tid] = t
+				continue
+			}
+			open[id{pid, tid}] = votes
+		}
+	}
+	for try := 0; try < commTries && len(open) > 0; try++ {
+		time.Sleep(2 * time.Millisecond)
+		again, err := sampleOnce(k, procs, res)
+		if err != nil {
+			return
+		}
+		for i, votes := range open {
+			t, a := last[i.pid][i.tid], again[i.pid][i.tid]
+			if a.in.Call != t.in.Call || a.in.SitePC != t.in.SitePC {
+				continue
+			}
+			votes = mergeVotes(votes, a.votes)
+			open[i] = votes
+			if c, ok := bestVote(votes); ok {
+				t.comm = c
+				last[i.pid][i.tid] = t
+				delete(open, i)
+			}
+		}
+	}
 }
 
 // torn reports whether a thread's stack could not be followed.
