@@ -279,5 +279,18 @@ func (p *process) commOnStack(mem memory, sp, ret uint64) (uint64, map[uint64]in
 	return c, votes
 }
 
+// datatypeText renders a datatype handle so that ranks can compare it: an
+// address inside a mapped file (Open MPI's predefined datatypes) as the
+// file's base name and offset, anything else (MPICH's int handles) in hex.
+func (p *process) datatypeText(h uint64) string {
+	if h == 0 {
+		return ""
+	}
+	if m, ok := p.mapping(h); ok && m.Path != "" {
+		return fmt.Sprintf("datatype %s+%#x", path.Base(m.Path), h-m.Start+m.Offset)
+	}
+	return fmt.Sprintf("datatype %#x", h)
+}
+
 // libName is the base name of the MPI library, for messages.
 func (p *process) libName() string { return path.Base(p.lib) }

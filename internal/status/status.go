@@ -81,6 +81,9 @@ type Thread struct {
 	Stack []string `json:"stack,omitempty"`
 	// Note says what could not be read.
 	Note string `json:"note,omitempty"`
+	// Args are the root, count and datatype the collective was entered
+	// with, from a --collectives session; nil without.
+	Args *hang.Args `json:"args,omitempty"`
 	// Waits are the point-to-point requests the call waits for, read
 	// from the library (see p2p.go); nil if none was found.
 	Waits []hang.Wait `json:"waits,omitempty"`
@@ -315,6 +318,12 @@ func Collect(ctx context.Context, cfg Config) (Result, error) {
 			if e, st, ok := inFlight(hist, th); ok && !th.Moving {
 				c := e.Comm
 				th.Comm, th.Seq = &c, st.Calls
+				if st.Count >= 0 || st.Root >= 0 {
+					th.Args = &hang.Args{Root: int(st.Root), Count: st.Count}
+					if p != nil {
+						th.Args.Datatype = p.datatypeText(st.Datatype)
+					}
+				}
 				if st.Since <= now {
 					th.Since, th.AtLeast = time.Duration(now-st.Since), false
 				}
@@ -586,7 +595,7 @@ func hangRank(r Rank) hang.Rank {
 	h.Unreadable = r.Unreadable
 	if best != nil {
 		call := &hang.Call{Name: best.Call, Comm: best.Comm, Seq: best.Seq, Peer: -1,
-			Since: best.Since, AtLeast: best.AtLeast, Site: best.Site}
+			Since: best.Since, AtLeast: best.AtLeast, Site: best.Site, Args: best.Args}
 		if len(best.Waits) > 0 {
 			call.Waits, call.Peer = best.Waits, waitsPeer(best.Waits)
 		}
