@@ -339,6 +339,8 @@ func callText(r *rstate) string {
 	}
 	var s string
 	switch {
+	case r.coll && c.Comm == nil: // MPI_Init: collective over WORLD, no argument
+		s = name
 	case r.coll:
 		s = name + seqText(r.seq) + " on " + c.Comm.String()
 	case c.Peer >= 0:
