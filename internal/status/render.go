@@ -39,6 +39,10 @@ func Write(w io.Writer, r Result, verbose bool) error {
 			rows = append(rows, []string{rankText, pid, "(" + text.Line(rk.Ended) + ")", "", "", ""})
 			continue
 		}
+		if len(rk.Threads) == 0 && rk.Unreadable != "" {
+			rows = append(rows, []string{rankText, pid, "unknown", "", "", "? (" + text.Line(rk.Unreadable) + ")"})
+			continue
+		}
 		if len(rk.Threads) == 0 {
 			rows = append(rows, []string{rankText, pid, "computing", "", "", ""})
 			continue
