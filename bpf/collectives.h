@@ -22,6 +22,8 @@ enum coll_cookie {
 	COLL_LAYOUT_BITS = 4,
 	COLL_REQ_ARG_SHIFT = 16,  // nonblocking: argument receiving the request (0: blocking)
 	COLL_INT_REQ_SHIFT = 20,  // one bit, both cookies: requests are 4-byte ints (MPICH), else 8-byte pointers
+	COLL_ROOT_ARG_SHIFT = 21, // argument holding the root (0: none)
+	COLL_COUNT_ARG_SHIFT = 25, // argument holding the count, the datatype following it (0: none)
 	// The probed function's address in its file (MPICH: the library's
 	// load bias is the entry address minus this).
 	COLL_ADDR_SHIFT = 32,
@@ -36,6 +38,7 @@ enum coll_cookie {
 
 _Static_assert(COLL_INDEX_SHIFT + COLL_INDEX_BITS <= COLL_COMM_ARG_SHIFT, "the collective index overlaps the communicator argument");
 _Static_assert(ARG_MAX < 1 << COLL_ARG_BITS, "an argument number does not fit its collective cookie field");
+_Static_assert(COLL_COUNT_ARG_SHIFT + COLL_ARG_BITS <= COLL_ADDR_SHIFT, "the count argument overlaps the function address");
 
 // How a library represents MPI_Comm (struct coll_layout's kind).
 enum comm_layout_kind {
@@ -96,6 +99,12 @@ struct coll_stat {
 	__s64 pending;   // nonblocking: started, request not completed yet
 	__u64 completed; // nonblocking: requests seen completing
 	__u64 done_ns;   // nonblocking: total time from start to completion
+	// The arguments of the last entry that must agree across ranks: root
+	// and count as passed (-1: none), the datatype handle as passed (an
+	// int in MPICH, a pointer in Open MPI; 0: none).
+	__s64 root;
+	__s64 count;
+	__u64 dtype;
 };
 
 // A nonblocking collective's request, from its start to its completion.
@@ -278,6 +287,33 @@ static __always_inline int comm_slot(struct pt_regs *ctx, __u32 tgid, __u64 comm
 	return slot;
 }
 
+// arg_of returns argument n (1..ARG_MAX) from the register arguments read
+// once into regs (constant context offsets only) or from the stack.
+static __always_inline __u64 arg_of(struct pt_regs *ctx, const __u64 *regs, __u32 n)
+{
+	__u64 x = 0;
+	if (n >= 1 && n <= 6)
+		return regs[(n - 1) & 7];
+	if (n >= 7 && n <= ARG_MAX)
+		bpf_probe_read_user(&x, sizeof(x), (void *)(PT_REGS_SP(ctx) + 8 * (n - 6)));
+	return x;
+}
+
+// coll_args records the root, count and datatype a collective was entered
+// with, for the mismatch check of `mpiprobe status`.
+static __always_inline void coll_args(struct pt_regs *ctx, __u64 cookie, struct coll_stat *st)
+{
+	__u64 regs[8] = {
+		PT_REGS_PARM1(ctx), PT_REGS_PARM2(ctx), PT_REGS_PARM3(ctx),
+		PT_REGS_PARM4(ctx), PT_REGS_PARM5(ctx), ctx->r9, // PT_REGS_PARM6: see arg()
+	};
+	__u32 rta = BITS(cookie, COLL_ROOT_ARG_SHIFT, COLL_ARG_BITS);
+	__u32 cta = BITS(cookie, COLL_COUNT_ARG_SHIFT, COLL_ARG_BITS);
+	st->root = rta ? (__s64)(__s32)arg_of(ctx, regs, rta) : -1;
+	st->count = cta ? (__s64)(__s32)arg_of(ctx, regs, cta) : -1;
+	st->dtype = cta ? arg_of(ctx, regs, cta + 1) : 0;
+}
+
 static __always_inline int do_coll_enter(struct pt_regs *ctx)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
@@ -327,6 +363,7 @@ static __always_inline int do_coll_enter(struct pt_regs *ctx)
 	th->cur = idx + 1;
 	th->enter_ns = now;
 	th->depth = 1;
+	coll_args(ctx, cookie, st);
 	__u32 ra = BITS(cookie, COLL_REQ_ARG_SHIFT, COLL_ARG_BITS);
 	th->req_ptr = ra ? arg(ctx, ra) : 0;
 	return 0;

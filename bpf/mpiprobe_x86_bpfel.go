@@ -56,6 +56,8 @@ const (
 	MpiprobeCollCookieCOLL_LAYOUT_BITS          MpiprobeCollCookie = 4
 	MpiprobeCollCookieCOLL_REQ_ARG_SHIFT        MpiprobeCollCookie = 16
 	MpiprobeCollCookieCOLL_INT_REQ_SHIFT        MpiprobeCollCookie = 20
+	MpiprobeCollCookieCOLL_ROOT_ARG_SHIFT       MpiprobeCollCookie = 21
+	MpiprobeCollCookieCOLL_COUNT_ARG_SHIFT      MpiprobeCollCookie = 25
 	MpiprobeCollCookieCOLL_ADDR_SHIFT           MpiprobeCollCookie = 32
 	MpiprobeCollCookieCOLL_WAIT_REQ_ARG_SHIFT   MpiprobeCollCookie = 0
 	MpiprobeCollCookieCOLL_WAIT_COUNT_ARG_SHIFT MpiprobeCollCookie = 4
@@ -100,6 +102,9 @@ type MpiprobeCollStat struct {
 	Pending   int64
 	Completed uint64
 	DoneNs    uint64
+	Root      int64
+	Count     int64
+	Dtype     uint64
 }
 
 type MpiprobeCollThread struct {

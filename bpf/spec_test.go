@@ -106,7 +106,7 @@ func TestMaps(t *testing.T) {
 		{"coll_layouts", ebpf.Array, 4, 72, 1 << MpiprobeCollCookieCOLL_LAYOUT_BITS}, // every layout index a cookie can carry
 		{"coll_index", ebpf.Hash, 24, 4, 0},
 		{"coll_comms", ebpf.Array, 4, 32, 0},
-		{"coll_stats", ebpf.Array, 4, 64, 1 << MpiprobeCollCookieCOLL_INDEX_BITS}, // one slot until the loader resizes it
+		{"coll_stats", ebpf.Array, 4, 88, 1 << MpiprobeCollCookieCOLL_INDEX_BITS}, // one slot until the loader resizes it; the last entry's root, count and datatype included
 		{"coll_reqs", ebpf.Hash, 16, 16, 0},
 		{"coll_pending", ebpf.Array, 4, 8, 1},
 		{"coll_free", ebpf.Queue, 0, 4, 0},

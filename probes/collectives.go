@@ -21,34 +21,44 @@ type Collective struct {
 	// Nonblocking is set for the I-variants: their call starts the
 	// collective, which completes later through its request.
 	Nonblocking bool
+	// Root and Count are the arguments (1-based, 0: none) holding the
+	// root and a count that all ranks pass alike; the count's datatype
+	// is the argument after it. Recorded at entry for mismatch checks.
+	Root, Count int
 }
 
 // collectives is the tracked set; a collective's index here is its id in
 // the BPF cookie and counters (at most 64).
 var collectives = func() []Collective {
 	var out []Collective
-	add := func(name string, comm int) {
-		out = append(out, Collective{Name: "MPI_" + name, Comm: comm})
-		nb := "I" + strings.ToLower(name[:1]) + name[1:]
-		out = append(out, Collective{Name: "MPI_" + nb, Comm: comm, Nonblocking: true})
+	add := func(name string, comm int, args ...int) {
+		c := Collective{Name: "MPI_" + name, Comm: comm}
+		if len(args) == 2 {
+			c.Root, c.Count = args[0], args[1]
+		}
+		out = append(out, c)
+		c.Name, c.Nonblocking = "MPI_I"+strings.ToLower(name[:1])+name[1:], true
+		out = append(out, c)
 	}
+	// args: root, count (the receive count where the send count matters
+	// at the root only).
 	add("Barrier", 1)
-	add("Bcast", 5)
-	add("Gather", 8)
-	add("Gatherv", 9)
-	add("Scatter", 8)
-	add("Scatterv", 9)
-	add("Allgather", 7)
-	add("Allgatherv", 8)
-	add("Alltoall", 7)
+	add("Bcast", 5, 4, 2)
+	add("Gather", 8, 7, 2)
+	add("Gatherv", 9, 8, 2)
+	add("Scatter", 8, 7, 5)
+	add("Scatterv", 9, 8, 6)
+	add("Allgather", 7, 0, 2)
+	add("Allgatherv", 8, 0, 2)
+	add("Alltoall", 7, 0, 2)
 	add("Alltoallv", 9)
 	add("Alltoallw", 9)
-	add("Reduce", 7)
-	add("Allreduce", 6)
+	add("Reduce", 7, 6, 3)
+	add("Allreduce", 6, 0, 3)
 	add("Reduce_scatter", 6)
-	add("Reduce_scatter_block", 6)
-	add("Scan", 6)
-	add("Exscan", 6)
+	add("Reduce_scatter_block", 6, 0, 3)
+	add("Scan", 6, 0, 3)
+	add("Exscan", 6, 0, 3)
 	add("Neighbor_allgather", 7)
 	add("Neighbor_allgatherv", 8)
 	add("Neighbor_alltoall", 7)
@@ -172,6 +182,19 @@ func CollCookie(coll, commArg, layout, reqArg int, intRequests bool, addr uint64
 		c |= 1 << bpf.MpiprobeCollCookieCOLL_INT_REQ_SHIFT
 	}
 	return c, nil
+}
+
+// CollArgs adds to a collective cookie the arguments holding the root and
+// the count (0: none; the datatype is the argument after the count).
+func CollArgs(cookie uint64, rootArg, countArg int) (uint64, error) {
+	switch {
+	case rootArg < 0 || rootArg > MaxArg:
+		return 0, fmt.Errorf("root argument %d out of range 0..%d", rootArg, MaxArg)
+	case countArg < 0 || countArg >= MaxArg:
+		return 0, fmt.Errorf("count argument %d out of range 0..%d", countArg, MaxArg-1)
+	}
+	return cookie | uint64(rootArg)<<bpf.MpiprobeCollCookieCOLL_ROOT_ARG_SHIFT |
+		uint64(countArg)<<bpf.MpiprobeCollCookieCOLL_COUNT_ARG_SHIFT, nil
 }
 
 // completion is a call that completes requests: the argument holding the
@@ -314,6 +337,9 @@ func (a *CollAttacher) attach(t Target) ([]link.Link, CollLibrary, error) {
 			req = c.Comm + 1 // the request follows the communicator
 		}
 		ck, err := CollCookie(i, c.Comm, lib.LayoutIndex, req, t.Library == MPICHLib, fn.Value)
+		if err == nil {
+			ck, err = CollArgs(ck, c.Root, c.Count)
+		}
 		if err != nil {
 			return nil, lib, fmt.Errorf("attach %s:%s: %w", t.Display, fn.Name, err)
 		}

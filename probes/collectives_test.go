@@ -509,3 +509,40 @@ func TestCommLayoutOf(t *testing.T) {
 		}
 	}
 }
+
+// TestCollArgs: the root and count arguments land in their cookie fields
+// without touching the others, and out-of-range arguments are refused.
+func TestCollArgs(t *testing.T) {
+	base, err := CollCookie(3, 7, 2, 0, true, 0x1234)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := CollArgs(base, 6, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	field := func(c uint64, shift int) int { return int(c >> shift & (1<<bpf.MpiprobeCollCookieCOLL_ARG_BITS - 1)) }
+	if r, c := field(got, int(bpf.MpiprobeCollCookieCOLL_ROOT_ARG_SHIFT)), field(got, int(bpf.MpiprobeCollCookieCOLL_COUNT_ARG_SHIFT)); r != 6 || c != 3 {
+		t.Errorf("root arg %d, count arg %d; want 6, 3", r, c)
+	}
+	mask := uint64(1<<bpf.MpiprobeCollCookieCOLL_ARG_BITS-1)<<bpf.MpiprobeCollCookieCOLL_ROOT_ARG_SHIFT |
+		uint64(1<<bpf.MpiprobeCollCookieCOLL_ARG_BITS-1)<<bpf.MpiprobeCollCookieCOLL_COUNT_ARG_SHIFT
+	if got&^mask != base {
+		t.Errorf("CollArgs changed other fields: %#x, base %#x", got&^mask, base)
+	}
+	for _, bad := range [][2]int{{-1, 0}, {MaxArg + 1, 0}, {0, MaxArg}} {
+		if _, err := CollArgs(base, bad[0], bad[1]); err == nil {
+			t.Errorf("CollArgs(root %d, count %d) accepted", bad[0], bad[1])
+		}
+	}
+}
+
+// TestCollectiveArgs: a collective's root, count and the datatype after
+// the count come before its communicator.
+func TestCollectiveArgs(t *testing.T) {
+	for _, c := range Collectives() {
+		if c.Root >= c.Comm || (c.Count > 0 && c.Count+1 >= c.Comm) {
+			t.Errorf("%s: root %d, count %d (datatype %d) not before the communicator %d", c.Name, c.Root, c.Count, c.Count+1, c.Comm)
+		}
+	}
+}

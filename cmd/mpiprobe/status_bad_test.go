@@ -87,8 +87,8 @@ func TestStatusRankExits(t *testing.T) {
 		if r.Ended == "" {
 			t.Errorf("the killed rank %d (pid %d) is not reported as ended:\n%s", r.Rank, r.PID, out.String())
 		}
-		if strings.Contains(st.Report.Verdict, "rank "+strconv.Itoa(r.Rank)+" is computing") {
-			t.Errorf("verdict calls the killed rank computing: %q", st.Report.Verdict)
+		if strings.Contains(st.Verdict, "rank "+strconv.Itoa(r.Rank)+" is computing") {
+			t.Errorf("verdict calls the killed rank computing: %q", st.Verdict)
 		}
 		return
 	}
@@ -122,8 +122,8 @@ func TestStatusThreads(t *testing.T) {
 			if strings.Count(notes, "threads in MPI calls") != 3 {
 				t.Errorf("notes %q: want one per rank with two threads", notes)
 			}
-			if !strings.HasPrefix(st.Report.Verdict, "ranks 0-2 wait in MPI_Barrier on WORLD (size 4) for at least") {
-				t.Errorf("verdict %q", st.Report.Verdict)
+			if !strings.HasPrefix(st.Verdict, "ranks 0-2 wait in MPI_Barrier on WORLD (size 4) for at least") {
+				t.Errorf("verdict %q", st.Verdict)
 			}
 		})
 	}
@@ -171,8 +171,8 @@ func TestUnknownBuild(t *testing.T) {
 			}
 		}
 	}
-	if strings.Contains(st.Report.Verdict, "WORLD") || strings.Contains(st.Report.Verdict, "wait in") {
-		t.Errorf("verdict %q claims a communicator the unknown build does not let status read", st.Report.Verdict)
+	if strings.Contains(st.Verdict, "WORLD") || strings.Contains(st.Verdict, "wait in") {
+		t.Errorf("verdict %q claims a communicator the unknown build does not let status read", st.Verdict)
 	}
 
 	prog := mpitest.Build(t, impl, "colls")

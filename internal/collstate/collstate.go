@@ -109,6 +109,11 @@ type Stat struct {
 	// PendingSince is when the oldest request not completed yet was
 	// started (CLOCK_MONOTONIC ns), 0 if none or unknown.
 	PendingSince uint64
+	// Root and Count are the root and count the last call was entered
+	// with (-1: the collective has none), Datatype the datatype handle
+	// (0: none): an int handle in MPICH, an address in Open MPI.
+	Root, Count int64
+	Datatype    uint64
 }
 
 // Entry is one communicator of one process and its collectives.
@@ -199,6 +204,7 @@ func Read(m Maps, keep func(pid int) bool) ([]Entry, error) {
 				Total: time.Duration(st.TotalNs), Max: time.Duration(st.MaxNs),
 				Pending: st.Pending, Completed: st.Completed, ToComplete: time.Duration(st.DoneNs),
 				PendingSince: oldest[idx],
+				Root:         st.Root, Count: st.Count, Datatype: st.Dtype,
 			})
 		}
 		out = append(out, e)

@@ -53,17 +53,29 @@ const uprobesPage = "[uprobes]"
 // function. Internal functions of the libraries (progress threads,
 // libevent) are not calls: a thread whose frames are only those is not in
 // an MPI call.
+//
+// MPI_Init and MPI_Finalize may leave no frame of their own: Open MPI's
+// MPI_Finalize tail-calls ompi_mpi_finalize, so a rank waiting there shows
+// "usleep <- ompi_mpi_finalize <- main". The library functions that
+// implement them (entryCalls) stand for the call when no API frame is
+// found.
 func findCall(frames []symbolize.Site, pcs []uint64) inMPI {
 	out := inMPI{API: -1}
+	entry, entryAt := "", -1
 	for i, f := range frames {
 		if !apiLibrary(f.Object) {
 			continue
 		}
-		name, ok := probes.APIName(f.Function)
-		if !ok {
+		if name, ok := apiName(f.Function); ok {
+			out.Call, out.API = name, i
 			continue
 		}
-		out.Call, out.API = name, i
+		if name, ok := entryCalls[f.Function]; ok {
+			entry, entryAt = name, i
+		}
+	}
+	if out.API < 0 && entryAt >= 0 {
+		out.Call, out.API = entry, entryAt
 	}
 	if out.API >= 0 && out.API+1 < len(frames) && frames[out.API+1].Object == uprobesPage {
 		out.Hidden = true
@@ -79,6 +91,32 @@ func findCall(frames []symbolize.Site, pcs []uint64) inMPI {
 		}
 	}
 	return out
+}
+
+// apiName is the MPI call a function of an API library implements:
+// probes.APIName, and Open MPI's Fortran bindings, which the symbolizer
+// names ompi_barrier_f rather than their aliases mpi_barrier_.
+func apiName(fn string) (string, bool) {
+	if name, ok := probes.APIName(fn); ok {
+		return name, true
+	}
+	if mid, ok := strings.CutPrefix(fn, "ompi_"); ok && strings.HasSuffix(mid, "_f") {
+		return probes.APIName("mpi_" + strings.TrimSuffix(mid, "_f") + "_")
+	}
+	return "", false
+}
+
+// entryCalls are the library functions that implement MPI_Init and
+// MPI_Finalize, reached by a tail call that leaves no frame of the API
+// function: Open MPI's, and MPICH's (whose API functions usually stay on
+// the stack).
+var entryCalls = map[string]string{
+	"ompi_mpi_init":     "MPI_Init",
+	"ompi_mpi_finalize": "MPI_Finalize",
+	"MPII_Init_thread":  "MPI_Init",
+	"MPII_Finalize":     "MPI_Finalize",
+	"MPIR_Init_impl":    "MPI_Init",
+	"MPIR_Finalize":     "MPI_Finalize",
 }
 
 // siteText renders a call site: "main+0x1e4 (hang.c:32)", or the object
@@ -99,6 +137,12 @@ func siteText(s symbolize.Site) string {
 // voteComm returns the communicator object most words point to, among
 // those valid accepts; ok is false when none is valid or when two tie.
 func voteComm(words []uint64, valid func(addr uint64) bool) (uint64, bool) {
+	return bestVote(countVotes(words, valid))
+}
+
+// countVotes counts, per communicator object valid accepts, the words that
+// point to it.
+func countVotes(words []uint64, valid func(addr uint64) bool) map[uint64]int {
 	votes := map[uint64]int{}
 	checked := map[uint64]bool{}
 	for _, w := range words {
@@ -114,6 +158,12 @@ func voteComm(words []uint64, valid func(addr uint64) bool) (uint64, bool) {
 			votes[w]++
 		}
 	}
+	return votes
+}
+
+// bestVote returns the object with the most votes; ok is false when there
+// is none or two tie.
+func bestVote(votes map[uint64]int) (uint64, bool) {
 	var best uint64
 	bestN, tie := 0, false
 	for a, n := range votes {
@@ -128,4 +178,16 @@ func voteComm(words []uint64, valid func(addr uint64) bool) (uint64, bool) {
 		return 0, false
 	}
 	return best, true
+}
+
+// mergeVotes adds the votes of two samples of one call.
+func mergeVotes(a, b map[uint64]int) map[uint64]int {
+	out := make(map[uint64]int, len(a)+len(b))
+	for k, v := range a {
+		out[k] += v
+	}
+	for k, v := range b {
+		out[k] += v
+	}
+	return out
 }

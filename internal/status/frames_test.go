@@ -63,6 +63,47 @@ func TestFindCall(t *testing.T) {
 			want: inMPI{Call: "MPI_Barrier", API: 5, Site: "main+0x1e4 (hang.c:32)", SitePC: 0x7006},
 		},
 		{
+			// MPI_Finalize tail-calls ompi_mpi_finalize: no API frame.
+			name: "Open MPI finalize without its API frame",
+			frames: []symbolize.Site{
+				fn(libC, "usleep", 0x30),
+				fn(libMPI, "ompi_mpi_finalize", 0x1b7),
+				mainAt,
+				fn(libC, "__libc_start_call_main", 0x7a),
+			},
+			want: inMPI{Call: "MPI_Finalize", API: 1, Site: "main+0x1e4 (hang.c:32)", SitePC: 0x3002},
+		},
+		{
+			name: "Open MPI init without its API frame",
+			frames: []symbolize.Site{
+				fn(libC, "usleep", 0x30),
+				fn(libMPI, "ompi_mpi_init", 0x4a0),
+				mainAt,
+			},
+			want: inMPI{Call: "MPI_Init", API: 1, Site: "main+0x1e4 (hang.c:32)", SitePC: 0x3002},
+		},
+		{
+			// An API frame wins over the implementation below it.
+			name: "MPICH finalize with its API frame",
+			frames: []symbolize.Site{
+				fn(libMPICH, "MPID_Progress_wait", 0x61),
+				fn(libMPICH, "MPII_Finalize", 0x90),
+				fn(libMPICH, "PMPI_Finalize", 0x22),
+				mainAt,
+			},
+			want: inMPI{Call: "MPI_Finalize", API: 2, Site: "main+0x1e4 (hang.c:32)", SitePC: 0x4003},
+		},
+		{
+			// Open MPI's Fortran binding, symbolized by its real name.
+			name: "Open MPI Fortran binding",
+			frames: []symbolize.Site{
+				fn(libMPI, "PMPI_Barrier", 0x5d),
+				fn("/usr/lib/x86_64-linux-gnu/libmpi_mpifh.so.40", "ompi_barrier_f", 0x13),
+				mainAt,
+			},
+			want: inMPI{Call: "MPI_Barrier", API: 1, Site: "main+0x1e4 (hang.c:32)", SitePC: 0x3002},
+		},
+		{
 			name: "MPICH allreduce",
 			frames: []symbolize.Site{
 				fn(libMPICH, "MPID_Progress_wait", 0x61),
@@ -497,4 +538,30 @@ func TestThreadMemory(t *testing.T) {
 			t.Errorf("plain read after a patched one = % x, want % x", got, plain)
 		}
 	})
+}
+
+// TestMergeVotes: a tie in one sample is decided by both samples' votes,
+// and stays undecided when the sum ties too.
+func TestMergeVotes(t *testing.T) {
+	const a, b = 0x1000, 0x2000
+	tests := []struct {
+		name   string
+		first  map[uint64]int
+		last   map[uint64]int
+		want   uint64
+		wantOK bool
+	}{
+		{"tie decided by the other sample", map[uint64]int{a: 1, b: 2}, map[uint64]int{a: 1, b: 1}, b, true},
+		{"both tie", map[uint64]int{a: 1, b: 1}, map[uint64]int{a: 2, b: 2}, 0, false},
+		{"one sample without votes", nil, map[uint64]int{a: 3}, a, true},
+		{"no votes", nil, nil, 0, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, ok := bestVote(mergeVotes(tc.first, tc.last))
+			if got != tc.want || ok != tc.wantOK {
+				t.Errorf("bestVote(mergeVotes) = %#x, %v; want %#x, %v", got, ok, tc.want, tc.wantOK)
+			}
+		})
+	}
 }

@@ -3,6 +3,7 @@ package status
 import (
 	"debug/elf"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"os"
 	"path"
@@ -10,6 +11,7 @@ import (
 	"github.com/mpiprobe/mpiprobe/internal/discover"
 	"github.com/mpiprobe/mpiprobe/internal/elfx"
 	"github.com/mpiprobe/mpiprobe/internal/procfs"
+	"github.com/mpiprobe/mpiprobe/internal/status/hang"
 	"github.com/mpiprobe/mpiprobe/internal/status/unwind"
 	"github.com/mpiprobe/mpiprobe/internal/symbolize"
 	"github.com/mpiprobe/mpiprobe/probes"
@@ -50,6 +52,8 @@ type process struct {
 	comms commReader
 	// lib is the MPI C library's path and build id.
 	lib, build string
+	// p2p reads point-to-point requests (p2p.go).
+	p2p p2pReader
 }
 
 func openProcess(fs procfs.FS, pid int, files *tables) (*process, error) {
@@ -77,6 +81,7 @@ func openProcess(fs procfs.FS, pid int, files *tables) (*process, error) {
 		}
 		break
 	}
+	p.p2p = newP2PReader(p)
 	return p, nil
 }
 
@@ -168,8 +173,12 @@ type thread struct {
 	pcs    []uint64
 	frames []symbolize.Site
 	in     inMPI
-	// comm is the communicator object the call works on, 0 if unknown.
-	comm uint64
+	// comm is the communicator object the call works on, 0 if unknown;
+	// votes are the stack words pointing to each candidate.
+	comm  uint64
+	votes map[uint64]int
+	// waits are the point-to-point requests the call waits for (p2p.go).
+	waits []hang.Wait
 	// unwindErr says why the stack could not be followed to its end.
 	unwindErr error
 }
@@ -205,6 +214,13 @@ func (p *process) stack(tid int, regs unwind.Regs, patches []patch, res *symboli
 	t := thread{tid: tid, regs: regs}
 	mem := p.threadMemory(patches)
 	t.pcs, t.unwindErr = unwind.Stack(regs, p.module, unwind.Memory(mem), maxFrames)
+	if t.unwindErr == nil && len(t.pcs) == 1 {
+		// No thread's stack is one frame deep: the registers are from
+		// the thread's last entry into the kernel and the stack has
+		// moved on since (a thread spinning in a timer leaf whose return
+		// address slot was reused). The sample is retried.
+		t.unwindErr = errTorn
+	}
 	for i, pc := range t.pcs {
 		addr := pc
 		if i == 0 {
@@ -221,10 +237,14 @@ func (p *process) stack(tid int, regs unwind.Regs, patches []patch, res *symboli
 	}
 	t.in = findCall(t.frames, t.pcs)
 	if t.in.Call != "" {
-		t.comm = p.commOnStack(mem, regs.SP, t.in.SitePC)
+		t.comm, t.votes = p.commOnStack(mem, regs.SP, t.in.SitePC)
+		t.waits = p.requestsOnStack(mem, regs.SP, t.in.SitePC, t.in.Call, t.comm)
 	}
 	return t
 }
+
+// errTorn says a stack ended after its first frame.
+var errTorn = errors.New("unwind: the stack ends after one frame (registers and stack read at different moments)")
 
 // maxScan bounds the stack bytes read to find a communicator.
 const maxScan = 64 << 10
@@ -232,19 +252,19 @@ const maxScan = 64 << 10
 // commOnStack finds the communicator object that the words between sp and
 // the return address into the application (the MPI library's frames)
 // point to most often.
-func (p *process) commOnStack(mem memory, sp, ret uint64) uint64 {
+func (p *process) commOnStack(mem memory, sp, ret uint64) (uint64, map[uint64]int) {
 	if p.comms.layout.Kind == probes.LayoutUnknown || sp == 0 {
-		return 0
+		return 0, nil
 	}
 	buf := make([]byte, maxScan)
 	m, ok := p.mapping(sp)
 	if !ok {
-		return 0
+		return 0, nil
 	}
 	n := min(uint64(len(buf)), m.End-sp)
 	buf = buf[:n&^7]
 	if mem(sp, buf) != nil {
-		return 0
+		return 0, nil
 	}
 	var words []uint64
 	for i := 0; i+8 <= len(buf); i += 8 {
@@ -254,11 +274,22 @@ func (p *process) commOnStack(mem memory, sp, ret uint64) uint64 {
 		}
 		words = append(words, w)
 	}
-	c, ok := voteComm(words, p.comms.isComm)
-	if !ok {
-		return 0
+	votes := countVotes(words, p.comms.isComm)
+	c, _ := bestVote(votes)
+	return c, votes
+}
+
+// datatypeText renders a datatype handle so that ranks can compare it: an
+// address inside a mapped file (Open MPI's predefined datatypes) as the
+// file's base name and offset, anything else (MPICH's int handles) in hex.
+func (p *process) datatypeText(h uint64) string {
+	if h == 0 {
+		return ""
 	}
-	return c
+	if m, ok := p.mapping(h); ok && m.Path != "" {
+		return fmt.Sprintf("datatype %s+%#x", path.Base(m.Path), h-m.Start+m.Offset)
+	}
+	return fmt.Sprintf("datatype %#x", h)
 }
 
 // libName is the base name of the MPI library, for messages.

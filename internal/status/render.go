@@ -11,6 +11,7 @@ import (
 
 	"github.com/mpiprobe/mpiprobe/agg"
 	"github.com/mpiprobe/mpiprobe/internal/ranks"
+	"github.com/mpiprobe/mpiprobe/internal/status/hang"
 	"github.com/mpiprobe/mpiprobe/internal/text"
 )
 
@@ -38,6 +39,10 @@ func Write(w io.Writer, r Result, verbose bool) error {
 			rows = append(rows, []string{rankText, pid, "(" + text.Line(rk.Ended) + ")", "", "", ""})
 			continue
 		}
+		if len(rk.Threads) == 0 && rk.Unreadable != "" {
+			rows = append(rows, []string{rankText, pid, "unknown", "", "", "? (" + text.Line(rk.Unreadable) + ")"})
+			continue
+		}
 		if len(rk.Threads) == 0 {
 			rows = append(rows, []string{rankText, pid, "computing", "", "", ""})
 			continue
@@ -53,6 +58,9 @@ func Write(w io.Writer, r Result, verbose bool) error {
 			}
 			if t.Via != "" {
 				in += " in " + t.Via
+			}
+			if len(t.Waits) > 0 {
+				in += " " + waitsText(t.Call, t.Waits)
 			}
 			if len(rk.Threads) > 1 {
 				in += fmt.Sprintf(" (thread %d)", t.TID)
@@ -165,11 +173,158 @@ func writeCounts(w io.Writer, r Result) {
 	}
 }
 
-// WriteJSON writes the result as one JSON document.
+// SchemaVersion numbers the layout of `status --json`.
+const SchemaVersion = 1
+
+// jsonResult is `status --json`: the verdict's facts in snake_case.
+type jsonResult struct {
+	SchemaVersion int            `json:"schema_version"`
+	Host          string         `json:"host"`
+	WindowSeconds float64        `json:"window_seconds"`
+	History       []int          `json:"history_sessions,omitempty"`
+	Verdict       string         `json:"verdict"`
+	Ranks         []jsonRank     `json:"ranks"`
+	Waiting       []int          `json:"waiting"`
+	Odd           []int          `json:"odd"`
+	Suspects      []int          `json:"suspects"`
+	Lead          []int          `json:"lead"`
+	Mismatches    []jsonMismatch `json:"mismatches"`
+	Absent        []jsonAbsence  `json:"absent"`
+	Cycles        [][]int        `json:"cycles"`
+	Divergent     []jsonDiv      `json:"divergent"`
+	Notes         []string       `json:"notes,omitempty"`
+}
+
+type jsonRank struct {
+	Rank         int         `json:"rank"`
+	PID          int         `json:"pid"`
+	Host         string      `json:"host"`
+	Job          string      `json:"job,omitempty"`
+	Call         string      `json:"call"`
+	Via          string      `json:"via,omitempty"`
+	Comm         *agg.Comm   `json:"comm"`
+	Seq          uint64      `json:"seq,omitempty"`
+	Site         string      `json:"site"`
+	SinceSeconds float64     `json:"since_seconds"`
+	AtLeast      bool        `json:"at_least"`
+	Moving       bool        `json:"moving,omitempty"`
+	Ended        string      `json:"ended"`
+	Unreadable   string      `json:"unreadable,omitempty"`
+	Peer         *int        `json:"peer,omitempty"`
+	Tag          *int        `json:"tag,omitempty"`
+	Threads      []Thread    `json:"threads"`
+	Counts       []CommCount `json:"counts,omitempty"`
+	Library      string      `json:"library,omitempty"`
+	Note         string      `json:"note,omitempty"`
+}
+
+type jsonSide struct {
+	Ranks    []int  `json:"ranks"`
+	Call     string `json:"call"`
+	Seq      uint64 `json:"seq,omitempty"`
+	Site     string `json:"site"`
+	Root     *int   `json:"root,omitempty"`
+	Count    *int64 `json:"count,omitempty"`
+	Datatype string `json:"datatype,omitempty"`
+}
+
+type jsonMismatch struct {
+	Comm  agg.Comm   `json:"comm"`
+	Sides []jsonSide `json:"sides"`
+}
+
+type jsonAbsence struct {
+	Rank    int      `json:"rank"`
+	Call    string   `json:"call"`
+	Comm    agg.Comm `json:"comm"`
+	Waiting []int    `json:"waiting"`
+	State   string   `json:"state"`
+	In      string   `json:"in,omitempty"`
+}
+
+type jsonDiv struct {
+	Rank   int      `json:"rank"`
+	Comm   agg.Comm `json:"comm"`
+	Call   string   `json:"call"`
+	Count  uint64   `json:"count"`
+	Others uint64   `json:"others"`
+}
+
+// waitsTag is the tag all of ws wait with, if they agree.
+func waitsTag(ws []hang.Wait) (int, bool) {
+	for _, w := range ws[1:] {
+		if w.Tag != ws[0].Tag {
+			return 0, false
+		}
+	}
+	return ws[0].Tag, true
+}
+
+// orEmpty makes a nil slice an empty JSON array.
+func orEmpty[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}
+
+// WriteJSON writes the result as one JSON document (schema_version 1):
+// the verdict and its facts, and per rank the call that stands for it
+// (the thread the verdict uses) with all its threads.
 func WriteJSON(w io.Writer, r Result) error {
+	rep := r.Report
+	out := jsonResult{
+		SchemaVersion: SchemaVersion, Host: r.Host, WindowSeconds: r.Window.Seconds(), History: r.History,
+		Verdict: rep.Verdict, Waiting: orEmpty(rep.Waiting), Odd: orEmpty(rep.Odd), Suspects: orEmpty(rep.Suspects),
+		Lead: orEmpty(rep.Lead), Cycles: [][]int{}, Notes: r.Notes,
+		Ranks: []jsonRank{}, Mismatches: []jsonMismatch{}, Absent: []jsonAbsence{}, Divergent: []jsonDiv{},
+	}
+	for _, rk := range r.Ranks {
+		jr := jsonRank{Rank: rk.Rank, PID: rk.PID, Host: rk.Host, Job: rk.Job, Ended: rk.Ended, Unreadable: rk.Unreadable,
+			Threads: orEmpty(rk.Threads), Counts: rk.Counts, Library: rk.Library, Note: rk.Note}
+		var best *Thread
+		for i := range rk.Threads {
+			if best == nil || betterThread(&rk.Threads[i], best) {
+				best = &rk.Threads[i]
+			}
+		}
+		if best != nil && rk.Ended == "" {
+			jr.Call, jr.Via, jr.Comm, jr.Seq, jr.Site = best.Call, best.Via, best.Comm, best.Seq, best.Site
+			jr.SinceSeconds, jr.AtLeast, jr.Moving = best.Since.Seconds(), best.AtLeast, best.Moving
+			if len(best.Waits) > 0 {
+				peer := waitsPeer(best.Waits)
+				jr.Peer = &peer
+				if tag, ok := waitsTag(best.Waits); ok {
+					jr.Tag = &tag
+				}
+			}
+		}
+		out.Ranks = append(out.Ranks, jr)
+	}
+	for _, c := range rep.Cycles {
+		out.Cycles = append(out.Cycles, hang.CycleRanks(c))
+	}
+	for _, m := range rep.Mismatches {
+		jm := jsonMismatch{Comm: m.Comm}
+		for _, sd := range m.Sides {
+			js := jsonSide{Ranks: sd.Ranks, Call: sd.Call, Seq: sd.Seq, Site: sd.Site}
+			if sd.Args != nil {
+				root, count := sd.Args.Root, sd.Args.Count
+				js.Root, js.Count, js.Datatype = &root, &count, sd.Args.Datatype
+			}
+			jm.Sides = append(jm.Sides, js)
+		}
+		out.Mismatches = append(out.Mismatches, jm)
+	}
+	for _, a := range rep.Absent {
+		out.Absent = append(out.Absent, jsonAbsence{Rank: a.Rank, Call: a.Call, Comm: a.Comm, Waiting: a.Waiting, State: a.State, In: a.In})
+	}
+	for _, v := range rep.Divergent {
+		out.Divergent = append(out.Divergent, jsonDiv{Rank: v.Rank, Comm: v.Comm, Call: v.Call, Count: v.Count, Others: v.Others})
+	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
-	return enc.Encode(r)
+	return enc.Encode(out)
 }
 
 func seconds(d time.Duration) string { return fmt.Sprintf("%.1f s", d.Seconds()) }

@@ -50,3 +50,48 @@ func TestWrite(t *testing.T) {
 		t.Error("output holds an escape character")
 	}
 }
+
+// TestWriteJSON: schema 1, snake_case, the thread that stands for a rank
+// in its row, integers as integers, empty lists as [].
+func TestWriteJSON(t *testing.T) {
+	world := &agg.Comm{ID: 0, Size: 2, Name: "WORLD"}
+	r := Result{
+		Host:   "node1",
+		Window: 500 * time.Millisecond,
+		Ranks: []Rank{
+			{Rank: 0, PID: 100, Host: "node1", Threads: []Thread{
+				{TID: 100, Call: "MPI_Reduce", Comm: world, Since: 2 * time.Second, AtLeast: true, Site: "main (x.c:19)"},
+				{TID: 101, Call: "MPI_Recv", Comm: world, Moving: true},
+			}},
+			{Rank: 1, PID: 101, Host: "node1", Unreadable: "its stack could not be unwound"},
+		},
+		Report: hang.Report{Verdict: "v", Suspects: []int{1}, Lead: []int{0},
+			Absent: []hang.Absence{{Rank: 1, Call: "MPI_Reduce", Comm: *world, Waiting: []int{0}, State: "unknown"}}},
+	}
+	var buf bytes.Buffer
+	if err := WriteJSON(&buf, r); err != nil {
+		t.Fatal(err)
+	}
+	out := buf.String()
+	for _, want := range []string{
+		`"schema_version": 1,`, `"verdict": "v",`, `"window_seconds": 0.5,`,
+		`"rank": 0,`, `"pid": 100,`, `"call": "MPI_Reduce",`, `"site": "main (x.c:19)",`,
+		`"since_seconds": 2,`, `"at_least": true,`, `"ended": "",`,
+		`"unreadable": "its stack could not be unwound",`,
+		`"suspects": [
+    1
+  ],`, `"mismatches": [],`, `"cycles": [],`, `"divergent": []`,
+		`"state": "unknown"`,
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("JSON lacks %s:\n%s", want, out)
+		}
+	}
+	var buf2 bytes.Buffer
+	if err := Write(&buf2, r, false); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(buf2.String(), "│ 1    │ 101 │ unknown") {
+		t.Errorf("an unreadable rank is not shown as unknown:\n%s", buf2.String())
+	}
+}

@@ -81,6 +81,14 @@ type Thread struct {
 	Stack []string `json:"stack,omitempty"`
 	// Note says what could not be read.
 	Note string `json:"note,omitempty"`
+	// Args are the root, count and datatype the collective was entered
+	// with, from a --collectives session; nil without.
+	Args *hang.Args `json:"args,omitempty"`
+	// Waits are the point-to-point requests the call waits for, read
+	// from the library (see p2p.go); nil if none was found.
+	Waits []hang.Wait `json:"waits,omitempty"`
+	// commRank is the thread's rank in Comm, -1 if unknown.
+	commRank int
 }
 
 // Rank is one rank's state.
@@ -96,6 +104,10 @@ type Rank struct {
 	// Counts are the collective calls per communicator, from a
 	// --collectives session; nil without history.
 	Counts []CommCount `json:"counts,omitempty"`
+	// Unreadable says why the rank's state is unknown: its main thread is
+	// in no MPI call that could be seen, and its stack could not be
+	// unwound. "" when the state is known.
+	Unreadable string `json:"unreadable,omitempty"`
 	// Library is the MPI library and its build; Note says when its
 	// communicator layout is unknown.
 	Library string `json:"library,omitempty"`
@@ -211,6 +223,7 @@ func Collect(ctx context.Context, cfg Config) (Result, error) {
 		return res, err
 	}
 	watched := time.Since(start)
+	resolveComms(k, procs, resolver, first, last)
 	calls, err := k.calls()
 	if err != nil {
 		return res, err
@@ -239,6 +252,15 @@ func Collect(ctx context.Context, cfg Config) (Result, error) {
 			r.Counts = counts(hist)
 		}
 		for tid, t := range last[pid] {
+			before, seen := first[pid][tid]
+			if unreadable(t) && seen && !unreadable(before) && calls[tid] == 0 {
+				// The thread entered no MPI call during the window: it
+				// is where the first sample saw it.
+				t = before
+			}
+			if unreadable(t) && tid == pid {
+				r.Unreadable = fmt.Sprintf("its stack could not be unwound (%v)", t.unwindErr)
+			}
 			if t.in.Call == "" && t.unwindErr != nil && len(t.frames) > 0 && apiLibrary(t.frames[0].Object) {
 				res.Notes = append(res.Notes, fmt.Sprintf("rank %s (pid %d) thread %d is in %s but its stack could not be followed (%v): it may be inside an MPI call",
 					id.Rank, pid, tid, path.Base(t.frames[0].Object), t.unwindErr))
@@ -262,18 +284,24 @@ func Collect(ctx context.Context, cfg Config) (Result, error) {
 			case t.unwindErr != nil && t.in.Site == "":
 				th.Note = t.unwindErr.Error()
 			}
+			th.commRank = -1
 			if p != nil && t.comm != 0 {
-				if c, _, ok := p.comms.comm(t.comm); ok {
-					th.Comm = &c
+				if c, cr, ok := p.comms.comm(t.comm); ok {
+					th.Comm, th.commRank = &c, cr
 					if c.Name == "" {
 						th.CommName = p.comms.userName(t.comm)
 					}
 				}
 			}
-			before, seen := first[pid][tid]
+			addWaits(&th, t, p, &res)
 			switch {
-			case calls[tid] > 0 || !seen || before.in.Call != t.in.Call || before.in.SitePC != t.in.SitePC:
+			case calls[tid] > 0:
 				th.Moving = true
+				cfg.Log.Debug("thread entered MPI calls during the window", "pid", pid, "tid", tid, "calls", calls[tid])
+			case seen && !unreadable(before) && (before.in.Call != t.in.Call || before.in.SitePC != t.in.SitePC):
+				th.Moving = true
+				cfg.Log.Debug("thread changed calls during the window", "pid", pid, "tid", tid,
+					"before", before.in.Call, "now", t.in.Call, "before_site", before.in.Site, "unwind_before", before.unwindErr, "stack_before", stackText(before))
 			default:
 				th.Since, th.AtLeast = watched, true
 			}
@@ -290,12 +318,21 @@ func Collect(ctx context.Context, cfg Config) (Result, error) {
 			if e, st, ok := inFlight(hist, th); ok && !th.Moving {
 				c := e.Comm
 				th.Comm, th.Seq = &c, st.Calls
+				if st.Count >= 0 || st.Root >= 0 {
+					th.Args = &hang.Args{Root: int(st.Root), Count: st.Count}
+					if p != nil {
+						th.Args.Datatype = p.datatypeText(st.Datatype)
+					}
+				}
 				if st.Since <= now {
 					th.Since, th.AtLeast = time.Duration(now-st.Since), false
 				}
 
 			}
 			r.Threads = append(r.Threads, th)
+		}
+		if len(r.Threads) > 0 {
+			r.Unreadable = ""
 		}
 		slices.SortFunc(r.Threads, func(a, b Thread) int { return a.TID - b.TID })
 		if len(r.Threads) > 1 {
@@ -310,6 +347,7 @@ func Collect(ctx context.Context, cfg Config) (Result, error) {
 		}
 		return a.PID - b.PID
 	})
+	hr = resolveCommPeers(res.Ranks)
 	res.Report = hang.Diagnose(hr, cfg.MinWait)
 	return res, nil
 }
@@ -344,6 +382,54 @@ func sample(k *live, procs map[int]*process, res *symbolize.Resolver) (map[int]m
 		}
 	}
 	return out, err
+}
+
+// commTries bounds the extra samples taken for threads whose communicator
+// vote tied.
+const commTries = 10
+
+// resolveComms decides the communicator of threads in the same call at
+// both ends of the window whose stack words tie between two candidates:
+// the words of both samples, then of up to commTries more, are counted
+// together until one candidate leads.
+func resolveComms(k *live, procs map[int]*process, res *symbolize.Resolver, first, last map[int]map[int]thread) {
+	type id struct{ pid, tid int }
+	open := map[id]map[uint64]int{}
+	for pid, ts := range last {
+		for tid, t := range ts {
+			b, ok := first[pid][tid]
+			if t.in.Call == "" || t.comm != 0 || len(t.votes) < 2 || !ok || b.in.Call != t.in.Call || b.in.SitePC != t.in.SitePC {
+				continue
+			}
+			votes := mergeVotes(b.votes, t.votes)
+			if c, ok := bestVote(votes); ok {
+				t.comm = c
+				ts[tid] = t
+				continue
+			}
+			open[id{pid, tid}] = votes
+		}
+	}
+	for try := 0; try < commTries && len(open) > 0; try++ {
+		time.Sleep(2 * time.Millisecond)
+		again, err := sampleOnce(k, procs, res)
+		if err != nil {
+			return
+		}
+		for i, votes := range open {
+			t, a := last[i.pid][i.tid], again[i.pid][i.tid]
+			if a.in.Call != t.in.Call || a.in.SitePC != t.in.SitePC {
+				continue
+			}
+			votes = mergeVotes(votes, a.votes)
+			open[i] = votes
+			if c, ok := bestVote(votes); ok {
+				t.comm = c
+				last[i.pid][i.tid] = t
+				delete(open, i)
+			}
+		}
+	}
 }
 
 // torn reports whether a thread's stack could not be followed.
@@ -502,13 +588,17 @@ func hangRank(r Rank) hang.Rank {
 	var best *Thread
 	for i := range r.Threads {
 		t := &r.Threads[i]
-		if best == nil || t.Since > best.Since {
+		if best == nil || betterThread(t, best) {
 			best = t
 		}
 	}
+	h.Unreadable = r.Unreadable
 	if best != nil {
 		call := &hang.Call{Name: best.Call, Comm: best.Comm, Seq: best.Seq, Peer: -1,
-			Since: best.Since, AtLeast: best.AtLeast, Site: best.Site}
+			Since: best.Since, AtLeast: best.AtLeast, Site: best.Site, Args: best.Args}
+		if len(best.Waits) > 0 {
+			call.Waits, call.Peer = best.Waits, waitsPeer(best.Waits)
+		}
 		if best.Moving {
 			call.Since = 0
 		}
@@ -517,12 +607,42 @@ func hangRank(r Rank) hang.Rank {
 	return h
 }
 
+// betterThread reports whether a stands for its rank rather than b: a
+// thread that stays in its call before one that moves, then one inside
+// longer, then one in a collective (what the other ranks wait for).
+func betterThread(a, b *Thread) bool {
+	if a.Moving != b.Moving {
+		return !a.Moving
+	}
+	if a.Since != b.Since {
+		return a.Since > b.Since
+	}
+	return a.Comm != nil && hang.IsCollective(a.Call) && !(b.Comm != nil && hang.IsCollective(b.Call))
+}
+
+// unreadable reports whether a sample of a thread says nothing: no MPI call
+// found because its stack could not be unwound.
+func unreadable(t thread) bool { return t.in.Call == "" && t.unwindErr != nil }
+
 // frameText renders one frame for --verbose and JSON.
 func frameText(s symbolize.Site) string {
 	if s.Object == "" {
 		return "?"
 	}
 	return siteText(s) + " in " + s.Object
+}
+
+// stackText renders a sampled stack for debug messages.
+func stackText(t thread) string {
+	var fs []string
+	for i, f := range t.frames {
+		s := frameText(f)
+		if i < len(t.pcs) {
+			s += fmt.Sprintf(" [%#x]", t.pcs[i])
+		}
+		fs = append(fs, s)
+	}
+	return strings.Join(fs, " <- ")
 }
 
 // gone reports whether a process no longer exists.

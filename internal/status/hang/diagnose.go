@@ -25,6 +25,12 @@ type Call struct {
 	// progress when observation began. The verdict then says "for at least".
 	AtLeast bool
 	Site    string // application call site ("main+0x1e4 (app.c:32)"), "" if unknown
+	// Args are the collective's root, count and datatype when they were
+	// read at entry; nil if unknown.
+	Args *Args
+	// Waits are the point-to-point operations the call waits for, read
+	// from the library or inferred (see waitfor.go); nil if unknown.
+	Waits []Wait
 }
 
 // Rank is one rank's state.
@@ -39,6 +45,10 @@ type Rank struct {
 	// A non-nil map is taken as the complete history: a collective or
 	// communicator missing from it was called 0 times.
 	Counts map[agg.Comm]map[string]uint64
+	// Unreadable says why the rank's state is unknown (its stack could
+	// not be unwound); "" when In says it. An unreadable rank is never
+	// taken as computing.
+	Unreadable string
 }
 
 // Divergence flags a rank whose count of one collective on one
@@ -73,11 +83,28 @@ type Report struct {
 	Divergent []Divergence
 	// Threshold is the minWait the report was made with.
 	Threshold time.Duration
+	// Suspects are the ranks that block progress: members missing from
+	// a collective others wait in, the sides of a mismatch, the ranks of
+	// a cycle, the not-blocked peers blocked ranks wait on. Sorted.
+	Suspects []int
+	// Lead are the ranks the verdict names first.
+	Lead []int
+	// Mismatches are the communicators whose ranks are blocked in
+	// collectives that cannot match.
+	Mismatches []Mismatch
+	// Absent lists, for every group of ranks blocked in one collective,
+	// the members of its communicator that are not in it.
+	Absent []Absence
+	// Edges is the wait-for graph of the ranks blocked in point-to-point
+	// calls, Cycles its cycles (see waitfor.go).
+	Edges  []Edge
+	Cycles [][]Edge
 }
 
 // rstate is Diagnose's view of one rank.
 type rstate struct {
 	n       int
+	unread  string // why the state is unknown ("" if known)
 	call    *Call  // nil when computing or ended
 	ended   bool   // the rank has ended (its call, if any, is ignored)
 	how     string // how it ended, cleaned
@@ -90,12 +117,14 @@ type rstate struct {
 
 // diag holds the normalised input of Diagnose.
 type diag struct {
+	input   []Rank
 	minWait time.Duration
 	ranks   []*rstate // sorted by rank
 	byN     map[int]*rstate
 	members map[commKey][]int    // known members of shared communicators other than WORLD
 	display map[commKey]agg.Comm // how to print each key
 	worldSz int                  // the largest size of WORLD any rank reports
+	stated  map[int]bool         // odd ranks whose count the first group's clause states
 }
 
 // group is a candidate answer to "who waits where".
@@ -135,19 +164,18 @@ func Diagnose(ranks []Rank, minWait time.Duration) Report {
 		// lag is expected and says nothing.
 		showDiv = false
 	default:
-		g := d.largestGroup()
+		gs := d.allGroups()
 		switch {
-		case g == nil:
-			clauses = d.pointToPoint()
-		case g.local:
-			clauses = d.localVerdict(g)
+		case len(gs) > 0 && gs[0].local:
+			clauses = d.localVerdict(gs[0])
 			clauses = append(clauses, d.cycleClauses()...)
 		default:
-			var stated map[int]bool
-			clauses, rep.Waiting, rep.Odd, stated = d.groupVerdict(g)
-			clauses = append(clauses, d.cycleClauses()...)
-			skip = func(v Divergence) bool {
-				return stated[v.Rank] && v.Call == g.name && keyOf(v.Comm, v.Rank) == g.key
+			clauses = d.blockedVerdict(&rep, gs)
+			if len(gs) > 0 {
+				g := gs[0]
+				skip = func(v Divergence) bool {
+					return d.stated[v.Rank] && v.Call == g.name && keyOf(v.Comm, v.Rank) == g.key
+				}
 			}
 		}
 	}
@@ -157,11 +185,14 @@ func Diagnose(ranks []Rank, minWait time.Duration) Report {
 		}
 	}
 	rep.Verdict = strings.Join(clauses, "; ")
+	withWaitFor(ranks, minWait, &rep)
+	addCycles(ranks, &rep)
 	return rep
 }
 
 func newDiag(in []Rank, minWait time.Duration) *diag {
 	d := &diag{
+		input:   in,
 		minWait: minWait,
 		byN:     make(map[int]*rstate),
 		members: make(map[commKey][]int),
@@ -175,7 +206,7 @@ func newDiag(in []Rank, minWait time.Duration) *diag {
 		if _, dup := d.byN[src.Rank]; dup {
 			continue // the first entry of a rank wins
 		}
-		r := &rstate{n: src.Rank}
+		r := &rstate{n: src.Rank, unread: text.Line(src.Unreadable)}
 		if src.Ended != "" {
 			r.ended, r.how = true, text.Line(src.Ended)
 		} else {
@@ -199,7 +230,13 @@ func newDiag(in []Rank, minWait time.Duration) *diag {
 		if c := r.call; c != nil {
 			r.blocked = c.Since >= minWait
 			r.seq = c.Seq
-			if c.Comm != nil {
+			switch {
+			case isInit(c.Name):
+				// MPI_Init is collective over WORLD.
+				w := agg.Comm{Name: "WORLD"}
+				r.key, r.coll = keyOf(w, r.n), true
+				d.note(r.key, w)
+			case c.Comm != nil && !isFinalize(c.Name):
 				r.key = keyOf(*c.Comm, r.n)
 				d.note(r.key, *c.Comm)
 				r.coll = isCollective(c.Name, c.Seq)
@@ -248,7 +285,8 @@ func (d *diag) note(k commKey, c agg.Comm) {
 // have it in Counts or are in a call on it.
 func (d *diag) membersOf(k commKey) []int {
 	switch {
-	case k.isWorld():
+	case k.isWorld() || (k.kind == shared && !d.ambiguous(k) && k.size > 0 && k.size == d.fullSize()):
+		// A communicator as large as WORLD has every rank of it.
 		out := make([]int, len(d.ranks))
 		for i, r := range d.ranks {
 			out[i] = r.n
@@ -292,50 +330,6 @@ func history(r *rstate, k commKey) string {
 	return b.String()
 }
 
-// largestGroup groups the ranks blocked in collectives on known
-// communicators and returns the largest group (ties: lowest rank), or nil.
-func (d *diag) largestGroup() *group {
-	type gkey struct {
-		name  string
-		key   commKey
-		seq   uint64
-		local bool
-		hist  string
-	}
-	groups := make(map[gkey]*group)
-	var order []*group
-	for _, r := range d.ranks {
-		if !r.blocked || !r.coll {
-			continue
-		}
-		gk := gkey{name: r.call.Name}
-		if r.key.kind == local {
-			gk.local = true
-		} else {
-			gk.key, gk.seq = r.key, r.seq
-			if d.ambiguous(r.key) {
-				gk.hist = history(r, r.key)
-			}
-		}
-		g := groups[gk]
-		if g == nil {
-			g = &group{name: gk.name, key: gk.key, seq: gk.seq, local: gk.local, amb: gk.hist != ""}
-			groups[gk] = g
-			order = append(order, g)
-		}
-		g.ranks = append(g.ranks, r.n)
-	}
-	// Groups are created in order of their lowest rank, so the first of
-	// the largest has the lowest rank.
-	var best *group
-	for _, g := range order {
-		if best == nil || len(g.ranks) > len(best.ranks) {
-			best = g
-		}
-	}
-	return best
-}
-
 // callText describes r's current call: "MPI_Recv from rank 3 at app.c:32".
 func callText(r *rstate) string {
 	c := r.call
@@ -345,6 +339,8 @@ func callText(r *rstate) string {
 	}
 	var s string
 	switch {
+	case r.coll && c.Comm == nil: // MPI_Init: collective over WORLD, no argument
+		s = name
 	case r.coll:
 		s = name + seqText(r.seq) + " on " + c.Comm.String()
 	case c.Peer >= 0:
@@ -378,8 +374,12 @@ func state(r *rstate, g *group, plural bool) string {
 	switch {
 	case r.ended:
 		return "ended (" + r.how + ")"
+	case r.call == nil && r.unread != "":
+		return verb(plural, "is", "are") + " in an unknown state: " + r.unread
 	case r.call == nil:
 		return verb(plural, "is", "are") + " computing"
+	case r.finished():
+		return "finished (in MPI_Finalize)"
 	case g != nil && !g.local && r.coll && !r.blocked &&
 		r.call.Name == g.name && r.key == g.key && r.seq == g.seq:
 		return "entered the same call " + seconds(r.call.Since) + " ago"
@@ -389,11 +389,16 @@ func state(r *rstate, g *group, plural bool) string {
 }
 
 // groupVerdict explains a group blocked in one collective (rules 1 and 2).
-// It returns the clauses, Waiting, Odd, and the odd ranks whose count of
-// the group's collective the verdict states.
-func (d *diag) groupVerdict(g *group) ([]string, []int, []int, map[int]bool) {
+// It returns the clauses, Waiting, Odd, the odd ranks whose count of the
+// group's collective the verdict states, and the absent members. A
+// secondary group (not the verdict's first) leaves out what the first
+// already said about WORLD.
+func (d *diag) groupVerdict(g *group, secondary bool) ([]string, []int, []int, map[int]bool, []Absence) {
 	first := d.byN[g.ranks[0]]
-	comm := *first.call.Comm
+	comm := d.display[g.key]
+	if first.call.Comm != nil {
+		comm = *first.call.Comm
+	}
 	since, site, sameSite, atLeast := first.call.Since, first.call.Site, true, first.call.AtLeast
 	for _, n := range g.ranks[1:] {
 		c := d.byN[n].call
@@ -401,19 +406,22 @@ func (d *diag) groupVerdict(g *group) ([]string, []int, []int, map[int]bool) {
 		sameSite = sameSite && c.Site == site
 		atLeast = atLeast || c.AtLeast
 	}
-	where := text.Line(g.name) + seqText(g.seq) + " on " + comm.String() + " for " + forText(since, atLeast)
+	on := " on " + comm.String()
+	if isInit(g.name) {
+		on = ""
+	}
+	where := text.Line(g.name) + seqText(g.seq) + on + " for " + forText(since, atLeast)
 	if sameSite && site != "" {
 		where += " at " + text.Line(site)
 	}
 	plural := len(g.ranks) > 1
 	if g.amb {
 		return []string{fmt.Sprintf("%s %s in %s (%d ranks use %s: several communicators share its id, so which ranks wait together is not known)",
-			subject(g.ranks), verb(plural, "is", "are"), where, len(d.members[g.key]), comm.String())}, nil, nil, nil
+			subject(g.ranks), verb(plural, "is", "are"), where, len(d.members[g.key]), comm.String())}, nil, nil, nil, nil
 	}
-	clauses := []string{subject(g.ranks) + " " + verb(plural, "waits", "wait") + " in " + where}
-
 	members := d.membersOf(g.key)
 	var odd []int
+	var abs []Absence
 	var items itemList
 	i := 0
 	for _, n := range members {
@@ -425,16 +433,38 @@ func (d *diag) groupVerdict(g *group) ([]string, []int, []int, map[int]bool) {
 		}
 		odd = append(odd, n)
 		r := d.byN[n]
+		a := Absence{Rank: n, Call: g.name, Comm: comm, Waiting: slices.Clone(g.ranks), State: absentState(r, g)}
+		if r.call != nil && !r.ended {
+			a.In = r.call.Name
+		}
+		abs = append(abs, a)
 		one, many := state(r, g, false), state(r, g, true)
-		if r.counts != nil {
+		switch a.State {
+		case "finalized":
+			one, many = "finished (in MPI_Finalize) without "+text.Line(g.name), "finished (in MPI_Finalize) without "+text.Line(g.name)
+		case "done":
+			one, many = "made the call and finished (in MPI_Finalize)", "made the call and finished (in MPI_Finalize)"
+		}
+		if r.counts != nil && a.State != "done" {
 			calls := countOf(r.counts[g.key][g.name], "call")
 			one = "has made " + calls + " and " + one
 			many = "have made " + calls + " and " + many
 		}
 		items.add(n, one, many, 0)
 	}
+	var clauses []string
+	shown := items.shown()
+	if len(odd) > 0 && allFinalized(abs) && len(shown) == 1 {
+		// Lead with the ranks that left: they block the others.
+		clauses = []string{fmt.Sprintf("%s finished (in MPI_Finalize) without %s, which %s %s in%s",
+			subject(odd), text.Line(g.name)+seqText(g.seq), subject(g.ranks), verb(plural, "waits", "wait"),
+			strings.TrimPrefix(where, text.Line(g.name)+seqText(g.seq)))}
+		shown = nil
+	} else {
+		clauses = []string{subject(g.ranks) + " " + verb(plural, "waits", "wait") + " in " + where}
+	}
 	stated := make(map[int]bool)
-	for _, it := range items.shown() {
+	for _, it := range shown {
 		clauses = append(clauses, it.text())
 		for _, n := range it.ranks {
 			stated[n] = d.byN[n].counts != nil
@@ -449,7 +479,7 @@ func (d *diag) groupVerdict(g *group) ([]string, []int, []int, map[int]bool) {
 	if g.key.isWorld() {
 		size = d.worldSize()
 		var s string
-		if s, missing = d.worldMissing(size); s != "" {
+		if s, missing = d.worldMissing(size); s != "" && !secondary {
 			clauses = append(clauses, s)
 		}
 	} else if size > len(members) {
@@ -460,12 +490,35 @@ func (d *diag) groupVerdict(g *group) ([]string, []int, []int, map[int]bool) {
 	if len(odd) == 0 && missing == 0 && size > 1 && len(g.ranks) == size {
 		clauses = append(clauses, fmt.Sprintf("all %d ranks of %s are in this call", size, comm.Short()))
 	}
-	if !g.key.isWorld() {
+	if !g.key.isWorld() && !secondary {
 		if s, _ := d.worldMissing(d.worldSize()); s != "" {
 			clauses = append(clauses, s)
 		}
 	}
-	return clauses, slices.Clone(g.ranks), odd, stated
+	return clauses, slices.Clone(g.ranks), odd, stated, abs
+}
+
+// absentState classifies a member missing from g (see Absence.State).
+func absentState(r *rstate, g *group) string {
+	switch {
+	case r == nil:
+		return "unknown"
+	case r.ended:
+		return "ended"
+	case r.call == nil && r.unread != "":
+		return "unknown"
+	case r.call == nil:
+		return "computing"
+	case r.finished():
+		if r.counts != nil && g.seq > 0 && r.counts[g.key][g.name] >= g.seq {
+			return "done"
+		}
+		return "finalized"
+	case !r.blocked && r.coll && r.call.Name == g.name && r.key == g.key && r.seq == g.seq:
+		return "entering"
+	default:
+		return "elsewhere"
+	}
 }
 
 // localVerdict explains ranks in one collective on rank-local handles
@@ -505,53 +558,6 @@ func (d *diag) describe(items *itemList) []string {
 			rest, verb(rest > 1, "rank is", "ranks are")))
 	}
 	return out
-}
-
-// pointToPoint explains blocked ranks when none is in a collective on a
-// known communicator (rule 5): cycles first, then the blocked ranks, then
-// the state of the peers they wait for.
-func (d *diag) pointToPoint() []string {
-	clauses := d.cycleClauses()
-	var blocked itemList
-	var peers []int
-	seen := make(map[int]bool)
-	for _, r := range d.ranks {
-		if !r.blocked {
-			continue
-		}
-		t := callText(r)
-		blocked.add(r.n, "is in "+t, "are in "+t, r.call.Since)
-		if r.call.AtLeast {
-			blocked.index["is in "+t].atLeast = true
-		}
-		if p := r.call.Peer; p >= 0 && !seen[p] {
-			seen[p] = true
-			if pr := d.byN[p]; pr == nil || !pr.blocked {
-				peers = append(peers, p)
-			}
-		}
-	}
-	for _, it := range blocked.shown() {
-		clauses = append(clauses, it.text()+" for "+forText(it.minSince, it.atLeast))
-	}
-	if rest := blocked.rest(); rest > 0 {
-		clauses = append(clauses, fmt.Sprintf("%d more %s blocked in other calls",
-			rest, verb(rest > 1, "rank is", "ranks are")))
-	}
-	slices.Sort(peers)
-	var items itemList
-	for _, p := range peers {
-		if pr := d.byN[p]; pr != nil {
-			items.add(p, state(pr, nil, false), state(pr, nil, true), 0)
-		} else {
-			items.add(p, "is not observed here", "are not observed here", 0)
-		}
-	}
-	clauses = append(clauses, d.describe(&items)...)
-	if s, _ := d.worldMissing(d.worldSize()); s != "" {
-		clauses = append(clauses, s)
-	}
-	return clauses
 }
 
 // cycles finds the ranks that wait on each other: each rank blocked in a
@@ -602,6 +608,9 @@ func (d *diag) cycles() [][]int {
 
 // cycleClauses names the cycles: "ranks 0 and 1 wait on each other".
 func (d *diag) cycleClauses() []string {
+	if hasWaits(d.input) && len(BuildWaitFor(d.input, d.minWait).Cycles) > 0 {
+		return nil // withWaitFor states them
+	}
 	cs := d.cycles()
 	var out []string
 	for i, c := range cs {
@@ -627,6 +636,20 @@ func (d *diag) cycleClauses() []string {
 		}
 	}
 	return out
+}
+
+// fullSize is the size of WORLD when every rank of it is observed (the
+// size reported, or the observed ranks numbered 0..n-1 when none reports
+// it), else 0.
+func (d *diag) fullSize() int {
+	n := len(d.ranks)
+	if n == 0 || d.ranks[n-1].n != n-1 {
+		return 0
+	}
+	if d.worldSz != 0 && d.worldSz != n {
+		return 0
+	}
+	return n
 }
 
 // worldSize is the size of WORLD as any rank reports it (the largest if

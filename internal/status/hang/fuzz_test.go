@@ -2,6 +2,7 @@ package hang
 
 import (
 	"math"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -47,7 +48,7 @@ var (
 	fuzzNames = []string{
 		"MPI_Allreduce", "MPI_Barrier", "PMPI_Bcast", "MPI_Recv", "MPI_Send",
 		"MPI_Sendrecv", "MPI_Wait", "MPI_Iallreduce", "MPIX_Thing", "",
-		"MPI_Finalize", "bad\nname\r",
+		"MPI_Finalize", "bad\nname\r", "MPI_Init", "MPI_Win_fence", "MPI_Reduce",
 	}
 	fuzzSites = []string{"", "main+0x1e4 (app.c:32)", "x\u2028y", strings.Repeat("s", 300)}
 	fuzzEnds  = []string{"exit 0", "killed by SIGKILL", "\n"}
@@ -71,6 +72,9 @@ func fuzzRanks(data []byte) []Rank {
 				Since: time.Duration(int8(s.next())) * 250 * time.Millisecond,
 				Site:  pick(s, fuzzSites),
 			}
+			if b := s.next(); b%3 == 0 {
+				c.Args = &Args{Root: int(b%5) - 1, Count: int64(b % 7), Datatype: pick(s, fuzzSites)}
+			}
 			switch s.next() % 16 {
 			case 0:
 				c.Seq = math.MaxUint64
@@ -83,6 +87,9 @@ func fuzzRanks(data []byte) []Rank {
 		}
 		if mode&2 != 0 {
 			r.Ended = pick(s, fuzzEnds)
+		}
+		if mode&0x80 != 0 {
+			r.Unreadable = pick(s, fuzzSites)
 		}
 		switch mode >> 2 % 4 {
 		case 1:
@@ -148,8 +155,32 @@ func FuzzDiagnose(f *testing.F) {
 				t.Fatalf("divergence without a difference: %+v", d)
 			}
 		}
+		strictlySorted("Suspects", rep.Suspects)
+		for _, a := range rep.Absent {
+			if slices.Contains(a.Waiting, a.Rank) {
+				t.Fatalf("rank %d both absent from and waiting in %s", a.Rank, a.Call)
+			}
+		}
+		for _, m := range rep.Mismatches {
+			if len(m.Sides) < 2 {
+				t.Fatalf("mismatch of one side: %+v", m)
+			}
+			seen := map[int]bool{}
+			for _, sd := range m.Sides {
+				for _, r := range sd.Ranks {
+					if seen[r] {
+						t.Fatalf("rank %d on two sides of %+v", r, m)
+					}
+					seen[r] = true
+				}
+			}
+		}
 		// Map iteration order must not leak into the result.
 		again := Diagnose(ranks, time.Duration(minWait))
+		if !reflect.DeepEqual(again.Suspects, rep.Suspects) || !reflect.DeepEqual(again.Lead, rep.Lead) ||
+			!reflect.DeepEqual(again.Absent, rep.Absent) || !reflect.DeepEqual(again.Mismatches, rep.Mismatches) {
+			t.Fatalf("facts not deterministic:\n%+v\n%+v", rep, again)
+		}
 		if again.Verdict != v || !slices.Equal(again.Divergent, rep.Divergent) {
 			t.Fatalf("not deterministic:\n%q\n%q", v, again.Verdict)
 		}

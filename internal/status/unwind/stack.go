@@ -97,6 +97,16 @@ func Stack(regs Regs, mods Modules, mem Memory, max int) (pcs []uint64, err erro
 		r, f, err := m.Table.rowAt(pc - m.Bias)
 		if err != nil {
 			if errors.Is(err, errNoFDE) {
+				if n == 0 {
+					// A small leaf function built without CFI (a
+					// timer reading the TSC): take the caller from
+					// the stack pointer or the frame pointer.
+					if caller, ok := leafCaller(cur, mods, mem); ok {
+						pcs = append(pcs, caller.ip)
+						cur = caller
+						continue
+					}
+				}
 				return pcs, fmt.Errorf("unwind: no CFI for %#x (frame %d)", cur.ip, n)
 			}
 			return pcs, fmt.Errorf("unwind: bad CFI for %#x (frame %d): %w", cur.ip, n, err)
@@ -113,6 +123,36 @@ func Stack(regs Regs, mods Modules, mem Memory, max int) (pcs []uint64, err erro
 		cur = caller
 	}
 	return pcs, nil
+}
+
+// leafCaller finds the caller of a frame-0 function without CFI. A leaf
+// that pushed nothing has its return address at sp; one that set up a
+// frame pointer has it at bp+8, the caller's bp at bp and its sp at
+// bp+16. A candidate is taken only if the return address lies in code
+// whose CFI covers it, so a stale word is not mistaken for a caller.
+func leafCaller(cur frame, mods Modules, mem Memory) (frame, bool) {
+	covered := func(ra uint64) bool {
+		if ra == 0 {
+			return false
+		}
+		m, ok := mods(ra - 1)
+		if !ok || m.Table == nil {
+			return false
+		}
+		_, _, err := m.Table.rowAt(ra - 1 - m.Bias)
+		return err == nil
+	}
+	if ra, err := read64(mem, cur.sp); err == nil && covered(ra) {
+		return frame{ip: ra, sp: cur.sp + 8, bp: cur.bp, bpOK: cur.bpOK}, true
+	}
+	if cur.bpOK && cur.bp > cur.sp {
+		ra, err1 := read64(mem, cur.bp+8)
+		bp, err2 := read64(mem, cur.bp)
+		if err1 == nil && err2 == nil && covered(ra) {
+			return frame{ip: ra, sp: cur.bp + 16, bp: bp, bpOK: true}, true
+		}
+	}
+	return frame{}, false
 }
 
 // step computes the caller's registers from the callee's cur and the row

@@ -149,6 +149,34 @@ func TestStackSynthetic(t *testing.T) {
 			want:  []uint64{f0 + 0x10, f2 + 0x100},
 		},
 		{
+			// A leaf without CFI (a TSC timer) that pushed nothing:
+			// its return address is at sp.
+			name:  "leaf without CFI, return address at sp",
+			regs:  Regs{IP: bias + 0x9000, SP: sp},
+			stack: fakeStack{sp: f2 + 0x20, sp + 8: 0, sp + 16: 0, sp + 24: 0},
+			max:   10,
+			want:  []uint64{bias + 0x9000, f2 + 0x20},
+		},
+		{
+			// A leaf without CFI that set up a frame pointer: sp holds
+			// a local, bp the saved bp and bp+8 the return address.
+			name:  "leaf without CFI, frame pointer",
+			regs:  Regs{IP: bias + 0x9000, SP: sp, BP: sp + 0x10},
+			stack: fakeStack{sp: 42, sp + 0x10: sp + 0x100, sp + 0x18: f1 + 0x30, sp + 0x100: 0, sp + 0x108: start + 5},
+			max:   10,
+			want:  []uint64{bias + 0x9000, f1 + 0x30, start + 5},
+		},
+		{
+			// Neither candidate returns into code with CFI: the error
+			// stands.
+			name:  "leaf without CFI, no caller found",
+			regs:  Regs{IP: bias + 0x9000, SP: sp, BP: sp + 0x10},
+			stack: fakeStack{sp: 42, sp + 0x10: 0, sp + 0x18: 0x1234},
+			max:   10,
+			want:  []uint64{bias + 0x9000},
+			err:   fmt.Sprintf("unwind: no CFI for %#x (frame 0)", bias+0x9000),
+		},
+		{
 			name: "a frame of untracked registers",
 			regs: Regs{IP: bad, SP: sp},
 			max:  10,

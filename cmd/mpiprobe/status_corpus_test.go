@@ -1,0 +1,358 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/mpiprobe/mpiprobe/internal/mpitest"
+)
+
+// corpusCase is one program of testdata/deadlock with what its header
+// says: how many ranks, and the facts the verdict must state.
+type corpusCase struct {
+	name, src string
+	np        int
+	expects   []string
+	// history runs the job under mpiprobe --collectives ("history: yes").
+	history bool
+}
+
+// readCorpus reads the headers of testdata/deadlock: "np: N" and any
+// number of "expect: ..." lines in the leading comment ("//" or "!").
+// Files with neither are not corpus programs.
+func readCorpus(t *testing.T) []corpusCase {
+	t.Helper()
+	dir := filepath.Join(mpitest.RepoRoot(t), "testdata", "deadlock")
+	var out []corpusCase
+	for _, pat := range []string{"*.c", "*.f90"} {
+		files, err := filepath.Glob(filepath.Join(dir, pat))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range files {
+			c := corpusCase{name: strings.TrimSuffix(filepath.Base(f), filepath.Ext(f)), src: f}
+			fh, err := os.Open(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sc := bufio.NewScanner(fh)
+			for sc.Scan() {
+				line := strings.TrimSpace(sc.Text())
+				if !strings.HasPrefix(line, "//") && !strings.HasPrefix(line, "!") {
+					break
+				}
+				line = strings.TrimSpace(strings.TrimLeft(line, "/!"))
+				if v, ok := strings.CutPrefix(line, "np:"); ok {
+					c.np, _ = strconv.Atoi(strings.TrimSpace(v))
+				}
+				if v, ok := strings.CutPrefix(line, "history:"); ok {
+					c.history = strings.TrimSpace(v) == "yes"
+				}
+				if v, ok := strings.CutPrefix(line, "expect:"); ok {
+					c.expects = append(c.expects, strings.TrimSpace(v))
+				}
+			}
+			fh.Close()
+			if c.np == 0 && len(c.expects) == 0 {
+				// A program with modes of its own (p2p_deadlock.c,
+				// TestStatusP2P's), not one of the corpus.
+				t.Logf("%s: no np:/expect: header, not a corpus program", filepath.Base(f))
+				continue
+			}
+			if c.np < 2 || len(c.expects) == 0 {
+				t.Errorf("%s: header needs np: and expect: lines", f)
+				continue
+			}
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// fields parses "kind a=b c=d" into the kind and its fields; "rank 0
+// call=X" gives kind "rank" with the field "rank"="0".
+func fields(e string) (string, map[string]string) {
+	parts := strings.Fields(e)
+	m := map[string]string{}
+	if len(parts) == 0 {
+		return "", m
+	}
+	for i, p := range parts[1:] {
+		k, v, ok := strings.Cut(p, "=")
+		if !ok && i == 0 {
+			k, v = parts[0], p
+		}
+		m[k] = v
+	}
+	return parts[0], m
+}
+
+func intList(s string) []int {
+	var out []int
+	for _, f := range strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == '-' || r == '>' }) {
+		n, err := strconv.Atoi(f)
+		if err == nil {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+func containsAll(have, want []int) bool {
+	for _, w := range want {
+		if !slices.Contains(have, w) {
+			return false
+		}
+	}
+	return true
+}
+
+// commMatches says whether a communicator named name of size size is what
+// an expectation's comm= says: "WORLD", or "other" for any other.
+func commMatches(want, name string) bool {
+	switch want {
+	case "", "*":
+		return true
+	case "WORLD":
+		return name == "WORLD"
+	default:
+		return name != "WORLD"
+	}
+}
+
+// check returns what an expectation finds wrong in a status result, or "".
+//
+// The expectation language (one fact per "expect:" line):
+//
+//	cycle 0->1->0                          the ranks wait on each other in this order
+//	missing-collective rank=R call=C comm=WORLD|other waiting=A,B
+//	                                       R is a member absent from C, which A,B wait in
+//	finalized rank=R call=C waiting=A,B    the same, R being in MPI_Finalize without C
+//	mismatch ranks=A,B [call=C] [comm=K]   A and B are sides of a mismatch (C one of its calls)
+//	rank R call=C|none [comm=K] [peer=P|any] [tag=T] the rank table's facts for R
+//	suspect rank=R                         R is among the ranks that block progress
+//	lead rank=R                            the verdict names R first
+func check(st statusJSON, e string) string {
+	kind, f := fields(e)
+	switch kind {
+	case "cycle":
+		want := intList(strings.Fields(e)[1])
+		want = want[:len(want)-1]
+		for _, c := range st.Cycles {
+			if slices.Equal(c, want) {
+				return ""
+			}
+		}
+		return fmt.Sprintf("no cycle %v in %v", want, st.Cycles)
+	case "missing-collective", "finalized":
+		r, _ := strconv.Atoi(f["rank"])
+		for _, a := range st.Absent {
+			if a.Rank == r && a.Call == f["call"] && commMatches(f["comm"], a.Comm.Name) &&
+				containsAll(a.Waiting, intList(f["waiting"])) && (kind != "finalized" || a.State == "finalized") {
+				return ""
+			}
+		}
+		return fmt.Sprintf("rank %d is not named absent from %s (%s) that %s wait in: absent %+v", r, f["call"], f["comm"], f["waiting"], st.Absent)
+	case "mismatch":
+		want := intList(f["ranks"])
+		for _, m := range st.Mismatches {
+			var rs []int
+			calls := false
+			for _, s := range m.Sides {
+				rs = append(rs, s.Ranks...)
+				calls = calls || f["call"] == "" || s.Call == f["call"]
+			}
+			if containsAll(rs, want) && calls && commMatches(f["comm"], m.Comm.Name) {
+				return ""
+			}
+		}
+		return fmt.Sprintf("no mismatch of ranks %v: %+v", want, st.Mismatches)
+	case "rank":
+		r, _ := strconv.Atoi(f["rank"])
+		for _, rk := range st.Ranks {
+			if rk.Rank != r {
+				continue
+			}
+			want := f["call"]
+			if want == "none" {
+				want = ""
+			}
+			if rk.Call != want {
+				return fmt.Sprintf("rank %d is in %q, want %q", r, rk.Call, want)
+			}
+			if cm, ok := f["comm"]; ok && (rk.Comm == nil || !commMatches(cm, rk.Comm.Name)) {
+				return fmt.Sprintf("rank %d: communicator %+v, want %s", r, rk.Comm, cm)
+			}
+			if p, ok := f["peer"]; ok {
+				wantPeer := -2
+				if p != "any" {
+					wantPeer, _ = strconv.Atoi(p)
+				}
+				if rk.Peer == nil {
+					return fmt.Sprintf("rank %d: peer unknown, want %s", r, p)
+				}
+				if *rk.Peer != wantPeer {
+					return fmt.Sprintf("rank %d: peer %d, want %s", r, *rk.Peer, p)
+				}
+			}
+			if tg, ok := f["tag"]; ok {
+				want, _ := strconv.Atoi(tg)
+				if rk.Tag == nil {
+					return fmt.Sprintf("rank %d: tag unknown, want %s", r, tg)
+				}
+				if *rk.Tag != want {
+					return fmt.Sprintf("rank %d: tag %d, want %s", r, *rk.Tag, tg)
+				}
+			}
+			return ""
+		}
+		return fmt.Sprintf("rank %d is not in the table", r)
+	case "suspect":
+		r, _ := strconv.Atoi(f["rank"])
+		if !slices.Contains(st.Suspects, r) {
+			return fmt.Sprintf("rank %d is not a suspect: %v", r, st.Suspects)
+		}
+		return ""
+	case "lead":
+		r, _ := strconv.Atoi(f["rank"])
+		if !slices.Contains(st.Lead, r) {
+			return fmt.Sprintf("the verdict leads with %v, not rank %d", st.Lead, r)
+		}
+		return ""
+	}
+	return "unknown expectation " + strconv.Quote(e)
+}
+
+// TestDeadlockCorpus runs every program of testdata/deadlock under Open
+// MPI and MPICH, waits until it hangs, runs `mpiprobe status --json` on its
+// ranks and checks the facts its header expects, and that every rank is
+// accounted for (a call, or an expectation that it computes). It logs the
+// share of programs whose verdict matches, per library.
+func TestDeadlockCorpus(t *testing.T) {
+	cases := readCorpus(t)
+	if len(cases) < 25 {
+		t.Errorf("corpus holds %d programs, want at least 25", len(cases))
+	}
+	var table []string
+	mpitest.RequireE2E(t, mpitest.OpenMPI(), mpitest.MPICH())
+	bin := mpitest.BuildMpiprobe(t)
+	for _, impl := range []mpitest.Impl{mpitest.OpenMPI(), mpitest.MPICH()} {
+		t.Run(impl.Name, func(t *testing.T) {
+			mpitest.RequireE2E(t, impl)
+			pass, ran := 0, 0
+			var failed []string
+			for _, c := range cases {
+				started := false
+				ok := t.Run(c.name, func(t *testing.T) { started = true; runCorpusCase(t, bin, impl, c) })
+				if !started {
+					continue // left out by -run
+				}
+				ran++
+				if ok {
+					pass++
+				} else {
+					failed = append(failed, c.name)
+				}
+			}
+			table = append(table, fmt.Sprintf("%-8s %2d/%2d match (%.0f%%); failing: %s", impl.Name, pass, ran,
+				100*float64(pass)/float64(max(ran, 1)), strings.Join(failed, ", ")))
+		})
+	}
+	t.Logf("deadlock corpus:\n%s", strings.Join(table, "\n"))
+}
+
+func runCorpusCase(t *testing.T, bin string, impl mpitest.Impl, c corpusCase) {
+	compiler := impl.CC
+	if strings.HasSuffix(c.src, ".f90") {
+		compiler = impl.FC
+	}
+	prog := filepath.Join(t.TempDir(), c.name+"."+impl.Name)
+	if b, err := exec.Command(compiler, "-O2", "-g", "-o", prog, c.src).CombinedOutput(); err != nil {
+		t.Fatalf("%s: %v\n%s", compiler, err, b)
+	}
+	argv := impl.Command(c.np, nil, prog)
+	if c.history {
+		argv = append([]string{bin, "--collectives", "--"}, argv...)
+	}
+	var out syncBuffer
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var ranks []int
+	defer func() {
+		for _, pid := range ranks {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+		if c.history {
+			// mpiprobe unpins its maps and leaves on SIGINT.
+			_ = cmd.Process.Signal(syscall.SIGINT)
+			done := make(chan struct{})
+			go func() { _ = cmd.Wait(); close(done) }()
+			select {
+			case <-done:
+				return
+			case <-time.After(10 * time.Second):
+			}
+		}
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	}()
+	lib := "libmpi.so"
+	if impl.Name == "mpich" {
+		lib = "libmpich"
+	}
+	var err error
+	if ranks, err = mpitest.WaitRanksFor(30*time.Second, prog, c.np, lib); err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for !strings.Contains(out.String(), "hung") {
+		if time.Now().After(deadline) {
+			t.Fatalf("the job never hung:\n%s", out.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	time.Sleep(400 * time.Millisecond) // the ranks reach the calls that hang
+	st, raw := runStatus(t, bin, ranks, "--window", "500ms")
+	bad := false
+	for _, e := range c.expects {
+		if msg := check(st, e); msg != "" {
+			t.Errorf("expect %s: %s", e, msg)
+			bad = true
+		}
+	}
+	computing := map[string]bool{}
+	for _, e := range c.expects {
+		if k, f := fields(e); k == "rank" && f["call"] == "none" {
+			computing[f["rank"]] = true
+		}
+	}
+	for _, r := range st.Ranks {
+		if r.Call == "" && !computing[strconv.Itoa(r.Rank)] {
+			t.Errorf("rank %d is in no call the table shows", r.Rank)
+			bad = true
+		}
+		if r.Call != "" && r.Site == "" {
+			t.Errorf("rank %d in %s has no call site", r.Rank, r.Call)
+			bad = true
+		}
+	}
+	if len(st.Ranks) != c.np {
+		t.Errorf("%d ranks in the table, want %d", len(st.Ranks), c.np)
+		bad = true
+	}
+	if bad {
+		t.Logf("verdict: %s\n%s", st.Verdict, raw)
+	}
+}

@@ -1,0 +1,489 @@
+package status
+
+import (
+	"encoding/binary"
+	"fmt"
+	"path"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/mpiprobe/mpiprobe/agg"
+	"github.com/mpiprobe/mpiprobe/internal/status/hang"
+	"github.com/mpiprobe/mpiprobe/probes"
+)
+
+// p2pReader reads the point-to-point requests a thread waits for from one
+// process's memory, with the layouts of its library builds: Open MPI's ob1
+// requests (mca_pml_base_request_t: req_peer, req_tag, req_comm) or
+// MPICH's MPIR_Request and the UCX request behind it (the UCX tag holds
+// the context id, the source rank and the tag).
+type p2pReader struct {
+	kind  probes.CommLayoutKind
+	mem   memory
+	comms commReader
+	// Open MPI: ob1's layout and load bias.
+	ob1     probes.OB1Layout
+	ob1Bias uint64
+	// MPICH: MPIR_Request's and UCX's request layouts.
+	req probes.MPICHReqLayout
+	ucp probes.UCPReqLayout
+	// ok says requests can be read; else note says why not.
+	ok   bool
+	note string
+}
+
+// newP2PReader finds the libraries that hold a process's point-to-point
+// requests and their layouts.
+func newP2PReader(p *process) p2pReader {
+	r := p2pReader{kind: p.comms.layout.Kind, mem: p.read, comms: p.comms}
+	find := func(prefix string) (string, uint64, bool) {
+		for _, m := range p.maps {
+			if m.Inode == 0 || !strings.HasPrefix(path.Base(m.Path), prefix) {
+				continue
+			}
+			fi := p.file(m)
+			if fi.err != nil {
+				continue
+			}
+			if b, ok := p.bias(m); ok {
+				return fi.build, b, true
+			}
+		}
+		return "", 0, false
+	}
+	switch r.kind {
+	case probes.LayoutOMPI:
+		build, bias, ok := find("mca_pml_ob1.so")
+		if !ok {
+			if _, _, ucx := find("mca_pml_ucx.so"); ucx {
+				r.note = "peer unknown (Open MPI uses pml ucx here; only ob1's requests are read: --mca pml ob1)"
+			} else {
+				r.note = "peer unknown (mca_pml_ob1.so is not mapped)"
+			}
+			return r
+		}
+		l, known := probes.OB1LayoutOf(build)
+		if !known {
+			r.note = fmt.Sprintf("peer unknown (layout not known for this build: mca_pml_ob1.so %s)", shortID(build))
+			return r
+		}
+		r.ob1, r.ob1Bias, r.ok = l, bias, true
+	case probes.LayoutMPICH:
+		l, known := probes.MPICHReqLayoutOf(p.build)
+		if !known {
+			r.note = fmt.Sprintf("peer unknown (layout not known for this build: %s %s)", p.libName(), shortID(p.build))
+			return r
+		}
+		build, _, ok := find("libucp.so")
+		if !ok {
+			r.note = "peer unknown (MPICH without UCX: its requests are not read)"
+			return r
+		}
+		u, known := probes.UCPReqLayoutOf(build)
+		if !known {
+			r.note = fmt.Sprintf("peer unknown (layout not known for this build: libucp.so %s)", shortID(build))
+			return r
+		}
+		r.req, r.ucp, r.ok = l, u, true
+	default:
+		r.note = "peer unknown (layout not known for this build)"
+	}
+	return r
+}
+
+func (r p2pReader) u32(addr uint64) (uint32, bool) {
+	var b [4]byte
+	if r.mem(addr, b[:]) != nil {
+		return 0, false
+	}
+	return binary.LittleEndian.Uint32(b[:]), true
+}
+
+func (r p2pReader) u64(addr uint64) (uint64, bool) {
+	var b [8]byte
+	if r.mem(addr, b[:]) != nil {
+		return 0, false
+	}
+	return binary.LittleEndian.Uint64(b[:]), true
+}
+
+// mpichWorld is MPICH's MPI_COMM_WORLD handle.
+const mpichWorld = 0x44000000
+
+// maxTag bounds a plausible MPI tag (both libraries' MPI_TAG_UB are below).
+const maxTag = 1 << 30
+
+// maxRank bounds a plausible rank.
+const maxRank = 1 << 24
+
+// ompiRequest reads an ob1 request at addr that is still in flight; ok is
+// false when addr is not one.
+func (r p2pReader) ompiRequest(addr uint64) (hang.Wait, bool) {
+	l := r.ob1
+	if addr%8 != 0 {
+		return hang.Wait{}, false
+	}
+	cls, ok := r.u64(addr)
+	if !ok || (cls != r.ob1Bias+l.RecvClass && cls != r.ob1Bias+l.SendClass) {
+		return hang.Wait{}, false
+	}
+	send := cls == r.ob1Bias+l.SendClass
+	state, ok1 := r.u32(addr + uint64(l.StateOff))
+	done, ok2 := r.u64(addr + uint64(l.CompleteOff))
+	typ, ok3 := r.u32(addr + uint64(l.TypeOff))
+	comm, ok4 := r.u64(addr + uint64(l.CommOff))
+	peer, ok5 := r.u32(addr + uint64(l.PeerOff))
+	tag, ok6 := r.u32(addr + uint64(l.TagOff))
+	if !ok1 || !ok2 || !ok3 || !ok4 || !ok5 || !ok6 || state != l.StateActive || done == l.CompleteDone {
+		return hang.Wait{}, false
+	}
+	if (send && typ != l.TypeSend) || (!send && typ != l.TypeRecv) || !r.comms.isComm(comm) {
+		return hang.Wait{}, false
+	}
+	w := hang.Wait{Send: send, Peer: hang.PeerUnknown, CommPeer: -1, Tag: int(int32(tag)), Known: true}
+	switch {
+	case int32(tag) == l.AnyTag && !send:
+		w.Tag = hang.AnyTag
+	case int32(tag) < 0 || int32(tag) >= maxTag:
+		return hang.Wait{}, false
+	}
+	if c, _, ok := r.comms.comm(comm); ok {
+		w.Comm = &c
+	}
+	p := int32(peer)
+	switch {
+	case p == l.AnySource && !send:
+		w.Peer = hang.AnySource
+	case p < 0 || p >= maxRank || (w.Comm != nil && w.Comm.Size > 0 && int(p) >= w.Comm.Size):
+		return hang.Wait{}, false
+	default:
+		if world, ok := r.ompiWorldRank(comm, int(p)); ok {
+			w.Peer = world
+		} else {
+			w.CommPeer = int(p)
+		}
+	}
+	return w, true
+}
+
+// ompiWorldRank converts a rank of a communicator's remote group (its only
+// group for an intracommunicator) to a WORLD rank: the vpid of the process
+// the group names.
+func (r p2pReader) ompiWorldRank(comm uint64, rank int) (int, bool) {
+	l := r.ob1
+	g, ok := r.u64(comm + uint64(l.RemoteGroupOff))
+	if !ok || g == 0 {
+		return 0, false
+	}
+	n, ok := r.u32(g + uint64(l.CountOff))
+	if !ok || rank >= int(int32(n)) {
+		return 0, false
+	}
+	procs, ok := r.u64(g + uint64(l.ProcsOff))
+	if !ok || procs == 0 {
+		return 0, false
+	}
+	proc, ok := r.u64(procs + 8*uint64(rank))
+	if !ok || proc == 0 {
+		return 0, false
+	}
+	var vpid uint32
+	if proc&1 != 0 {
+		vpid = uint32(proc >> 32) // a sentinel: the name itself
+	} else if vpid, ok = r.u32(proc + uint64(l.VpidOff)); !ok {
+		return 0, false
+	}
+	if vpid >= maxRank {
+		return 0, false
+	}
+	return int(vpid), true
+}
+
+// mpichRequest reads an MPICH request at addr that is still in flight.
+// comm is the communicator object the stack shows (0 if none): when its
+// context id is the request's, it names the request's communicator.
+func (r p2pReader) mpichRequest(addr, comm uint64) (hang.Wait, bool) {
+	l, u := r.req, r.ucp
+	if addr%8 != 0 {
+		return hang.Wait{}, false
+	}
+	h, ok := r.u32(addr)
+	if !ok || (h>>26)&0xf != l.HandleKind || h>>30 == 0 {
+		return hang.Wait{}, false
+	}
+	kind, ok1 := r.u32(addr + uint64(l.KindOff))
+	ccp, ok2 := r.u64(addr + uint64(l.CCPtrOff))
+	ureq, ok3 := r.u64(addr + uint64(l.UCPReqOff))
+	if !ok1 || !ok2 || !ok3 || (kind != l.KindSend && kind != l.KindRecv) || ureq == 0 {
+		return hang.Wait{}, false
+	}
+	if cc, ok := r.u32(ccp); !ok || cc == 0 {
+		return hang.Wait{}, false // complete
+	}
+	send := kind == l.KindSend
+	userOff, tagOff := u.RecvUserOff, u.RecvTagOff
+	if send {
+		userOff, tagOff = u.SendUserOff, u.SendTagOff
+	}
+	back, ok1 := r.u64(ureq + uint64(int64(userOff)))
+	tag, ok2 := r.u64(ureq + uint64(int64(tagOff)))
+	if !ok1 || !ok2 || back != addr {
+		return hang.Wait{}, false
+	}
+	mask := ^uint64(0)
+	if !send {
+		var ok bool
+		if mask, ok = r.u64(ureq + uint64(int64(u.RecvMaskOff))); !ok {
+			return hang.Wait{}, false
+		}
+	}
+	tagMask := uint64(1)<<l.TagBits - 1
+	w := hang.Wait{Send: send, Peer: hang.PeerUnknown, CommPeer: -1, Tag: int(tag & tagMask), Known: true}
+	if mask&tagMask == 0 {
+		w.Tag = hang.AnyTag
+	}
+	ctx := uint32(tag >> 48)
+	src := int(tag >> 32 & 0xffff)
+	var c agg.Comm
+	haveComm, world, myRank := false, false, -1
+	// The communicator: the stack's, else WORLD, when its context id is
+	// the request's.
+	cands := []uint64{comm}
+	if wc, ok := r.comms.mpichObject(mpichWorld); ok {
+		cands = append(cands, wc)
+	}
+	for _, cm := range cands {
+		if cm == 0 || haveComm {
+			continue
+		}
+		if cid, ok := r.u32(cm + uint64(r.comms.layout.CIDOff)); ok && cid&r.comms.layout.CIDMask == ctx {
+			if c, myRank, ok = r.comms.comm(cm); ok {
+				haveComm, world = true, c.Name == "WORLD"
+				w.Comm = &c
+			}
+		}
+	}
+	switch {
+	case send:
+		// A send's tag holds the sender's own rank: it checks the
+		// reading; the destination is UCX's endpoint, not read here.
+		if haveComm && myRank >= 0 && src != myRank {
+			return hang.Wait{}, false
+		}
+		// Inferred: on WORLD of two ranks, the other one (a blocked
+		// send to itself is the rare exception).
+		w.Known = false
+		if world && c.Size == 2 && (myRank == 0 || myRank == 1) {
+			w.Peer = 1 - myRank
+		}
+	case mask>>32&0xffff == 0:
+		w.Peer = hang.AnySource
+	case haveComm && c.Size > 0 && src >= c.Size:
+		return hang.Wait{}, false
+	case world:
+		w.Peer = src
+	default:
+		w.CommPeer = src
+	}
+	return w, true
+}
+
+// requestsOnStack returns what a thread in call waits for: the requests in
+// flight that the words between sp and the application's frame point to
+// (for completion calls under Open MPI also the application's frame,
+// where its request array is), innermost first, each once.
+func (p *process) requestsOnStack(mem memory, sp, ret uint64, call string, comm uint64) []hang.Wait {
+	if !p.p2p.ok || sp == 0 {
+		return nil
+	}
+	m, ok := p.mapping(sp)
+	if !ok {
+		return nil
+	}
+	buf := make([]byte, min(uint64(maxScan), m.End-sp)&^7)
+	if mem(sp, buf) != nil {
+		return nil
+	}
+	seen := map[uint64]bool{}
+	out := p.requestsIn(buf, ret, call, comm, seen)
+	if len(out) == 0 && sp-m.Start >= belowSP {
+		// The library may keep the request in a callee-saved register
+		// only: the progress functions it calls in a loop push it just
+		// below the stack pointer, where it stays between calls.
+		below := make([]byte, belowSP)
+		if mem(sp-belowSP, below) == nil {
+			out = p.requestsIn(below, 0, call, comm, seen)
+		}
+	}
+	return out
+}
+
+// belowSP is how many bytes under the stack pointer are read when the
+// frames above it show no request.
+const belowSP = 1024
+
+// requestsIn returns the requests in flight that the words of buf point
+// to, up to the word equal to ret (the application's frame).
+func (p *process) requestsIn(buf []byte, ret uint64, call string, comm uint64, seen map[uint64]bool) []hang.Wait {
+	r := p.p2p
+	var ok bool
+	extra := -1 // words still read after the application's frame starts
+	var out []hang.Wait
+	for i := 0; i+8 <= len(buf) && extra != 0; i += 8 {
+		w := binary.LittleEndian.Uint64(buf[i:])
+		if extra > 0 {
+			extra--
+		}
+		if ret != 0 && w == ret && extra < 0 {
+			if r.kind != probes.LayoutOMPI || !completionCalls[call] {
+				break
+			}
+			extra = appFrameWords
+		}
+		if w == 0 || w%8 != 0 || seen[w] {
+			continue
+		}
+		seen[w] = true
+		var wt hang.Wait
+		switch r.kind {
+		case probes.LayoutOMPI:
+			wt, ok = r.ompiRequest(w)
+		case probes.LayoutMPICH:
+			wt, ok = r.mpichRequest(w, comm)
+		default:
+			ok = false
+		}
+		if ok {
+			out = append(out, wt)
+		}
+	}
+	return out
+}
+
+// appFrameWords is how many words of the application's frame are read for
+// the request array of MPI_Wait & co.
+const appFrameWords = 256
+
+// waitsComm returns the communicator all waits share, nil if they do not.
+func waitsComm(ws []hang.Wait) *agg.Comm {
+	var c *agg.Comm
+	for _, w := range ws {
+		if w.Comm == nil || (c != nil && *c != *w.Comm) {
+			return nil
+		}
+		c = w.Comm
+	}
+	return c
+}
+
+// waitsPeer is the hang.Call Peer of a call's waits: the one peer they
+// share, AnySource, or PeerUnknown.
+func waitsPeer(ws []hang.Wait) int {
+	peer := hang.PeerUnknown
+	for i, w := range ws {
+		if i > 0 && w.Peer != peer {
+			return hang.PeerUnknown
+		}
+		peer = w.Peer
+	}
+	return peer
+}
+
+// waitsText renders what a thread waits for: "from 1 tag 7", "recv from
+// any tag 6, send to ? tag 5".
+func waitsText(call string, ws []hang.Wait) string {
+	var parts []string
+	n := strings.ToLower(strings.TrimPrefix(call, "MPI_"))
+	plain := n == "recv" || n == "send" || n == "ssend" || n == "bsend" || n == "rsend"
+	for _, w := range ws {
+		var b strings.Builder
+		if !plain || len(ws) > 1 {
+			if w.Send {
+				b.WriteString("send ")
+			} else {
+				b.WriteString("recv ")
+			}
+		}
+		if w.Send {
+			b.WriteString("to ")
+		} else {
+			b.WriteString("from ")
+		}
+		switch {
+		case w.Peer >= 0:
+			b.WriteString(strconv.Itoa(w.Peer))
+		case w.Peer == hang.AnySource:
+			b.WriteString("any")
+		case w.CommPeer >= 0 && w.Comm != nil:
+			fmt.Fprintf(&b, "rank %d of %s", w.CommPeer, w.Comm.Short())
+		case w.CommPeer >= 0:
+			fmt.Fprintf(&b, "rank %d of its communicator", w.CommPeer)
+		default:
+			b.WriteString("?")
+		}
+		switch {
+		case w.Tag >= 0:
+			b.WriteString(" tag " + strconv.Itoa(w.Tag))
+		case w.Tag == hang.AnyTag:
+			b.WriteString(" any tag")
+		}
+		parts = append(parts, b.String())
+	}
+	return strings.Join(parts, ", ")
+}
+
+// addWaits puts what a thread waits for on th: its requests, the
+// communicator they share when the stack did not show one (MPI_Wait &
+// co.), and, once per library, why requests cannot be read.
+func addWaits(th *Thread, t thread, p *process, res *Result) {
+	if p == nil {
+		return
+	}
+	th.Waits = t.waits
+	if th.Comm == nil {
+		th.Comm = waitsComm(t.waits)
+	}
+	if n := p.p2p.note; n != "" && !slices.Contains(res.Notes, n) {
+		res.Notes = append(res.Notes, n)
+	}
+}
+
+// resolveCommPeers turns peers known only as ranks of a communicator into
+// WORLD ranks, from the ranks observed here: the one rank whose thread is
+// in a call on the same communicator with that rank in it. It returns the
+// ranks as package hang sees them.
+func resolveCommPeers(rs []Rank) []hang.Rank {
+	type key struct {
+		comm agg.Comm
+		rank int
+	}
+	owners := map[key][]int{}
+	for _, r := range rs {
+		for _, t := range r.Threads {
+			if t.Comm != nil && !t.Comm.Local && t.commRank >= 0 && r.Rank >= 0 {
+				k := key{*t.Comm, t.commRank}
+				if !slices.Contains(owners[k], r.Rank) {
+					owners[k] = append(owners[k], r.Rank)
+				}
+			}
+		}
+	}
+	out := make([]hang.Rank, 0, len(rs))
+	for i := range rs {
+		for j := range rs[i].Threads {
+			ws := rs[i].Threads[j].Waits
+			for k := range ws {
+				w := &ws[k]
+				if w.Peer != hang.PeerUnknown || w.CommPeer < 0 || w.Comm == nil || w.Comm.Local {
+					continue
+				}
+				if o := owners[key{*w.Comm, w.CommPeer}]; len(o) == 1 {
+					w.Peer = o[0]
+				}
+			}
+		}
+		out = append(out, hangRank(rs[i]))
+	}
+	return out
+}

@@ -1,0 +1,22 @@
+// WORLD split into even and odd ranks. The even half reduces and goes on
+// to a barrier on WORLD; rank 1 reduces over the odd half, which rank 3
+// never joins: it waits in the barrier on WORLD. Which rank is the other
+// member of the odd half is not read (the library's group is not), so the
+// expectation names rank 1's call and communicator, not rank 3's absence.
+// np: 4
+// expect: missing-collective rank=1 call=MPI_Barrier comm=WORLD waiting=0,2,3
+// expect: rank 1 call=MPI_Allreduce comm=other
+#include "corpus.h"
+
+int main(int argc, char **argv)
+{
+	int v = 1, sum;
+	MPI_Comm half;
+	start(&argc, &argv);
+	MPI_Comm_split(MPI_COMM_WORLD, rank % 2, rank, &half);
+	if (rank != 3)
+		MPI_Allreduce(&v, &sum, 1, MPI_INT, MPI_SUM, half);
+	MPI_Barrier(MPI_COMM_WORLD);
+	MPI_Finalize();
+	return 0;
+}
