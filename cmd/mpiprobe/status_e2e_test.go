@@ -165,10 +165,10 @@ type statusJSON struct {
 				Size int    `json:"size"`
 				Name string `json:"name"`
 			} `json:"comm"`
-			Seq     uint64 `json:"seq"`
-			Since   int64  `json:"since_ns"`
-			AtLeast bool   `json:"at_least"`
-			Site    string `json:"site"`
+			Seq     uint64  `json:"seq"`
+			Since   float64 `json:"since_seconds"`
+			AtLeast bool    `json:"at_least"`
+			Site    string  `json:"site"`
 		} `json:"threads"`
 		Counts []struct {
 			Comm struct {
@@ -386,8 +386,8 @@ func TestStatusHang(t *testing.T) {
 						if th.AtLeast == history {
 							t.Errorf("rank %d: at_least=%v with history=%v", r.Rank, th.AtLeast, history)
 						}
-						if th.Since < int64(time.Second) {
-							t.Errorf("rank %d: inside for %v, want at least the 1 s window", r.Rank, time.Duration(th.Since))
+						if th.Since < 1 {
+							t.Errorf("rank %d: inside for %v, want at least the 1 s window", r.Rank, time.Duration(th.Since*float64(time.Second)))
 						}
 					}
 					if history {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/mpiprobe/mpiprobe/agg"
 	"github.com/mpiprobe/mpiprobe/internal/ranks"
+	"github.com/mpiprobe/mpiprobe/internal/report"
 	"github.com/mpiprobe/mpiprobe/internal/status/hang"
 	"github.com/mpiprobe/mpiprobe/internal/text"
 )
@@ -173,12 +174,9 @@ func writeCounts(w io.Writer, r Result) {
 	}
 }
 
-// SchemaVersion numbers the layout of `status --json`.
-const SchemaVersion = 1
-
 // jsonResult is `status --json`: the verdict's facts in snake_case.
 type jsonResult struct {
-	SchemaVersion int            `json:"schema_version"`
+	report.Envelope
 	Host          string         `json:"host"`
 	WindowSeconds float64        `json:"window_seconds"`
 	History       []int          `json:"history_sessions,omitempty"`
@@ -196,26 +194,41 @@ type jsonResult struct {
 }
 
 type jsonRank struct {
-	Rank         int         `json:"rank"`
-	PID          int         `json:"pid"`
-	Host         string      `json:"host"`
-	Job          string      `json:"job,omitempty"`
-	Call         string      `json:"call"`
-	Via          string      `json:"via,omitempty"`
-	Comm         *agg.Comm   `json:"comm"`
-	Seq          uint64      `json:"seq,omitempty"`
-	Site         string      `json:"site"`
-	SinceSeconds float64     `json:"since_seconds"`
-	AtLeast      bool        `json:"at_least"`
-	Moving       bool        `json:"moving,omitempty"`
-	Ended        string      `json:"ended"`
-	Unreadable   string      `json:"unreadable,omitempty"`
-	Peer         *int        `json:"peer,omitempty"`
-	Tag          *int        `json:"tag,omitempty"`
-	Threads      []Thread    `json:"threads"`
-	Counts       []CommCount `json:"counts,omitempty"`
-	Library      string      `json:"library,omitempty"`
-	Note         string      `json:"note,omitempty"`
+	Rank         int          `json:"rank"`
+	PID          int          `json:"pid"`
+	Host         string       `json:"host"`
+	Job          string       `json:"job,omitempty"`
+	Call         string       `json:"call"`
+	Via          string       `json:"via,omitempty"`
+	Comm         *agg.Comm    `json:"comm"`
+	Seq          uint64       `json:"seq,omitempty"`
+	Site         string       `json:"site"`
+	SinceSeconds float64      `json:"since_seconds"`
+	AtLeast      bool         `json:"at_least"`
+	Moving       bool         `json:"moving,omitempty"`
+	Ended        string       `json:"ended"`
+	Unreadable   string       `json:"unreadable,omitempty"`
+	Peer         *int         `json:"peer,omitempty"`
+	Tag          *int         `json:"tag,omitempty"`
+	Threads      []jsonThread `json:"threads"`
+	Counts       []CommCount  `json:"counts,omitempty"`
+	Library      string       `json:"library,omitempty"`
+	Note         string       `json:"note,omitempty"`
+}
+
+// jsonThread is a Thread as `status --json` writes it: its time inside
+// in seconds, as every duration of mpiprobe's JSON (docs/json.md).
+type jsonThread struct {
+	Thread
+	SinceSeconds float64 `json:"since_seconds"`
+}
+
+func jsonThreads(ts []Thread) []jsonThread {
+	out := make([]jsonThread, len(ts))
+	for i, t := range ts {
+		out[i] = jsonThread{Thread: t, SinceSeconds: t.Since.Seconds()}
+	}
+	return out
 }
 
 type jsonSide struct {
@@ -274,14 +287,14 @@ func orEmpty[T any](s []T) []T {
 func WriteJSON(w io.Writer, r Result) error {
 	rep := r.Report
 	out := jsonResult{
-		SchemaVersion: SchemaVersion, Host: r.Host, WindowSeconds: r.Window.Seconds(), History: r.History,
+		Envelope: report.NewEnvelope(report.KindStatus), Host: r.Host, WindowSeconds: r.Window.Seconds(), History: r.History,
 		Verdict: rep.Verdict, Waiting: orEmpty(rep.Waiting), Odd: orEmpty(rep.Odd), Suspects: orEmpty(rep.Suspects),
 		Lead: orEmpty(rep.Lead), Cycles: [][]int{}, Notes: r.Notes,
 		Ranks: []jsonRank{}, Mismatches: []jsonMismatch{}, Absent: []jsonAbsence{}, Divergent: []jsonDiv{},
 	}
 	for _, rk := range r.Ranks {
 		jr := jsonRank{Rank: rk.Rank, PID: rk.PID, Host: rk.Host, Job: rk.Job, Ended: rk.Ended, Unreadable: rk.Unreadable,
-			Threads: orEmpty(rk.Threads), Counts: rk.Counts, Library: rk.Library, Note: rk.Note}
+			Threads: jsonThreads(rk.Threads), Counts: rk.Counts, Library: rk.Library, Note: rk.Note}
 		var best *Thread
 		for i := range rk.Threads {
 			if best == nil || betterThread(&rk.Threads[i], best) {

@@ -67,7 +67,7 @@ type Thread struct {
 	Seq uint64 `json:"seq,omitempty"`
 	// Since is how long the thread has been inside; a lower bound when
 	// AtLeast.
-	Since   time.Duration `json:"since_ns"`
+	Since   time.Duration `json:"-"` // written as since_seconds (jsonThread)
 	AtLeast bool          `json:"at_least,omitempty"`
 	// Moving says the thread entered other MPI calls during the window:
 	// it is making progress, Since is not meaningful.
@@ -125,7 +125,7 @@ type CommCount struct {
 type Result struct {
 	Host string `json:"host"`
 	// Window is how long threads were watched.
-	Window time.Duration `json:"window_ns"`
+	Window time.Duration `json:"-"` // written as window_seconds
 	// History names the mpiprobe sessions whose collective counts were
 	// used; empty without history.
 	History []int  `json:"history_sessions,omitempty"`

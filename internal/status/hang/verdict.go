@@ -13,9 +13,9 @@ import (
 // Args are the arguments of a collective call that must agree across its
 // ranks, as read at entry; a nil *Args is unknown.
 type Args struct {
-	Root     int    // -1 when the collective has no root
-	Count    int64  // elements sent (the first count argument)
-	Datatype string // the datatype's name or handle
+	Root     int    `json:"root"`     // -1 when the collective has no root
+	Count    int64  `json:"count"`    // elements sent (the first count argument)
+	Datatype string `json:"datatype"` // the datatype's name or handle
 }
 
 // String renders the arguments that matter: "root 1 count 4 MPI_INT".
