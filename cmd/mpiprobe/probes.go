@@ -56,7 +56,12 @@ func probesMain(_ context.Context, args []string, stdout, stderr io.Writer) int 
 			fmt.Fprintf(stderr, "mpiprobe probes: %v\n", err)
 			return 1
 		}
-		all = append(all, report.ProbeResult{PID: pid, Entries: es})
+		ls, err := session.ProbeLayouts(procfs.FS{Root: "/proc"}, pid, debugDirs(debug, nil))
+		if err != nil {
+			fmt.Fprintf(stderr, "mpiprobe probes: %v\n", err)
+			return 1
+		}
+		all = append(all, report.ProbeResult{PID: pid, Entries: es, Layouts: ls})
 	}
 	if asJSON {
 		err = report.WriteProbesJSON(stdout, all)

@@ -15,6 +15,8 @@ import (
 type ProbeResult struct {
 	PID     int                  `json:"pid"`
 	Entries []probes.EntryStatus `json:"entries"`
+	// Layouts are the struct layouts the probes read, field by field.
+	Layouts []probes.LayoutStatus `json:"layouts,omitempty"`
 }
 
 // WriteProbes writes, per process, the line "pid N: A of M entries
@@ -48,6 +50,9 @@ func WriteProbes(w io.Writer, results []ProbeResult) error {
 		if err := text.Table(&buf, []string{"EVENT", "LEVEL", "LIBRARY", "STATUS", "FILE OR WHY"}, rows); err != nil {
 			return fmt.Errorf("report: write probes: %w", err)
 		}
+		if err := writeLayouts(&buf, r.Layouts); err != nil {
+			return fmt.Errorf("report: write probes: %w", err)
+		}
 	}
 	if _, err := w.Write(buf.Bytes()); err != nil {
 		return fmt.Errorf("report: write probes: %w", err)
@@ -61,6 +66,40 @@ func WriteProbesJSON(w io.Writer, results []ProbeResult) error {
 	enc.SetIndent("", "  ")
 	if err := enc.Encode(results); err != nil {
 		return fmt.Errorf("report: write probes: %w", err)
+	}
+	return nil
+}
+
+// writeLayouts writes the layouts as a table of fields (STRUCT, FIELD,
+// VALUE, SOURCE, NOTE), after a line per file naming it and, for an
+// inference, how long it took.
+func writeLayouts(buf *bytes.Buffer, ls []probes.LayoutStatus) error {
+	for _, l := range ls {
+		fmt.Fprintf(buf, "\n%s layout of %s", text.Line(l.Struct), text.Quote(l.File))
+		if l.BuildID != "" {
+			fmt.Fprintf(buf, " (build id %s)", text.Line(l.BuildID))
+		}
+		if l.TookMS > 0 {
+			fmt.Fprintf(buf, ", inferred in %.1f ms", l.TookMS)
+		}
+		buf.WriteString("\n")
+		if l.Reason != "" {
+			fmt.Fprintf(buf, "  %s\n", text.Line(l.Reason))
+		}
+		if len(l.Fields) == 0 {
+			continue
+		}
+		var rows [][]string
+		for _, f := range l.Fields {
+			v := fmt.Sprintf("%#x", f.Value)
+			if !f.Found() {
+				v = "-"
+			}
+			rows = append(rows, []string{f.Name, v, string(f.How), text.Line(f.Note)})
+		}
+		if err := text.Table(buf, []string{"FIELD", "VALUE", "SOURCE", "NOTE"}, rows); err != nil {
+			return err
+		}
 	}
 	return nil
 }

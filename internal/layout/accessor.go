@@ -1,0 +1,539 @@
+package layout
+
+import (
+	"golang.org/x/arch/x86/x86asm"
+)
+
+// Code gives the analysis the machine code of a library: the bytes at a
+// file address, as many as are available up to n (fewer near the end of
+// the code, none outside it). Addresses outside the library's own code
+// (PLT stubs, other sections) return nothing, and calls to them are not
+// followed.
+type Code func(addr uint64, n int) []byte
+
+// Access is a value an accessor hands back from the communicator: the
+// chain of displacements followed from the object (one for a field of the
+// object, two for a field of an object it points to).
+type Access struct {
+	// Arg is the argument (0-based) through which the value is stored;
+	// -1 for the return value.
+	Arg   int
+	Chain []int64
+}
+
+// Copy is a call that copies bytes from the communicator into an argument
+// buffer, as strncpy(name, comm->name, len) in MPI_Comm_get_name.
+type Copy struct {
+	Arg   int     // the destination argument of the accessor
+	Chain []int64 // where the source is, as for Access
+	Len   int64   // the constant length passed, 0 if not constant
+}
+
+// Op is one step in turning the accessor's handle argument into an object
+// address (MPICH): and/shift by an immediate, multiplication by the object
+// size, the addition of a table's address read from a GOT slot or a global,
+// or the addition of a block pointer from the indirect block array.
+type Op struct {
+	Kind OpKind
+	// Imm is the immediate of and, shifts and multiplication.
+	Imm int64
+	// Addr is the file address of the GOT slot (AddSlot) or of the
+	// global (AddGlobal, AddBlock: the allocator object).
+	Addr uint64
+	// Off is the offset of the block array pointer in the allocator
+	// object (AddBlock) or of the object size it multiplies by (MulMem).
+	Off int64
+	// Index are the steps that made the block index (AddBlock).
+	Index []Op
+}
+
+// OpKind says what an Op does.
+type OpKind uint8
+
+// The kinds of handle decoding steps.
+const (
+	OpAnd OpKind = iota + 1
+	OpShr
+	OpMul
+	OpMulMem
+	OpAddSlot
+	OpAddGlobal
+	OpAddBlock
+	OpOther
+)
+
+// Facts is what the decoded accessors show about the communicator.
+type Facts struct {
+	// Stores and Returns are the values the code hands back.
+	Stores, Returns []Access
+	// Copies are copies into argument buffers.
+	Copies []Copy
+	// Paths are the handle decodings after which the code dereferences
+	// an object (MPICH); empty when the argument is already a pointer.
+	Paths [][]Op
+}
+
+// Limits of the analysis: it reads untrusted code.
+const (
+	maxSteps  = 20000 // instructions interpreted per accessor, calls included
+	maxDepth  = 2     // calls followed below the accessor
+	maxOps    = 12    // steps kept per handle decoding
+	maxChain  = 3     // displacements kept per access
+	maxFacts  = 64    // of each kind per accessor
+	maxInstLn = 15
+	maxVisits = 3 // walks through one instruction
+)
+
+type kind uint8
+
+const (
+	kUnknown    kind = iota
+	kArg             // an argument of the accessor (not the communicator)
+	kComm            // the communicator argument, or a value computed from it
+	kLoad            // read from the communicator (through chain)
+	kAddr            // the address of a field of the communicator
+	kImm             // a constant
+	kGlobal          // the address of a global (rip-relative lea)
+	kGlobalLoad      // read from a global or GOT slot at g+off
+)
+
+type val struct {
+	k     kind
+	arg   int
+	chain []int64
+	imm   int64
+	g     uint64
+	off   int64
+	ops   []Op
+}
+
+// state holds the value of the 16 general registers.
+type state [16]val
+
+// family maps a register of any width to its 64-bit register's index
+// (RAX 0 ... R15 15), or -1.
+func family(r x86asm.Reg) int {
+	switch {
+	case r >= x86asm.AL && r <= x86asm.BL:
+		return int(r - x86asm.AL)
+	case r >= x86asm.AH && r <= x86asm.BH:
+		return int(r - x86asm.AH)
+	case r >= x86asm.SPB && r <= x86asm.R15B:
+		return int(r-x86asm.SPB) + 4
+	case r >= x86asm.AX && r <= x86asm.R15W:
+		return int(r - x86asm.AX)
+	case r >= x86asm.EAX && r <= x86asm.R15L:
+		return int(r - x86asm.EAX)
+	case r >= x86asm.RAX && r <= x86asm.R15:
+		return int(r - x86asm.RAX)
+	}
+	return -1
+}
+
+// The System V argument registers, in order.
+var argRegs = [6]int{7, 6, 2, 1, 8, 9} // rdi rsi rdx rcx r8 r9
+
+// callerSaved are clobbered by a call.
+var callerSaved = []int{0, 1, 2, 6, 7, 8, 9, 10, 11}
+
+// Analyze interprets the accessor at addr whose argument commArg (0-based)
+// is the communicator, following both sides of branches, and calls into the
+// library's own code up to two levels deep, and returns what it hands back
+// from the communicator. It never fails: code it cannot decode ends a path.
+func Analyze(code Code, addr uint64, commArg int) Facts {
+	a := &analyzer{code: code}
+	var st state
+	for i, r := range argRegs {
+		if i == commArg {
+			st[r] = val{k: kComm}
+		} else {
+			st[r] = val{k: kArg, arg: i}
+		}
+	}
+	a.walk(addr, st, 0)
+	return a.facts
+}
+
+type analyzer struct {
+	code  Code
+	steps int
+	facts Facts
+}
+
+type branch struct {
+	pc uint64
+	st state
+}
+
+// walk interprets the function at pc with the registers st.
+func (a *analyzer) walk(pc uint64, st state, depth int) {
+	// A place is walked at most maxVisits times: enough for the paths
+	// that join after decoding a handle in different ways, and a bound
+	// on loops.
+	visited := map[uint64]int{}
+	work := []branch{{pc, st}}
+	for len(work) > 0 && a.steps < maxSteps {
+		b := work[len(work)-1]
+		work = work[:len(work)-1]
+		pc, st := b.pc, b.st
+		for a.steps < maxSteps && visited[pc] < maxVisits {
+			visited[pc]++
+			a.steps++
+			raw := a.code(pc, maxInstLn)
+			if len(raw) == 0 {
+				break
+			}
+			in, err := x86asm.Decode(raw, 64)
+			if err != nil || in.Len == 0 {
+				break
+			}
+			next := pc + uint64(in.Len)
+			stop, target, cond := a.step(&st, in, pc, next, depth)
+			if cond {
+				work = append(work, branch{target, st})
+			}
+			if stop {
+				if target != 0 && !cond {
+					pc = target // unconditional jump: go on there
+					continue
+				}
+				break
+			}
+			pc = next
+		}
+	}
+}
+
+// step interprets one instruction. It returns whether the straight path
+// stops, a branch target, and whether that target is conditional (to be
+// walked later) rather than the only way on.
+func (a *analyzer) step(st *state, in x86asm.Inst, pc, next uint64, depth int) (stop bool, target uint64, cond bool) {
+	rel := func() (uint64, bool) {
+		if r, ok := in.Args[0].(x86asm.Rel); ok {
+			return uint64(int64(next) + int64(r)), true
+		}
+		return 0, false
+	}
+	switch in.Op {
+	case x86asm.RET:
+		if v := st[0]; v.k == kLoad {
+			a.addAccess(&a.facts.Returns, Access{Arg: -1, Chain: v.chain})
+		}
+		return true, 0, false
+	case x86asm.JMP:
+		t, ok := rel()
+		if !ok {
+			return true, 0, false
+		}
+		return true, t, false
+	case x86asm.CALL:
+		t, ok := rel()
+		a.call(st, t, ok, depth)
+		for _, r := range callerSaved {
+			st[r] = val{}
+		}
+		return false, 0, false
+	case x86asm.JA, x86asm.JAE, x86asm.JB, x86asm.JBE, x86asm.JE, x86asm.JG, x86asm.JGE,
+		x86asm.JL, x86asm.JLE, x86asm.JNE, x86asm.JNO, x86asm.JNP, x86asm.JNS, x86asm.JO,
+		x86asm.JP, x86asm.JS, x86asm.JCXZ, x86asm.JECXZ, x86asm.JRCXZ:
+		if t, ok := rel(); ok {
+			return false, t, true
+		}
+		return false, 0, false
+	case x86asm.CMP, x86asm.TEST, x86asm.PUSH, x86asm.POP, x86asm.NOP,
+		x86asm.BT, x86asm.UCOMISD, x86asm.UCOMISS, x86asm.PREFETCHT0:
+		// No register written that matters (a pop restores a
+		// callee-saved register: its value is kept for later blocks).
+		return false, 0, false
+	case x86asm.CDQE, x86asm.CWDE, x86asm.CDQ, x86asm.CQO:
+		return false, 0, false
+	}
+	dst, dstIsReg := in.Args[0].(x86asm.Reg)
+	d := -1
+	if dstIsReg {
+		d = family(dst)
+	}
+	switch in.Op {
+	case x86asm.MOV, x86asm.MOVSXD, x86asm.MOVSX, x86asm.MOVZX:
+		switch src := in.Args[1].(type) {
+		case x86asm.Reg:
+			if d >= 0 {
+				if s := family(src); s >= 0 {
+					st[d] = st[s]
+				} else {
+					st[d] = val{}
+				}
+			} else if m, ok := in.Args[0].(x86asm.Mem); ok {
+				a.store(st, m, src)
+			}
+		case x86asm.Mem:
+			if d >= 0 {
+				st[d] = a.load(st, src, next)
+			}
+		case x86asm.Imm:
+			if d >= 0 {
+				st[d] = val{k: kImm, imm: int64(src)}
+			}
+		}
+		return false, 0, false
+	case x86asm.LEA:
+		if d >= 0 {
+			if m, ok := in.Args[1].(x86asm.Mem); ok {
+				st[d] = a.lea(st, m, next)
+			}
+		}
+		return false, 0, false
+	case x86asm.XOR:
+		if s, ok := in.Args[1].(x86asm.Reg); ok && d >= 0 && family(s) == d {
+			st[d] = val{k: kImm}
+			return false, 0, false
+		}
+	}
+	if d < 0 {
+		return false, 0, false // a write to memory or a flag-only op
+	}
+	// An arithmetic op on a register: a value computed from the
+	// communicator stays one, with the step recorded.
+	cur := st[d]
+	srcComm := false
+	for _, arg := range in.Args[1:] {
+		if r, ok := arg.(x86asm.Reg); ok {
+			if f := family(r); f >= 0 && st[f].k == kComm {
+				if cur.k != kComm {
+					cur = st[f]
+				}
+				srcComm = true
+			}
+		}
+	}
+	if cur.k != kComm {
+		// e.g. add %rcx,%r13 where %rcx holds a table: handled below
+		// when the destination already is the communicator.
+		st[d] = val{}
+		if srcComm {
+			st[d] = cur
+		}
+		return false, 0, false
+	}
+	op := a.op(st, in, next)
+	ops := append(append([]Op(nil), cur.ops...), op)
+	if len(ops) > maxOps {
+		ops = ops[len(ops)-maxOps:]
+	}
+	st[d] = val{k: kComm, ops: ops}
+	return false, 0, false
+}
+
+// op describes an arithmetic step on a value computed from the handle.
+func (a *analyzer) op(st *state, in x86asm.Inst, next uint64) Op {
+	imm := func(i int) (int64, bool) {
+		if i < len(in.Args) {
+			if v, ok := in.Args[i].(x86asm.Imm); ok {
+				return int64(v), true
+			}
+		}
+		return 0, false
+	}
+	switch in.Op {
+	case x86asm.AND:
+		if v, ok := imm(1); ok {
+			return Op{Kind: OpAnd, Imm: v}
+		}
+	case x86asm.SHR, x86asm.SAR:
+		if v, ok := imm(1); ok {
+			return Op{Kind: OpShr, Imm: v}
+		}
+	case x86asm.IMUL:
+		if v, ok := imm(2); ok {
+			return Op{Kind: OpMul, Imm: v}
+		}
+		if m, ok := in.Args[1].(x86asm.Mem); ok {
+			if b := a.base(st, m); b.k == kGlobal {
+				return Op{Kind: OpMulMem, Addr: b.g, Off: m.Disp}
+			}
+		}
+	case x86asm.ADD:
+		switch src := in.Args[1].(type) {
+		case x86asm.Mem:
+			if src.Base == x86asm.RIP {
+				return Op{Kind: OpAddSlot, Addr: uint64(int64(next) + src.Disp)}
+			}
+			b := a.base(st, src)
+			if f := family(src.Index); b.k == kGlobalLoad && f >= 0 && st[f].k == kComm {
+				return Op{Kind: OpAddBlock, Addr: b.g, Off: b.off, Index: st[f].ops}
+			}
+		case x86asm.Reg:
+			if f := family(src); f >= 0 {
+				switch v := st[f]; v.k {
+				case kGlobalLoad:
+					if v.off == 0 {
+						return Op{Kind: OpAddSlot, Addr: v.g}
+					}
+				case kGlobal:
+					return Op{Kind: OpAddGlobal, Addr: v.g}
+				}
+			}
+		}
+	}
+	return Op{Kind: OpOther}
+}
+
+// base returns the value of a memory operand's base register.
+func (a *analyzer) base(st *state, m x86asm.Mem) val {
+	if f := family(m.Base); f >= 0 {
+		return st[f]
+	}
+	return val{}
+}
+
+// load returns the value a load from m gives.
+func (a *analyzer) load(st *state, m x86asm.Mem, next uint64) val {
+	if m.Base == x86asm.RIP {
+		return val{k: kGlobalLoad, g: uint64(int64(next) + m.Disp)}
+	}
+	if f := family(m.Index); f >= 0 && st[f].k == kComm {
+		// A table read indexed by the handle: still derived from it.
+		return val{k: kComm, ops: st[f].ops}
+	}
+	if m.Index != 0 {
+		return val{}
+	}
+	b := a.base(st, m)
+	switch b.k {
+	case kComm:
+		a.derefPath(b)
+		return val{k: kLoad, chain: []int64{m.Disp}}
+	case kLoad:
+		if len(b.chain) < maxChain {
+			return val{k: kLoad, chain: append(append([]int64(nil), b.chain...), m.Disp)}
+		}
+	case kGlobal:
+		return val{k: kGlobalLoad, g: b.g, off: m.Disp}
+	}
+	return val{}
+}
+
+// derefPath records how the object a communicator value points to was
+// found, when the argument was a handle.
+func (a *analyzer) derefPath(v val) {
+	if len(v.ops) == 0 || len(a.facts.Paths) >= maxFacts {
+		return
+	}
+	for _, p := range a.facts.Paths {
+		if samePath(p, v.ops) {
+			return
+		}
+	}
+	a.facts.Paths = append(a.facts.Paths, v.ops)
+}
+
+func samePath(a, b []Op) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i].Kind != b[i].Kind || a[i].Imm != b[i].Imm || a[i].Addr != b[i].Addr || a[i].Off != b[i].Off || !samePath(a[i].Index, b[i].Index) {
+			return false
+		}
+	}
+	return true
+}
+
+// lea returns the value of an address computation.
+func (a *analyzer) lea(st *state, m x86asm.Mem, next uint64) val {
+	if m.Base == x86asm.RIP {
+		return val{k: kGlobal, g: uint64(int64(next) + m.Disp)}
+	}
+	if m.Index != 0 {
+		return val{}
+	}
+	b := a.base(st, m)
+	switch b.k {
+	case kComm:
+		a.derefPath(b)
+		return val{k: kAddr, chain: []int64{m.Disp}}
+	case kLoad:
+		if len(b.chain) < maxChain {
+			return val{k: kAddr, chain: append(append([]int64(nil), b.chain...), m.Disp)}
+		}
+	case kArg:
+		if m.Disp == 0 {
+			return b
+		}
+	}
+	return val{}
+}
+
+// store records a value from the communicator written through an
+// argument pointer.
+func (a *analyzer) store(st *state, m x86asm.Mem, src x86asm.Reg) {
+	if m.Disp != 0 || m.Index != 0 {
+		return
+	}
+	b := a.base(st, m)
+	s := family(src)
+	if b.k != kArg || s < 0 || st[s].k != kLoad {
+		return
+	}
+	a.addAccess(&a.facts.Stores, Access{Arg: b.arg, Chain: st[s].chain})
+}
+
+func (a *analyzer) addAccess(to *[]Access, x Access) {
+	if len(*to) >= maxFacts {
+		return
+	}
+	for _, y := range *to {
+		if y.Arg == x.Arg && sameChain(y.Chain, x.Chain) {
+			return
+		}
+	}
+	*to = append(*to, x)
+}
+
+func sameChain(a, b []int64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// call records a copy out of the communicator into an argument buffer, or
+// follows a call into the library's own code with the arguments it passes.
+func (a *analyzer) call(st *state, target uint64, direct bool, depth int) {
+	dst, src, n := st[argRegs[0]], st[argRegs[1]], st[argRegs[2]]
+	if dst.k == kArg && src.k == kAddr {
+		c := Copy{Arg: dst.arg, Chain: src.chain}
+		if n.k == kImm {
+			c.Len = n.imm
+		}
+		if len(a.facts.Copies) < maxFacts {
+			a.facts.Copies = append(a.facts.Copies, c)
+		}
+		return
+	}
+	if !direct || depth >= maxDepth || len(a.code(target, 1)) == 0 {
+		return
+	}
+	// Follow only calls that pass something of the communicator.
+	passes := false
+	for _, r := range argRegs {
+		switch st[r].k {
+		case kComm, kLoad, kAddr:
+			passes = true
+		}
+	}
+	if !passes {
+		return
+	}
+	// The callee sees the argument registers; nothing else is known.
+	var in state
+	for _, r := range argRegs {
+		in[r] = st[r]
+	}
+	a.walk(target, in, depth+1)
+}

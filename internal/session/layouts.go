@@ -1,0 +1,307 @@
+package session
+
+import (
+	"debug/elf"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/mpiprobe/mpiprobe/internal/discover"
+	"github.com/mpiprobe/mpiprobe/internal/elfx"
+	"github.com/mpiprobe/mpiprobe/internal/identity"
+	"github.com/mpiprobe/mpiprobe/internal/procfs"
+	"github.com/mpiprobe/mpiprobe/probes"
+	"golang.org/x/sys/unix"
+)
+
+// inferEvery is how often the processes are looked at while a library's
+// communicator layout is still to be inferred: often enough to catch a
+// rank between the setup of its predefined communicators and the end of
+// its MPI_Init (tens of milliseconds).
+const inferEvery = 2 * time.Millisecond
+
+// inferFor bounds how long a library's layout is looked for.
+const inferFor = 10 * time.Minute
+
+// layoutWatch infers the communicator layouts of the unknown library builds
+// collective tracking attached to, from the first process that maps one and
+// has set up its predefined communicators, and installs them.
+type layoutWatch struct {
+	s    *session
+	att  *probes.CollAttacher
+	mu   *sync.Mutex // guards att
+	stop chan struct{}
+	done chan struct{}
+}
+
+// pendingLib is one library whose layout is looked for.
+type pendingLib struct {
+	lib     probes.CollLibrary
+	file    *elf.File
+	segs    elfx.Segments
+	lastErr error
+}
+
+// pendingLayouts returns the libraries without a layout, opened.
+func pendingLayouts(libs []probes.CollLibrary) ([]*pendingLib, []error) {
+	var out []*pendingLib
+	var errs []error
+	for _, l := range libs {
+		if l.Layout.Kind != probes.LayoutUnknown {
+			continue
+		}
+		f, err := elf.Open(l.Target.Path)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("open %s: %w", l.Display, err))
+			continue
+		}
+		out = append(out, &pendingLib{lib: l, file: f, segs: elfx.Loads(f.Progs)})
+	}
+	return out, errs
+}
+
+// inferNow tries the pending libraries on pids once; it returns those
+// still pending.
+func (w *layoutWatch) inferNow(pending []*pendingLib, pids []int) []*pendingLib {
+	for _, pid := range pids {
+		if len(pending) == 0 {
+			break
+		}
+		pending = w.tryProcess(pending, pid)
+	}
+	return pending
+}
+
+// tryProcess infers the layouts of the pending libraries pid maps.
+func (w *layoutWatch) tryProcess(pending []*pendingLib, pid int) []*pendingLib {
+	fs := w.s.cfg.Proc
+	maps, err := fs.Maps(pid)
+	if err != nil {
+		return pending
+	}
+	var mem *os.File
+	defer func() {
+		if mem != nil {
+			_ = mem.Close()
+		}
+	}()
+	var known *probes.LiveProcess
+	var left []*pendingLib
+	for _, p := range pending {
+		m, ok := mappingOf(maps, p.lib.Target)
+		if !ok {
+			left = append(left, p)
+			continue
+		}
+		bias, ok := p.segs.Bias(m.Start, m.Offset)
+		if !ok {
+			left = append(left, p)
+			continue
+		}
+		if mem == nil {
+			if mem, err = os.Open(fmt.Sprintf("%s/%d/mem", procRoot(fs), pid)); err != nil {
+				mem = nil
+				return pending
+			}
+		}
+		if known == nil {
+			lp := liveProcess(fs, pid, mem)
+			known = &lp
+		}
+		lp := *known
+		lp.Bias = bias
+		w.mu.Lock()
+		res, err := probes.InferCommLayout(p.file, p.lib.Library, lp)
+		if err == nil {
+			err = w.att.SetLayout(p.lib.LayoutIndex, res)
+		}
+		w.mu.Unlock()
+		if err != nil {
+			p.lastErr = fmt.Errorf("pid %d: %w", pid, err)
+			left = append(left, p)
+			continue
+		}
+		w.s.cfg.Log.Info("communicator layout inferred", "file", p.lib.Display, "build_id", p.lib.BuildID,
+			"pid", pid, "took", res.Took.Round(time.Microsecond), "fields", describeFields(res.Fields))
+		_ = p.file.Close()
+	}
+	return left
+}
+
+// describeFields is the one-line account of how the fields were found.
+func describeFields(fs []probes.LayoutField) string {
+	s := ""
+	for i, f := range fs {
+		if i > 0 {
+			s += ", "
+		}
+		s += f.Name + " " + string(f.How)
+	}
+	return s
+}
+
+// mappingOf returns the first mapping of a target's file.
+func mappingOf(maps []procfs.Mapping, t probes.Target) (procfs.Mapping, bool) {
+	for _, m := range maps {
+		if m.Inode == t.Inode && unix.Mkdev(m.Major, m.Minor) == t.Dev {
+			return m, true
+		}
+	}
+	return procfs.Mapping{}, false
+}
+
+func procRoot(fs procfs.FS) string {
+	if fs.Root == "" {
+		return "/proc"
+	}
+	return fs.Root
+}
+
+// liveProcess reads what inference needs to know of a process: its memory
+// and its world rank and size from its environment.
+func liveProcess(fs procfs.FS, pid int, mem *os.File) probes.LiveProcess {
+	lp := probes.LiveProcess{WorldRank: -1, WorldSize: -1, Mem: func(addr uint64, p []byte) error {
+		if addr > 1<<62 {
+			return fmt.Errorf("address %#x out of range", addr)
+		}
+		n, err := mem.ReadAt(p, int64(addr))
+		if n == len(p) {
+			return nil
+		}
+		if err == nil {
+			err = errors.New("short read")
+		}
+		return err
+	}}
+	if env, err := fs.Environ(pid); err == nil {
+		id := identity.FromEnv(env)
+		if v, err := strconv.Atoi(id.Rank); err == nil {
+			lp.WorldRank = v
+		}
+		if v, err := strconv.Atoi(id.Size); err == nil {
+			lp.WorldSize = v
+		}
+	}
+	return lp
+}
+
+// startLayoutWatch infers the layouts of the unknown builds: at once from
+// the processes already running (pids), then, in the background, from
+// every traced process until each library has its layout or the session
+// ends.
+func (s *session) startLayoutWatch(att *probes.CollAttacher, mu *sync.Mutex, pids []int) *layoutWatch {
+	w := &layoutWatch{s: s, att: att, mu: mu, stop: make(chan struct{}), done: make(chan struct{})}
+	mu.Lock()
+	libs := att.Libraries()
+	mu.Unlock()
+	pending, errs := pendingLayouts(libs)
+	for _, err := range errs {
+		s.cfg.Log.Warn("communicator layout not inferred", "err", err)
+	}
+	pending = w.inferNow(pending, pids)
+	if len(pending) == 0 {
+		close(w.done)
+		return w
+	}
+	for _, p := range pending {
+		s.cfg.Log.Info("unknown MPI library build: its communicator layout will be inferred from the first process past MPI_Init",
+			"file", p.lib.Display, "build_id", p.lib.BuildID)
+	}
+	go w.run(pending)
+	return w
+}
+
+func (w *layoutWatch) run(pending []*pendingLib) {
+	defer close(w.done)
+	deadline := time.Now().Add(inferFor)
+	tick := time.NewTicker(inferEvery)
+	defer tick.Stop()
+	for len(pending) > 0 && time.Now().Before(deadline) {
+		select {
+		case <-w.stop:
+			w.giveUp(pending)
+			return
+		case <-tick.C:
+		}
+		var pids []int
+		it := w.s.objs.Traced.Iterate()
+		var pid, flags uint32
+		for it.Next(&pid, &flags) {
+			pids = append(pids, int(pid))
+		}
+		pending = w.inferNow(pending, pids)
+	}
+	w.giveUp(pending)
+}
+
+// giveUp says, once per library, why its layout was not inferred.
+func (w *layoutWatch) giveUp(pending []*pendingLib) {
+	for _, p := range pending {
+		reason := "no process using it passed MPI_Init"
+		if p.lastErr != nil {
+			reason = p.lastErr.Error()
+		}
+		w.s.cfg.Log.Warn("unknown MPI library build and its communicator layout was not inferred: communicators are keyed by their local handle and cannot be matched across ranks",
+			"file", p.lib.Display, "build_id", p.lib.BuildID, "reason", reason)
+		_ = p.file.Close()
+	}
+}
+
+// close stops the watch and waits for it.
+func (w *layoutWatch) close() {
+	select {
+	case <-w.done:
+	default:
+		close(w.stop)
+		<-w.done
+	}
+}
+
+// ProbeLayouts returns the struct layouts the probes of one process read,
+// field by field with where each came from (verified table, debug info,
+// inferred and how, unknown): the communicator layout of its MPI C library
+// and the free-list layout of its libopen-pal. debugDirs are as in
+// Config.DebugDirs.
+func ProbeLayouts(pfs procfs.FS, pid int, debugDirs []string) ([]probes.LayoutStatus, error) {
+	libs, err := discover.CheckTarget(pfs, pid)
+	if err != nil {
+		return nil, err
+	}
+	targets, _ := discover.ProcessTargets(pfs, pid, libs, []probes.Library{probes.OMPILibMPI, probes.MPICHLib, probes.OMPIPal})
+	maps, err := pfs.Maps(pid)
+	if err != nil {
+		return nil, err
+	}
+	mem, err := os.Open(fmt.Sprintf("%s/%d/mem", procRoot(pfs), pid))
+	if err != nil {
+		return nil, fmt.Errorf("open the memory of pid %d: %w", pid, err)
+	}
+	defer mem.Close()
+	lp := liveProcess(pfs, pid, mem)
+	var out []probes.LayoutStatus
+	for _, t := range targets {
+		if t.Library != probes.OMPILibMPI && t.Library != probes.MPICHLib && t.Library != probes.OMPIPal {
+			continue
+		}
+		f, err := elf.Open(t.Path)
+		if err != nil {
+			out = append(out, probes.LayoutStatus{File: t.Display, Reason: err.Error()})
+			continue
+		}
+		if t.Library == probes.OMPIPal {
+			out = append(out, probes.FreeListLayoutStatus(f, t, debugDirs))
+			_ = f.Close()
+			continue
+		}
+		p := lp
+		if m, ok := mappingOf(maps, t); ok {
+			p.Bias, _ = elfx.Loads(f.Progs).Bias(m.Start, m.Offset)
+		}
+		out = append(out, probes.CommLayoutStatus(f, t, p))
+		_ = f.Close()
+	}
+	return out, nil
+}
