@@ -147,20 +147,41 @@ func textCode(f *elf.File) (layout.Code, error) {
 // object tables) are not all found is an error naming them.
 func InferCommLayout(f *elf.File, lib Library, p LiveProcess) (CommLayoutResult, error) {
 	start := time.Now()
-	res, err := inferCommLayout(f, lib, p)
+	ci, err := PrepareCommInference(f, lib)
+	if err != nil {
+		return CommLayoutResult{Took: time.Since(start)}, err
+	}
+	res, err := ci.Infer(p)
 	res.Took = time.Since(start)
 	return res, err
 }
 
-func inferCommLayout(f *elf.File, lib Library, p LiveProcess) (CommLayoutResult, error) {
-	var out CommLayoutResult
+// CommInference is what inference reads of a library file once: its
+// accessors, decoded, and the symbols and GOT slots of its predefined
+// objects. Infer then reads a process; it is cheap enough to retry every
+// few milliseconds while a rank is in MPI_Init.
+type CommInference struct {
+	lib                   Library
+	rank, size, name, c2f layout.Facts
+	classSym              uint64
+	// Open MPI: where ompi_mpi_comm_world and _self are, by GOT slot
+	// (0: none) or by the library's own definition.
+	worldSlot, selfSlot uint64
+	worldSym, selfSym   uint64
+}
+
+// PrepareCommInference decodes the accessors of an MPI C library file.
+func PrepareCommInference(f *elf.File, lib Library) (*CommInference, error) {
+	if lib != OMPILibMPI && lib != MPICHLib {
+		return nil, fmt.Errorf("no communicator layout for library %s", lib)
+	}
 	code, err := textCode(f)
 	if err != nil {
-		return out, err
+		return nil, err
 	}
 	dyn, err := f.DynamicSymbols()
 	if err != nil {
-		return out, fmt.Errorf("read dynamic symbols: %w", err)
+		return nil, fmt.Errorf("read dynamic symbols: %w", err)
 	}
 	syms := map[string]elf.Symbol{}
 	for _, s := range dyn {
@@ -175,25 +196,54 @@ func inferCommLayout(f *elf.File, lib Library, p LiveProcess) (CommLayoutResult,
 		}
 		return layout.Analyze(code, s.Value, 0)
 	}
+	ci := &CommInference{lib: lib, rank: analyze("PMPI_Comm_rank"), size: analyze("PMPI_Comm_size"), name: analyze("PMPI_Comm_get_name")}
+	if lib == OMPILibMPI {
+		ci.c2f = analyze("PMPI_Comm_c2f")
+		ci.classSym = syms["ompi_communicator_t_class"].Value
+		for _, o := range []struct {
+			name      string
+			slot, sym *uint64
+		}{{"ompi_mpi_comm_world", &ci.worldSlot, &ci.worldSym}, {"ompi_mpi_comm_self", &ci.selfSlot, &ci.selfSym}} {
+			slot, _, err := elfx.DataSlot(f, o.name)
+			if err != nil {
+				return nil, err
+			}
+			*o.slot, *o.sym = slot, syms[o.name].Value
+			if slot == 0 && *o.sym == 0 {
+				return nil, fmt.Errorf("the library defines no %s", o.name)
+			}
+		}
+	}
+	return ci, nil
+}
+
+// Infer reads the predefined communicators of p and combines them with
+// the decoded accessors. The error wraps ErrLayoutNotReady when p has not
+// set them up yet.
+func (ci *CommInference) Infer(p LiveProcess) (CommLayoutResult, error) {
+	start := time.Now()
+	res, err := ci.infer(p)
+	res.Took = time.Since(start)
+	return res, err
+}
+
+func (ci *CommInference) infer(p LiveProcess) (CommLayoutResult, error) {
+	var out CommLayoutResult
 	known := layout.Known{WorldRank: p.WorldRank, WorldSize: p.WorldSize}
 	var r layout.Result
-	switch lib {
+	var err error
+	switch ci.lib {
 	case OMPILibMPI:
-		in := layout.OMPI{
-			Rank: analyze("PMPI_Comm_rank"), Size: analyze("PMPI_Comm_size"),
-			Name: analyze("PMPI_Comm_get_name"), C2F: analyze("PMPI_Comm_c2f"),
-			Bias: p.Bias, Known: known, Mem: p.Mem,
-		}
-		if s, ok := syms["ompi_communicator_t_class"]; ok {
-			in.ClassSym = s.Value
-		}
+		in := layout.OMPI{Rank: ci.rank, Size: ci.size, Name: ci.name, C2F: ci.c2f,
+			ClassSym: ci.classSym, Bias: p.Bias, Known: known, Mem: p.Mem}
 		for _, o := range []struct {
-			name string
-			dst  *[]byte
-		}{{"ompi_mpi_comm_world", &in.World}, {"ompi_mpi_comm_self", &in.Self}} {
-			addr, err := objectAddr(f, syms, o.name, p)
+			name      string
+			slot, sym uint64
+			dst       *[]byte
+		}{{"ompi_mpi_comm_world", ci.worldSlot, ci.worldSym, &in.World}, {"ompi_mpi_comm_self", ci.selfSlot, ci.selfSym, &in.Self}} {
+			addr, err := objectAddr(o.slot, o.sym, p)
 			if err != nil {
-				return out, err
+				return out, fmt.Errorf("%s: %w", o.name, err)
 			}
 			b := make([]byte, layout.OMPIObjectSize)
 			if err := p.Mem(addr, b); err != nil {
@@ -203,12 +253,7 @@ func inferCommLayout(f *elf.File, lib Library, p LiveProcess) (CommLayoutResult,
 		}
 		r, err = layout.InferOMPI(in)
 	case MPICHLib:
-		r, err = layout.InferMPICH(layout.MPICH{
-			Rank: analyze("PMPI_Comm_rank"), Size: analyze("PMPI_Comm_size"),
-			Name: analyze("PMPI_Comm_get_name"), Bias: p.Bias, Mem: p.Mem, Known: known,
-		})
-	default:
-		return out, fmt.Errorf("no communicator layout for library %s", lib)
+		r, err = layout.InferMPICH(layout.MPICH{Rank: ci.rank, Size: ci.size, Name: ci.name, Bias: p.Bias, Mem: p.Mem, Known: known})
 	}
 	if layout.ErrNotReady(err) {
 		return out, ErrLayoutNotReady
@@ -217,7 +262,7 @@ func inferCommLayout(f *elf.File, lib Library, p LiveProcess) (CommLayoutResult,
 		return out, fmt.Errorf("infer the communicator layout: %w", err)
 	}
 	out.Fields = r.Fields
-	l, err := toCommLayout(lib, r)
+	l, err := toCommLayout(ci.lib, r)
 	if err != nil {
 		return out, err
 	}
@@ -229,25 +274,20 @@ func inferCommLayout(f *elf.File, lib Library, p LiveProcess) (CommLayoutResult,
 // as the process uses it: through the library's GOT slot (which points
 // into the executable when it copy-relocated the object), else the
 // library's own definition.
-func objectAddr(f *elf.File, syms map[string]elf.Symbol, name string, p LiveProcess) (uint64, error) {
-	slot, ok, err := elfx.DataSlot(f, name)
-	if err != nil {
-		return 0, err
-	}
-	if ok {
+func objectAddr(slot, sym uint64, p LiveProcess) (uint64, error) {
+	if slot != 0 {
 		var b [8]byte
 		if err := p.Mem(p.Bias+slot, b[:]); err != nil {
-			return 0, fmt.Errorf("read the GOT slot of %s: %w", name, err)
+			return 0, fmt.Errorf("read its GOT slot: %w", err)
 		}
 		if a := binary.LittleEndian.Uint64(b[:]); a != 0 {
 			return a, nil
 		}
 	}
-	s, ok := syms[name]
-	if !ok {
-		return 0, fmt.Errorf("the library defines no %s", name)
+	if sym == 0 {
+		return 0, ErrLayoutNotReady // the slot is not filled in yet
 	}
-	return p.Bias + s.Value, nil
+	return p.Bias + sym, nil
 }
 
 // toCommLayout turns inferred fields into a layout, or says which identity

@@ -315,13 +315,32 @@ func (a *analyzer) step(st *state, in x86asm.Inst, pc, next uint64, depth int) (
 		}
 		return false, 0, false
 	}
-	op := a.op(st, in, next)
-	ops := append(append([]Op(nil), cur.ops...), op)
-	if len(ops) > maxOps {
-		ops = ops[len(ops)-maxOps:]
-	}
-	st[d] = val{k: kComm, ops: ops}
+	st[d] = val{k: kComm, ops: appendOp(cur.ops, a.op(st, in, next))}
 	return false, 0, false
+}
+
+// appendOp adds a step to a handle decoding; consecutive multiplications
+// (a compiler's shifts and leas for one object size) fold into one.
+func appendOp(ops []Op, op Op) []Op {
+	if n := len(ops); n > 0 && op.Kind == OpMul && ops[n-1].Kind == OpMul {
+		out := append([]Op(nil), ops...)
+		out[n-1].Imm *= op.Imm
+		return out
+	}
+	out := append(append([]Op(nil), ops...), op)
+	if len(out) > maxOps {
+		out = out[len(out)-maxOps:]
+	}
+	return out
+}
+
+// scaled splits a handle decoding into what it did before its final
+// multiplication and the factor (1 without one).
+func scaled(ops []Op) ([]Op, int64) {
+	if n := len(ops); n > 0 && ops[n-1].Kind == OpMul {
+		return ops[:n-1], ops[n-1].Imm
+	}
+	return ops, 1
 }
 
 // op describes an arithmetic step on a value computed from the handle.
@@ -342,6 +361,10 @@ func (a *analyzer) op(st *state, in x86asm.Inst, next uint64) Op {
 	case x86asm.SHR, x86asm.SAR:
 		if v, ok := imm(1); ok {
 			return Op{Kind: OpShr, Imm: v}
+		}
+	case x86asm.SHL:
+		if v, ok := imm(1); ok && v >= 0 && v < 32 {
+			return Op{Kind: OpMul, Imm: 1 << v}
 		}
 	case x86asm.IMUL:
 		if v, ok := imm(2); ok {
@@ -444,10 +467,25 @@ func (a *analyzer) lea(st *state, m x86asm.Mem, next uint64) val {
 	if m.Base == x86asm.RIP {
 		return val{k: kGlobal, g: uint64(int64(next) + m.Disp)}
 	}
-	if m.Index != 0 {
-		return val{}
-	}
 	b := a.base(st, m)
+	if m.Index != 0 {
+		// lea (%rax,%rax,2): the same index times a constant, the way
+		// compilers multiply by an object size.
+		i := family(m.Index)
+		if i < 0 || st[i].k != kComm || (b.k != kComm && m.Base != 0) || m.Scale == 0 {
+			return val{}
+		}
+		ip, ifac := scaled(st[i].ops)
+		fac := int64(m.Scale) * ifac
+		if m.Base != 0 {
+			bp, bfac := scaled(b.ops)
+			if !samePath(bp, ip) {
+				return val{k: kComm, ops: appendOp(ip, Op{Kind: OpOther})}
+			}
+			fac += bfac
+		}
+		return val{k: kComm, ops: appendOp(ip, Op{Kind: OpMul, Imm: fac})}
+	}
 	switch b.k {
 	case kComm:
 		a.derefPath(b)

@@ -20,6 +20,7 @@ const (
 	mpichRank  = 0x1067
 	mpichName  = 0x10f1
 	loopFunc   = 0x112c
+	mpichLea   = 0x112e
 	slotBuilt  = 0x5000
 	slotDirect = 0x5008
 	objMem     = 0x5010
@@ -107,6 +108,19 @@ func TestAnalyzeMPICHHandles(t *testing.T) {
 	n := Analyze(code, mpichName, 0)
 	if want := []Copy{{Arg: 1, Chain: []int64{0x74}, Len: 0x80}}; !reflect.DeepEqual(n.Copies, want) {
 		t.Errorf("Copies = %+v, want %+v", n.Copies, want)
+	}
+}
+
+// TestAnalyzeScaledIndex checks an object size the compiler multiplies by
+// with lea and shl (13 * 64 = 0x340), as in MPICH built for ch3:sock.
+func TestAnalyzeScaledIndex(t *testing.T) {
+	f := Analyze(testCode(t), mpichLea, 0)
+	want := [][]Op{{{Kind: OpAnd, Imm: 0x3ffffff}, {Kind: OpMul, Imm: 0x340}, {Kind: OpAddSlot, Addr: slotBuilt}}}
+	if !reflect.DeepEqual(f.Paths, want) {
+		t.Errorf("Paths = %+v, want %+v", f.Paths, want)
+	}
+	if want := []Access{{Arg: 1, Chain: []int64{0x48}}}; !reflect.DeepEqual(f.Stores, want) {
+		t.Errorf("Stores = %+v, want %+v", f.Stores, want)
 	}
 }
 

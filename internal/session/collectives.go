@@ -56,7 +56,7 @@ func (s *session) startCollectives(targets []probes.Target, live []int) (*collTr
 		_ = ct.att.Close()
 		return nil, fmt.Errorf("no MPI C library to track collectives in %s: --collectives knows Open MPI's libmpi.so.40 and MPICH's libmpich.so.12", describeTargets(targets))
 	}
-	ct.watch = s.startLayoutWatch(ct.att, &ct.mu, live)
+	ct.watch = s.startLayoutWatch(ct.att, &ct.mu, ct.maps, live)
 	if err := kernel.MountBPFFS(filepath.Dir(collstate.PinRoot)); err != nil {
 		s.cfg.Log.Warn("collective history is not shared with `mpiprobe status`", "err", err)
 		return ct, nil

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mpiprobe/mpiprobe/internal/collstate"
 	"github.com/mpiprobe/mpiprobe/internal/discover"
 	"github.com/mpiprobe/mpiprobe/internal/elfx"
 	"github.com/mpiprobe/mpiprobe/internal/identity"
@@ -21,7 +22,7 @@ import (
 // communicator layout is still to be inferred: often enough to catch a
 // rank between the setup of its predefined communicators and the end of
 // its MPI_Init (tens of milliseconds).
-const inferEvery = 2 * time.Millisecond
+const inferEvery = time.Millisecond
 
 // inferFor bounds how long a library's layout is looked for.
 const inferFor = 10 * time.Minute
@@ -33,8 +34,20 @@ type layoutWatch struct {
 	s    *session
 	att  *probes.CollAttacher
 	mu   *sync.Mutex // guards att
+	maps collstate.Maps
 	stop chan struct{}
 	done chan struct{}
+	// procs caches what was read of each process (the watch's
+	// goroutine only)
+	procs map[int]*watchedProc
+}
+
+// watchedProc is what the watch keeps of a process between attempts.
+type watchedProc struct {
+	mem  *os.File
+	live probes.LiveProcess
+	// bias of each pending library it maps, by layout index
+	bias map[int]uint64
 }
 
 // pendingLib is one library whose layout is looked for.
@@ -42,6 +55,8 @@ type pendingLib struct {
 	lib     probes.CollLibrary
 	file    *elf.File
 	segs    elfx.Segments
+	ci      *probes.CommInference
+	prep    time.Duration // the time PrepareCommInference took
 	lastErr error
 }
 
@@ -58,7 +73,14 @@ func pendingLayouts(libs []probes.CollLibrary) ([]*pendingLib, []error) {
 			errs = append(errs, fmt.Errorf("open %s: %w", l.Display, err))
 			continue
 		}
-		out = append(out, &pendingLib{lib: l, file: f, segs: elfx.Loads(f.Progs)})
+		start := time.Now()
+		ci, err := probes.PrepareCommInference(f, l.Library)
+		if err != nil {
+			_ = f.Close()
+			errs = append(errs, fmt.Errorf("%s: %w", l.Display, err))
+			continue
+		}
+		out = append(out, &pendingLib{lib: l, file: f, segs: elfx.Loads(f.Progs), ci: ci, prep: time.Since(start)})
 	}
 	return out, errs
 }
@@ -78,57 +100,97 @@ func (w *layoutWatch) inferNow(pending []*pendingLib, pids []int) []*pendingLib 
 // tryProcess infers the layouts of the pending libraries pid maps.
 func (w *layoutWatch) tryProcess(pending []*pendingLib, pid int) []*pendingLib {
 	fs := w.s.cfg.Proc
-	maps, err := fs.Maps(pid)
-	if err != nil {
-		return pending
-	}
-	var mem *os.File
-	defer func() {
-		if mem != nil {
-			_ = mem.Close()
+	wp := w.procs[pid]
+	if wp == nil || len(wp.bias) < len(pending) {
+		// Not seen yet, or not mapping every pending library yet (a
+		// fork before its exec): read its mappings.
+		maps, err := fs.Maps(pid)
+		if err != nil {
+			w.forget(pid)
+			return pending
 		}
-	}()
-	var known *probes.LiveProcess
-	var left []*pendingLib
-	for _, p := range pending {
-		m, ok := mappingOf(maps, p.lib.Target)
-		if !ok {
-			left = append(left, p)
-			continue
-		}
-		bias, ok := p.segs.Bias(m.Start, m.Offset)
-		if !ok {
-			left = append(left, p)
-			continue
-		}
-		if mem == nil {
-			if mem, err = os.Open(fmt.Sprintf("%s/%d/mem", procRoot(fs), pid)); err != nil {
-				mem = nil
+		if wp == nil {
+			mem, err := os.Open(fmt.Sprintf("%s/%d/mem", procRoot(fs), pid))
+			if err != nil {
 				return pending
 			}
+			wp = &watchedProc{mem: mem, live: liveProcess(fs, pid, mem), bias: map[int]uint64{}}
+			w.procs[pid] = wp
 		}
-		if known == nil {
-			lp := liveProcess(fs, pid, mem)
-			known = &lp
+		for _, p := range pending {
+			if m, ok := mappingOf(maps, p.lib.Target); ok {
+				if bias, ok := p.segs.Bias(m.Start, m.Offset); ok {
+					wp.bias[p.lib.LayoutIndex] = bias
+				}
+			}
 		}
-		lp := *known
+	}
+	var left []*pendingLib
+	for _, p := range pending {
+		bias, ok := wp.bias[p.lib.LayoutIndex]
+		if !ok {
+			left = append(left, p)
+			continue
+		}
+		lp := wp.live
 		lp.Bias = bias
-		w.mu.Lock()
-		res, err := probes.InferCommLayout(p.file, p.lib.Library, lp)
+		res, err := p.ci.Infer(lp)
 		if err == nil {
+			w.mu.Lock()
 			err = w.att.SetLayout(p.lib.LayoutIndex, res)
+			w.mu.Unlock()
 		}
-		w.mu.Unlock()
 		if err != nil {
 			p.lastErr = fmt.Errorf("pid %d: %w", pid, err)
 			left = append(left, p)
 			continue
 		}
+		// Collectives called before now were keyed by their local
+		// handle: key them by what the layout reads, in every process of
+		// the library seen so far; then make threads that cached a slot
+		// look it up again.
+		moved := 0
+		for pid, wp := range w.procs {
+			b, ok := wp.bias[p.lib.LayoutIndex]
+			if !ok {
+				continue
+			}
+			n, err := collstate.Rekey(w.maps, pid, func(h uint64) (uint64, int32, int32, bool) {
+				return res.Layout.CommIdentity(h, b, wp.live.Mem)
+			})
+			moved += n
+			if err != nil {
+				w.s.cfg.Log.Warn("rekey communicators", "pid", pid, "err", err)
+			}
+		}
+		w.s.bumpCollGen()
 		w.s.cfg.Log.Info("communicator layout inferred", "file", p.lib.Display, "build_id", p.lib.BuildID,
-			"pid", pid, "took", res.Took.Round(time.Microsecond), "fields", describeFields(res.Fields))
+			"pid", pid, "took", (p.prep + res.Took).Round(time.Microsecond), "rekeyed", moved, "fields", describeFields(res.Fields))
 		_ = p.file.Close()
 	}
 	return left
+}
+
+// forget drops what the watch kept of a process.
+func (w *layoutWatch) forget(pid int) {
+	if wp := w.procs[pid]; wp != nil {
+		_ = wp.mem.Close()
+		delete(w.procs, pid)
+	}
+}
+
+// bumpCollGen moves coll_gen, so that the BPF side looks every
+// communicator's slot up again instead of using the one a thread cached.
+func (s *session) bumpCollGen() {
+	var zero uint32
+	var gen uint64
+	if err := s.objs.CollGen.Lookup(&zero, &gen); err != nil {
+		s.cfg.Log.Warn("read coll_gen", "err", err)
+		return
+	}
+	if err := s.objs.CollGen.Update(&zero, gen+1, 0); err != nil {
+		s.cfg.Log.Warn("move coll_gen", "err", err)
+	}
 }
 
 // describeFields is the one-line account of how the fields were found.
@@ -192,8 +254,8 @@ func liveProcess(fs procfs.FS, pid int, mem *os.File) probes.LiveProcess {
 // the processes already running (pids), then, in the background, from
 // every traced process until each library has its layout or the session
 // ends.
-func (s *session) startLayoutWatch(att *probes.CollAttacher, mu *sync.Mutex, pids []int) *layoutWatch {
-	w := &layoutWatch{s: s, att: att, mu: mu, stop: make(chan struct{}), done: make(chan struct{})}
+func (s *session) startLayoutWatch(att *probes.CollAttacher, mu *sync.Mutex, maps collstate.Maps, pids []int) *layoutWatch {
+	w := &layoutWatch{s: s, att: att, mu: mu, maps: maps, stop: make(chan struct{}), done: make(chan struct{}), procs: map[int]*watchedProc{}}
 	mu.Lock()
 	libs := att.Libraries()
 	mu.Unlock()
@@ -203,6 +265,7 @@ func (s *session) startLayoutWatch(att *probes.CollAttacher, mu *sync.Mutex, pid
 	}
 	pending = w.inferNow(pending, pids)
 	if len(pending) == 0 {
+		w.forgetAll()
 		close(w.done)
 		return w
 	}
@@ -216,6 +279,7 @@ func (s *session) startLayoutWatch(att *probes.CollAttacher, mu *sync.Mutex, pid
 
 func (w *layoutWatch) run(pending []*pendingLib) {
 	defer close(w.done)
+	defer w.forgetAll()
 	deadline := time.Now().Add(inferFor)
 	tick := time.NewTicker(inferEvery)
 	defer tick.Stop()
@@ -229,12 +293,26 @@ func (w *layoutWatch) run(pending []*pendingLib) {
 		var pids []int
 		it := w.s.objs.Traced.Iterate()
 		var pid, flags uint32
+		live := map[int]bool{}
 		for it.Next(&pid, &flags) {
 			pids = append(pids, int(pid))
+			live[int(pid)] = true
+		}
+		for p := range w.procs {
+			if !live[p] {
+				w.forget(p)
+			}
 		}
 		pending = w.inferNow(pending, pids)
 	}
 	w.giveUp(pending)
+}
+
+// forgetAll drops what the watch kept of every process.
+func (w *layoutWatch) forgetAll() {
+	for pid := range w.procs {
+		w.forget(pid)
+	}
 }
 
 // giveUp says, once per library, why its layout was not inferred.

@@ -114,6 +114,23 @@ impl:
 .globl loop
 loop:
   jmp loop
+# MPICH built with ch3:sock: the object size 0x340 = 13 * 64 as lea, lea, shl.
+.globl mpich_rank_lea
+mpich_rank_lea:
+  push %rbp
+  mov %rsi,%rbp
+  mov %edi,%ebx
+  mov %ebx,%r12d
+  and $0x3ffffff,%r12d
+  movslq %r12d,%rax
+  lea (%rax,%rax,2),%rdx
+  lea (%rax,%rdx,4),%r13
+  shl $0x6,%r13
+  add slot_builtin(%rip),%r13
+  mov 0x48(%r13),%eax
+  mov %eax,0(%rbp)
+  pop %rbp
+  ret
 .data
 slot_builtin: .quad 0
 slot_direct: .quad 0
