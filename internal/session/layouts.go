@@ -92,13 +92,14 @@ func (w *layoutWatch) inferNow(pending []*pendingLib, pids []int) []*pendingLib 
 		if len(pending) == 0 {
 			break
 		}
-		pending = w.tryProcess(pending, pid)
+		pending = w.tryProcess(pending, pid, pids)
 	}
 	return pending
 }
 
 // tryProcess infers the layouts of the pending libraries pid maps.
-func (w *layoutWatch) tryProcess(pending []*pendingLib, pid int) []*pendingLib {
+// all are the processes to rekey once a layout is found.
+func (w *layoutWatch) tryProcess(pending []*pendingLib, pid int, all []int) []*pendingLib {
 	fs := w.s.cfg.Proc
 	wp := w.procs[pid]
 	if wp == nil || len(wp.bias) < len(pending) {
@@ -109,21 +110,28 @@ func (w *layoutWatch) tryProcess(pending []*pendingLib, pid int) []*pendingLib {
 			w.forget(pid)
 			return pending
 		}
+		biases := map[int]uint64{}
+		for _, p := range pending {
+			if m, ok := mappingOf(maps, p.lib.Target); ok {
+				if bias, ok := p.segs.Bias(m.Start, m.Offset); ok {
+					biases[p.lib.LayoutIndex] = bias
+				}
+			}
+		}
+		if len(biases) == 0 {
+			return pending // not an MPI process (yet: before its exec)
+		}
 		if wp == nil {
+			// Opened after the exec that mapped the library: the memory
+			// file and the environment are the new program's.
 			mem, err := os.Open(fmt.Sprintf("%s/%d/mem", procRoot(fs), pid))
 			if err != nil {
 				return pending
 			}
-			wp = &watchedProc{mem: mem, live: liveProcess(fs, pid, mem), bias: map[int]uint64{}}
+			wp = &watchedProc{mem: mem, live: liveProcess(fs, pid, mem)}
 			w.procs[pid] = wp
 		}
-		for _, p := range pending {
-			if m, ok := mappingOf(maps, p.lib.Target); ok {
-				if bias, ok := p.segs.Bias(m.Start, m.Offset); ok {
-					wp.bias[p.lib.LayoutIndex] = bias
-				}
-			}
-		}
+		wp.bias = biases
 	}
 	var left []*pendingLib
 	for _, p := range pending {
@@ -149,26 +157,56 @@ func (w *layoutWatch) tryProcess(pending []*pendingLib, pid int) []*pendingLib {
 		// handle: key them by what the layout reads, in every process of
 		// the library seen so far; then make threads that cached a slot
 		// look it up again.
-		moved := 0
-		for pid, wp := range w.procs {
-			b, ok := wp.bias[p.lib.LayoutIndex]
-			if !ok {
-				continue
-			}
-			n, err := collstate.Rekey(w.maps, pid, func(h uint64) (uint64, int32, int32, bool) {
-				return res.Layout.CommIdentity(h, b, wp.live.Mem)
-			})
-			moved += n
-			if err != nil {
-				w.s.cfg.Log.Warn("rekey communicators", "pid", pid, "err", err)
-			}
-		}
+		moved := w.rekey(p, res.Layout, all)
 		w.s.bumpCollGen()
 		w.s.cfg.Log.Info("communicator layout inferred", "file", p.lib.Display, "build_id", p.lib.BuildID,
 			"pid", pid, "took", (p.prep + res.Took).Round(time.Microsecond), "rekeyed", moved, "fields", describeFields(res.Fields))
 		_ = p.file.Close()
 	}
 	return left
+}
+
+// rekey keys the communicators that processes of the library (among
+// pids) keyed by handle, by what layout l reads.
+func (w *layoutWatch) rekey(p *pendingLib, l probes.CommLayout, pids []int) int {
+	moved := 0
+	for _, pid := range pids {
+		var mem probes.LiveProcess
+		var bias uint64
+		if wp := w.procs[pid]; wp != nil && len(wp.bias) > 0 {
+			b, ok := wp.bias[p.lib.LayoutIndex]
+			if !ok {
+				continue
+			}
+			mem, bias = wp.live, b
+		} else {
+			maps, err := w.s.cfg.Proc.Maps(pid)
+			if err != nil {
+				continue
+			}
+			m, ok := mappingOf(maps, p.lib.Target)
+			if !ok {
+				continue
+			}
+			if bias, ok = p.segs.Bias(m.Start, m.Offset); !ok {
+				continue
+			}
+			f, err := os.Open(fmt.Sprintf("%s/%d/mem", procRoot(w.s.cfg.Proc), pid))
+			if err != nil {
+				continue
+			}
+			defer f.Close()
+			mem = liveProcess(w.s.cfg.Proc, pid, f)
+		}
+		n, err := collstate.Rekey(w.maps, pid, func(h uint64) (uint64, int32, int32, bool) {
+			return l.CommIdentity(h, bias, mem.Mem)
+		})
+		moved += n
+		if err != nil {
+			w.s.cfg.Log.Warn("rekey communicators", "pid", pid, "err", err)
+		}
+	}
+	return moved
 }
 
 // forget drops what the watch kept of a process.
