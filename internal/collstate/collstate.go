@@ -391,8 +391,18 @@ func Rekey(m Maps, pid int, resolve func(handle uint64) (id uint64, size, rank i
 		if !ok {
 			continue
 		}
+		// Unkey first: the index may be full. The BPF side no longer
+		// looks the handle key up once the layout is installed.
+		if err := m.Index.Delete(&l.key); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+			return moved, fmt.Errorf("unkey communicator slot %d: %w", l.slot, err)
+		}
 		nk := bpf.MpiprobeCollKey{Tgid: l.key.Tgid, Id: id, Size: size}
 		if err := m.Index.Update(&nk, &l.slot, ebpf.UpdateNoExist); err != nil {
+			// Keyed by the BPF side already (or no room): keep the
+			// handle key.
+			if rerr := m.Index.Update(&l.key, &l.slot, ebpf.UpdateAny); rerr != nil {
+				return moved, fmt.Errorf("key communicator slot %d again: %w", l.slot, rerr)
+			}
 			if errors.Is(err, ebpf.ErrKeyExist) {
 				continue
 			}
@@ -401,9 +411,6 @@ func Rekey(m Maps, pid int, resolve func(handle uint64) (id uint64, size, rank i
 		c.Id, c.Size, c.Rank, c.Flags = id, size, rank, c.Flags&^commLocal
 		if err := m.Comms.Update(&l.slot, &c, ebpf.UpdateExist); err != nil {
 			return moved, fmt.Errorf("update communicator slot %d: %w", l.slot, err)
-		}
-		if err := m.Index.Delete(&l.key); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
-			return moved, fmt.Errorf("unkey communicator slot %d: %w", l.slot, err)
 		}
 		moved++
 	}
