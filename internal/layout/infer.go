@@ -188,7 +188,9 @@ func InferOMPI(in OMPI) (Result, error) {
 		return r, fmt.Errorf("predefined communicators of %d and %d bytes: too short", len(in.World), len(in.Self))
 	}
 	cw, cs := binary.LittleEndian.Uint64(in.World), binary.LittleEndian.Uint64(in.Self)
-	if cw == 0 || cw != cs || len(nameOffsets(in.World, in.Self)) == 0 {
+	// Ready once both carry their class; the names are not required
+	// (a build may keep them out of line).
+	if cw == 0 || cw != cs {
 		return r, errNotReady
 	}
 	// The class: the first word of both.
@@ -222,6 +224,11 @@ func InferOMPI(in OMPI) (Result, error) {
 
 	rank := decide(FieldRank, anyU32s(in.World, in.Self, in.Known.WorldRank, 0, ^uint32(0), 4), stored(in.Rank, 1, 1))
 	r.add(rank)
+	if len(nameOffsets(in.World, in.Self)) == 0 && rank.How != ObjectsAccessor {
+		// Neither the names nor the rank are where they should be: the
+		// objects are still being set up.
+		return Result{}, errNotReady
+	}
 
 	// The group size, through the group pointer.
 	var grp, size Field
@@ -390,9 +397,6 @@ func InferMPICH(in MPICH) (Result, error) {
 	if builtin == nil {
 		return r, errNotReady
 	}
-	if len(nameOffsets(world, self)) == 0 {
-		return r, errNotReady
-	}
 	r.add(Field{Name: FieldBuiltin, Value: builtinAddr - in.Bias, How: ObjectsAccessor})
 	r.add(Field{Name: FieldObjSize, Value: uint64(builtin.size), How: ObjectsAccessor})
 	for i, t := range tables {
@@ -459,7 +463,11 @@ func InferMPICH(in MPICH) (Result, error) {
 		nl = Field{Name: FieldNameLen, Value: uint64(l[0]), How: AccessorOnly, Note: "the length MPI_Comm_get_name copies"}
 	}
 	r.add(nl)
-	r.add(decide(FieldRank, anyU32s(world, self, in.Known.WorldRank, 0, ^uint32(0), 4), stored(in.Rank, 1, 1)))
+	rank := decide(FieldRank, anyU32s(world, self, in.Known.WorldRank, 0, ^uint32(0), 4), stored(in.Rank, 1, 1))
+	r.add(rank)
+	if len(nameOffsets(world, self)) == 0 && rank.How != ObjectsAccessor {
+		return Result{}, errNotReady
+	}
 	sizes := anyU32s(world, self, in.Known.WorldSize, 1, ^uint32(0), 4)
 	if in.Known.WorldSize < 0 {
 		var pos []int64

@@ -237,6 +237,32 @@ func TestInferOMPIFailures(t *testing.T) {
 			t.Errorf("err = %v, want not ready", err)
 		}
 	})
+	t.Run("names kept elsewhere", func(t *testing.T) {
+		in := ompiInput(t, 1, 2)
+		for _, b := range [][]byte{in.World, in.Self} {
+			clear(b[0xa0 : 0xa0+16])
+		}
+		r, err := InferOMPI(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f := r.Get(FieldName); f.How != AccessorOnly {
+			t.Errorf("name = %+v, want the accessor's only", f)
+		}
+		if f := r.Get(FieldCID); f.Value != 0xe0 {
+			t.Errorf("context id = %+v, want 0xe0", f)
+		}
+	})
+	t.Run("set up half way", func(t *testing.T) {
+		in := ompiInput(t, 1, 2)
+		for _, b := range [][]byte{in.World, in.Self} {
+			clear(b[0xa0 : 0xa0+16])
+		}
+		put32(in.World, 0xe4, 0) // rank not written yet
+		if _, err := InferOMPI(in); !ErrNotReady(err) {
+			t.Errorf("err = %v, want not ready", err)
+		}
+	})
 	t.Run("short objects", func(t *testing.T) {
 		in := ompiInput(t, 1, 2)
 		in.World = in.World[:8]
