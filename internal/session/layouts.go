@@ -40,7 +40,21 @@ type layoutWatch struct {
 	// procs caches what was read of each process (the watch's
 	// goroutine only)
 	procs map[int]*watchedProc
+	// unmapped holds, for processes that map no pending library, the
+	// program they ran and when that was seen: their mappings are read
+	// again after an exec, or after recheckAfter (a dlopen).
+	unmapped map[int]unmappedProc
 }
+
+// unmappedProc is a process seen mapping no pending library.
+type unmappedProc struct {
+	exe  string
+	seen time.Time
+}
+
+// recheckAfter is how long a process that maps no pending library and
+// runs the same program is not looked at again.
+const recheckAfter = 50 * time.Millisecond
 
 // watchedProc is what the watch keeps of a process between attempts.
 type watchedProc struct {
@@ -104,7 +118,12 @@ func (w *layoutWatch) tryProcess(pending []*pendingLib, pid int, all []int) []*p
 	wp := w.procs[pid]
 	if wp == nil || len(wp.bias) < len(pending) {
 		// Not seen yet, or not mapping every pending library yet (a
-		// fork before its exec): read its mappings.
+		// fork before its exec): read its mappings, unless it ran the
+		// same program a moment ago without them.
+		exe, _ := os.Readlink(fmt.Sprintf("%s/%d/exe", procRoot(fs), pid))
+		if u, ok := w.unmapped[pid]; ok && wp == nil && u.exe == exe && time.Since(u.seen) < recheckAfter {
+			return pending
+		}
 		maps, err := fs.Maps(pid)
 		if err != nil {
 			w.forget(pid)
@@ -119,8 +138,11 @@ func (w *layoutWatch) tryProcess(pending []*pendingLib, pid int, all []int) []*p
 			}
 		}
 		if len(biases) == 0 {
-			return pending // not an MPI process (yet: before its exec)
+			// Not an MPI process (yet: before its exec).
+			w.unmapped[pid] = unmappedProc{exe: exe, seen: time.Now()}
+			return pending
 		}
+		delete(w.unmapped, pid)
 		if wp == nil {
 			// Opened after the exec that mapped the library: the memory
 			// file and the environment are the new program's.
@@ -293,7 +315,7 @@ func liveProcess(fs procfs.FS, pid int, mem *os.File) probes.LiveProcess {
 // every traced process until each library has its layout or the session
 // ends.
 func (s *session) startLayoutWatch(att *probes.CollAttacher, mu *sync.Mutex, maps collstate.Maps, pids []int) *layoutWatch {
-	w := &layoutWatch{s: s, att: att, mu: mu, maps: maps, stop: make(chan struct{}), done: make(chan struct{}), procs: map[int]*watchedProc{}}
+	w := &layoutWatch{s: s, att: att, mu: mu, maps: maps, stop: make(chan struct{}), done: make(chan struct{}), procs: map[int]*watchedProc{}, unmapped: map[int]unmappedProc{}}
 	mu.Lock()
 	libs := att.Libraries()
 	mu.Unlock()
@@ -339,6 +361,11 @@ func (w *layoutWatch) run(pending []*pendingLib) {
 		for p := range w.procs {
 			if !live[p] {
 				w.forget(p)
+			}
+		}
+		for p := range w.unmapped {
+			if !live[p] {
+				delete(w.unmapped, p)
 			}
 		}
 		pending = w.inferNow(pending, pids)
