@@ -104,8 +104,10 @@ type CommLayout struct {
 	// NameOff and NameLen locate the communicator's name (MPI_Comm_set_name).
 	NameOff, NameLen uint32
 	// ClassAddr (Open MPI) is the address of ompi_communicator_t_class,
-	// the first word of every communicator object.
+	// which every communicator object holds at ClassOff (0, or 8 in a
+	// debug build, whose objects start with a magic number).
 	ClassAddr uint64
+	ClassOff  uint32
 	// MPICH: MPIR_Comm_builtin, MPIR_Comm_direct and MPIR_Comm_mem, the
 	// size of an MPIR_Comm, and how indirect handles are decoded: the
 	// block array pointer at IndBlocksOff in MPIR_Comm_mem, block =

@@ -82,7 +82,7 @@ func commFields(l CommLayout) []namedValue {
 	switch l.Kind {
 	case LayoutOMPI:
 		return []namedValue{
-			{layout.FieldClass, l.ClassAddr}, {layout.FieldCID, uint64(l.CIDOff)}, {layout.FieldRank, uint64(l.RankOff)},
+			{layout.FieldClass, l.ClassAddr}, {layout.FieldClassOff, uint64(l.ClassOff)}, {layout.FieldCID, uint64(l.CIDOff)}, {layout.FieldRank, uint64(l.RankOff)},
 			{layout.FieldGroup, uint64(l.GroupOff)}, {layout.FieldSize, uint64(l.SizeOff)},
 			{layout.FieldName, uint64(l.NameOff)}, {layout.FieldNameLen, uint64(l.NameLen)},
 		}
@@ -300,7 +300,8 @@ func toCommLayout(lib Library, r layout.Result) (CommLayout, error) {
 	case OMPILibMPI:
 		need = []string{layout.FieldCID, layout.FieldRank, layout.FieldGroup, layout.FieldSize}
 		l = CommLayout{Kind: LayoutOMPI, CIDOff: u32(layout.FieldCID), CIDMask: 0xffffffff, RankOff: u32(layout.FieldRank),
-			GroupOff: u32(layout.FieldGroup), SizeOff: u32(layout.FieldSize), ClassAddr: r.Get(layout.FieldClass).Value}
+			GroupOff: u32(layout.FieldGroup), SizeOff: u32(layout.FieldSize), ClassAddr: r.Get(layout.FieldClass).Value,
+			ClassOff: u32(layout.FieldClassOff)}
 	case MPICHLib:
 		need = []string{layout.FieldCID, layout.FieldRank, layout.FieldSize, layout.FieldBuiltin, layout.FieldDirect, layout.FieldObjSize}
 		l = CommLayout{Kind: LayoutMPICH, CIDOff: u32(layout.FieldCID), CIDMask: 0xffff, RankOff: u32(layout.FieldRank),

@@ -107,8 +107,71 @@ type val struct {
 	ops   []Op
 }
 
-// state holds the value of the 16 general registers.
-type state [16]val
+// state holds the value of the 16 general registers and of a few stack
+// slots (unoptimized code keeps its arguments there).
+type state struct {
+	regs  [16]val
+	slots [maxSlots]slot
+}
+
+// slot is a stack location [base + off] and what it holds.
+type slot struct {
+	used bool
+	base int // register family: RSP or RBP
+	off  int64
+	v    val
+}
+
+// maxSlots is how many stack slots a state follows.
+const maxSlots = 16
+
+// The register families of the stack and frame pointers.
+const (
+	regRSP = 4
+	regRBP = 5
+)
+
+// stackSlot reports whether a memory operand addresses the stack frame:
+// rsp-based, or rbp-based while rbp holds nothing of the accessor's (a
+// frame pointer rather than a saved argument).
+func stackSlot(st *state, m x86asm.Mem) (int, bool) {
+	if m.Index != 0 || m.Segment != 0 {
+		return 0, false
+	}
+	switch f := family(m.Base); f {
+	case regRSP:
+		return f, true
+	case regRBP:
+		return f, st.regs[f].k == kUnknown
+	}
+	return 0, false
+}
+
+func (st *state) getSlot(base int, off int64) val {
+	for _, s := range st.slots {
+		if s.used && s.base == base && s.off == off {
+			return s.v
+		}
+	}
+	return val{}
+}
+
+func (st *state) setSlot(base int, off int64, v val) {
+	free := -1
+	for i, s := range st.slots {
+		if s.used && s.base == base && s.off == off {
+			st.slots[i].v = v
+			return
+		}
+		if !s.used && free < 0 {
+			free = i
+		}
+	}
+	if free < 0 {
+		free = int(uint64(off) % maxSlots) // full: forget one
+	}
+	st.slots[free] = slot{used: true, base: base, off: off, v: v}
+}
 
 // family maps a register of any width to its 64-bit register's index
 // (RAX 0 ... R15 15), or -1.
@@ -145,9 +208,9 @@ func Analyze(code Code, addr uint64, commArg int) Facts {
 	var st state
 	for i, r := range argRegs {
 		if i == commArg {
-			st[r] = val{k: kComm}
+			st.regs[r] = val{k: kComm}
 		} else {
-			st[r] = val{k: kArg, arg: i}
+			st.regs[r] = val{k: kArg, arg: i}
 		}
 	}
 	a.walk(addr, st, 0)
@@ -158,6 +221,9 @@ type analyzer struct {
 	code  Code
 	steps int
 	facts Facts
+	// rets collects what the function being walked below the accessor
+	// returns in rax
+	rets []val
 }
 
 type branch struct {
@@ -216,7 +282,12 @@ func (a *analyzer) step(st *state, in x86asm.Inst, pc, next uint64, depth int) (
 	}
 	switch in.Op {
 	case x86asm.RET:
-		if v := st[0]; v.k == kLoad {
+		v := st.regs[0]
+		if depth > 0 {
+			if len(a.rets) < maxFacts {
+				a.rets = append(a.rets, v)
+			}
+		} else if v.k == kLoad {
 			a.addAccess(&a.facts.Returns, Access{Arg: -1, Chain: v.chain})
 		}
 		return true, 0, false
@@ -228,10 +299,11 @@ func (a *analyzer) step(st *state, in x86asm.Inst, pc, next uint64, depth int) (
 		return true, t, false
 	case x86asm.CALL:
 		t, ok := rel()
-		a.call(st, t, ok, depth)
+		ret := a.call(st, t, ok, depth)
 		for _, r := range callerSaved {
-			st[r] = val{}
+			st.regs[r] = val{}
 		}
+		st.regs[0] = ret
 		return false, 0, false
 	case x86asm.JA, x86asm.JAE, x86asm.JB, x86asm.JBE, x86asm.JE, x86asm.JG, x86asm.JGE,
 		x86asm.JL, x86asm.JLE, x86asm.JNE, x86asm.JNO, x86asm.JNP, x86asm.JNS, x86asm.JO,
@@ -259,33 +331,43 @@ func (a *analyzer) step(st *state, in x86asm.Inst, pc, next uint64, depth int) (
 		case x86asm.Reg:
 			if d >= 0 {
 				if s := family(src); s >= 0 {
-					st[d] = st[s]
+					st.regs[d] = st.regs[s]
 				} else {
-					st[d] = val{}
+					st.regs[d] = val{}
 				}
 			} else if m, ok := in.Args[0].(x86asm.Mem); ok {
-				a.store(st, m, src)
+				if base, ok := stackSlot(st, m); ok {
+					if f := family(src); f >= 0 {
+						st.setSlot(base, m.Disp, st.regs[f])
+					}
+				} else {
+					a.store(st, m, src)
+				}
 			}
 		case x86asm.Mem:
 			if d >= 0 {
-				st[d] = a.load(st, src, next)
+				st.regs[d] = a.load(st, src, next)
 			}
 		case x86asm.Imm:
 			if d >= 0 {
-				st[d] = val{k: kImm, imm: int64(src)}
+				st.regs[d] = val{k: kImm, imm: int64(src)}
+			} else if m, ok := in.Args[0].(x86asm.Mem); ok {
+				if base, ok := stackSlot(st, m); ok {
+					st.setSlot(base, m.Disp, val{k: kImm, imm: int64(src)})
+				}
 			}
 		}
 		return false, 0, false
 	case x86asm.LEA:
 		if d >= 0 {
 			if m, ok := in.Args[1].(x86asm.Mem); ok {
-				st[d] = a.lea(st, m, next)
+				st.regs[d] = a.lea(st, m, next)
 			}
 		}
 		return false, 0, false
 	case x86asm.XOR:
 		if s, ok := in.Args[1].(x86asm.Reg); ok && d >= 0 && family(s) == d {
-			st[d] = val{k: kImm}
+			st.regs[d] = val{k: kImm}
 			return false, 0, false
 		}
 	}
@@ -294,13 +376,13 @@ func (a *analyzer) step(st *state, in x86asm.Inst, pc, next uint64, depth int) (
 	}
 	// An arithmetic op on a register: a value computed from the
 	// communicator stays one, with the step recorded.
-	cur := st[d]
+	cur := st.regs[d]
 	srcComm := false
 	for _, arg := range in.Args[1:] {
 		if r, ok := arg.(x86asm.Reg); ok {
-			if f := family(r); f >= 0 && st[f].k == kComm {
+			if f := family(r); f >= 0 && st.regs[f].k == kComm {
 				if cur.k != kComm {
-					cur = st[f]
+					cur = st.regs[f]
 				}
 				srcComm = true
 			}
@@ -309,13 +391,13 @@ func (a *analyzer) step(st *state, in x86asm.Inst, pc, next uint64, depth int) (
 	if cur.k != kComm {
 		// e.g. add %rcx,%r13 where %rcx holds a table: handled below
 		// when the destination already is the communicator.
-		st[d] = val{}
+		st.regs[d] = val{}
 		if srcComm {
-			st[d] = cur
+			st.regs[d] = cur
 		}
 		return false, 0, false
 	}
-	st[d] = val{k: kComm, ops: appendOp(cur.ops, a.op(st, in, next))}
+	st.regs[d] = val{k: kComm, ops: appendOp(cur.ops, a.op(st, in, next))}
 	return false, 0, false
 }
 
@@ -382,12 +464,12 @@ func (a *analyzer) op(st *state, in x86asm.Inst, next uint64) Op {
 				return Op{Kind: OpAddSlot, Addr: uint64(int64(next) + src.Disp)}
 			}
 			b := a.base(st, src)
-			if f := family(src.Index); b.k == kGlobalLoad && f >= 0 && st[f].k == kComm {
-				return Op{Kind: OpAddBlock, Addr: b.g, Off: b.off, Index: st[f].ops}
+			if f := family(src.Index); b.k == kGlobalLoad && f >= 0 && st.regs[f].k == kComm {
+				return Op{Kind: OpAddBlock, Addr: b.g, Off: b.off, Index: st.regs[f].ops}
 			}
 		case x86asm.Reg:
 			if f := family(src); f >= 0 {
-				switch v := st[f]; v.k {
+				switch v := st.regs[f]; v.k {
 				case kGlobalLoad:
 					if v.off == 0 {
 						return Op{Kind: OpAddSlot, Addr: v.g}
@@ -404,19 +486,22 @@ func (a *analyzer) op(st *state, in x86asm.Inst, next uint64) Op {
 // base returns the value of a memory operand's base register.
 func (a *analyzer) base(st *state, m x86asm.Mem) val {
 	if f := family(m.Base); f >= 0 {
-		return st[f]
+		return st.regs[f]
 	}
 	return val{}
 }
 
 // load returns the value a load from m gives.
 func (a *analyzer) load(st *state, m x86asm.Mem, next uint64) val {
+	if base, ok := stackSlot(st, m); ok {
+		return st.getSlot(base, m.Disp)
+	}
 	if m.Base == x86asm.RIP {
 		return val{k: kGlobalLoad, g: uint64(int64(next) + m.Disp)}
 	}
-	if f := family(m.Index); f >= 0 && st[f].k == kComm {
+	if f := family(m.Index); f >= 0 && st.regs[f].k == kComm {
 		// A table read indexed by the handle: still derived from it.
-		return val{k: kComm, ops: st[f].ops}
+		return val{k: kComm, ops: st.regs[f].ops}
 	}
 	if m.Index != 0 {
 		return val{}
@@ -472,10 +557,10 @@ func (a *analyzer) lea(st *state, m x86asm.Mem, next uint64) val {
 		// lea (%rax,%rax,2): the same index times a constant, the way
 		// compilers multiply by an object size.
 		i := family(m.Index)
-		if i < 0 || st[i].k != kComm || (b.k != kComm && m.Base != 0) || m.Scale == 0 {
+		if i < 0 || st.regs[i].k != kComm || (b.k != kComm && m.Base != 0) || m.Scale == 0 {
 			return val{}
 		}
-		ip, ifac := scaled(st[i].ops)
+		ip, ifac := scaled(st.regs[i].ops)
 		fac := int64(m.Scale) * ifac
 		if m.Base != 0 {
 			bp, bfac := scaled(b.ops)
@@ -510,10 +595,10 @@ func (a *analyzer) store(st *state, m x86asm.Mem, src x86asm.Reg) {
 	}
 	b := a.base(st, m)
 	s := family(src)
-	if b.k != kArg || s < 0 || st[s].k != kLoad {
+	if b.k != kArg || s < 0 || st.regs[s].k != kLoad {
 		return
 	}
-	a.addAccess(&a.facts.Stores, Access{Arg: b.arg, Chain: st[s].chain})
+	a.addAccess(&a.facts.Stores, Access{Arg: b.arg, Chain: st.regs[s].chain})
 }
 
 func (a *analyzer) addAccess(to *[]Access, x Access) {
@@ -542,8 +627,8 @@ func sameChain(a, b []int64) bool {
 
 // call records a copy out of the communicator into an argument buffer, or
 // follows a call into the library's own code with the arguments it passes.
-func (a *analyzer) call(st *state, target uint64, direct bool, depth int) {
-	dst, src, n := st[argRegs[0]], st[argRegs[1]], st[argRegs[2]]
+func (a *analyzer) call(st *state, target uint64, direct bool, depth int) val {
+	dst, src, n := st.regs[argRegs[0]], st.regs[argRegs[1]], st.regs[argRegs[2]]
 	if dst.k == kArg && src.k == kAddr {
 		c := Copy{Arg: dst.arg, Chain: src.chain}
 		if n.k == kImm {
@@ -552,26 +637,43 @@ func (a *analyzer) call(st *state, target uint64, direct bool, depth int) {
 		if len(a.facts.Copies) < maxFacts {
 			a.facts.Copies = append(a.facts.Copies, c)
 		}
-		return
+		return val{}
 	}
 	if !direct || depth >= maxDepth || len(a.code(target, 1)) == 0 {
-		return
+		return val{}
 	}
 	// Follow only calls that pass something of the communicator.
 	passes := false
 	for _, r := range argRegs {
-		switch st[r].k {
+		switch st.regs[r].k {
 		case kComm, kLoad, kAddr:
 			passes = true
 		}
 	}
 	if !passes {
-		return
+		return val{}
 	}
 	// The callee sees the argument registers; nothing else is known.
 	var in state
 	for _, r := range argRegs {
-		in[r] = st[r]
+		in.regs[r] = st.regs[r]
 	}
+	saved := a.rets
+	a.rets = nil
 	a.walk(target, in, depth+1)
+	rets := a.rets
+	a.rets = saved
+	// A callee that returns one field of the communicator on every path
+	// that returns one (ompi_comm_rank out of line) hands it back.
+	var ret val
+	for _, r := range rets {
+		if r.k != kLoad {
+			continue
+		}
+		if ret.k == kLoad && !sameChain(ret.chain, r.chain) {
+			return val{}
+		}
+		ret = r
+	}
+	return ret
 }

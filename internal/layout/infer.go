@@ -33,6 +33,7 @@ const (
 // The fields of a communicator layout.
 const (
 	FieldClass       = "class"
+	FieldClassOff    = "class offset"
 	FieldCID         = "context id"
 	FieldRank        = "rank"
 	FieldGroup       = "group"
@@ -187,24 +188,30 @@ func InferOMPI(in OMPI) (Result, error) {
 	if len(in.World) < 16 || len(in.Self) < 16 {
 		return r, fmt.Errorf("predefined communicators of %d and %d bytes: too short", len(in.World), len(in.Self))
 	}
-	cw, cs := binary.LittleEndian.Uint64(in.World), binary.LittleEndian.Uint64(in.Self)
-	// Ready once both carry their class; the names are not required
-	// (a build may keep them out of line).
-	if cw == 0 || cw != cs {
-		return r, errNotReady
-	}
-	// The class: the first word of both.
-	cls := Field{Name: FieldClass, How: Unknown, Note: "the class pointer lies below the library"}
-	if cw > in.Bias {
-		cls = Field{Name: FieldClass, Value: cw - in.Bias, How: ObjectsOnly, Note: "the library does not export ompi_communicator_t_class"}
-		switch {
-		case in.ClassSym == cw-in.Bias:
-			cls.How, cls.Note = ObjectsSymbol, ""
-		case in.ClassSym != 0:
-			cls = Field{Name: FieldClass, How: Unknown, Note: fmt.Sprintf("the objects point to %#x, ompi_communicator_t_class is at %#x", cw-in.Bias, in.ClassSym)}
+	// The class pointer: the first word both objects share that is
+	// ompi_communicator_t_class (a debug build puts a magic number
+	// before it), or, without the symbol, the first shared word above
+	// the library's load address.
+	clsOff, cw := -1, uint64(0)
+	for off := 0; off+8 <= min(len(in.World), len(in.Self), 64); off += 8 {
+		w := binary.LittleEndian.Uint64(in.World[off:])
+		if w == 0 || w != binary.LittleEndian.Uint64(in.Self[off:]) || w <= in.Bias {
+			continue
+		}
+		if in.ClassSym == 0 || w-in.Bias == in.ClassSym {
+			clsOff, cw = off, w
+			break
 		}
 	}
+	if clsOff < 0 {
+		return r, errNotReady
+	}
+	cls := Field{Name: FieldClass, Value: cw - in.Bias, How: ObjectsSymbol}
+	if in.ClassSym == 0 {
+		cls.How, cls.Note = ObjectsOnly, "the library does not export ompi_communicator_t_class"
+	}
 	r.add(cls)
+	r.add(Field{Name: FieldClassOff, Value: uint64(clsOff), How: cls.How, Note: cls.Note})
 
 	var nameAcc []int64
 	var lens []int64

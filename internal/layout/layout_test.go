@@ -299,9 +299,22 @@ func TestInferOMPIFailures(t *testing.T) {
 	t.Run("class elsewhere than the symbol", func(t *testing.T) {
 		in := ompiInput(t, 1, 2)
 		in.ClassSym = 0x1234
-		r, _ := InferOMPI(in)
-		if f := r.Get(FieldClass); f.Found() {
-			t.Errorf("class = %+v, want unknown", f)
+		if _, err := InferOMPI(in); !ErrNotReady(err) {
+			t.Errorf("err = %v, want not ready (no class)", err)
+		}
+	})
+	t.Run("debug build: a magic number before the class", func(t *testing.T) {
+		in := ompiInput(t, 1, 2)
+		for _, b := range [][]byte{in.World, in.Self} {
+			put64(b, 8, binary.LittleEndian.Uint64(b))
+			put64(b, 0, 0xdeafbeeddeafbeed)
+		}
+		r, err := InferOMPI(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f := r.Get(FieldClassOff); f.Value != 8 || f.How != ObjectsSymbol {
+			t.Errorf("class offset = %+v, want 8 from the objects and the symbol", f)
 		}
 	})
 }
