@@ -21,6 +21,7 @@ const (
 	mpichName  = 0x10f1
 	loopFunc   = 0x112c
 	mpichLea   = 0x112e
+	ompiRankO0 = 0x115d
 	slotBuilt  = 0x5000
 	slotDirect = 0x5008
 	objMem     = 0x5010
@@ -60,6 +61,7 @@ func TestAnalyze(t *testing.T) {
 		{"ompi size through the group", ompiSize, Facts{Stores: []Access{{Arg: 1, Chain: []int64{0xf8, 0x10}}}}},
 		{"ompi name copied to the buffer", ompiName, Facts{Copies: []Copy{{Arg: 1, Chain: []int64{0xa0}, Len: 0x40}}}},
 		{"ompi c2f returns a field", ompiC2F, Facts{Returns: []Access{{Arg: -1, Chain: []int64{0x128}}}}},
+		{"unoptimized: the stack and a callee's return", ompiRankO0, Facts{Stores: []Access{{Arg: 1, Chain: []int64{0x13c}}}}},
 		{"a loop ends", loopFunc, Facts{}},
 		{"outside the code", 0x9999, Facts{}},
 	}

@@ -131,6 +131,31 @@ mpich_rank_lea:
   mov %eax,0(%rbp)
   pop %rbp
   ret
+# Unoptimized Open MPI (--enable-debug): arguments kept on the stack, the
+# rank read by an out-of-line ompi_comm_rank.
+.globl ompi_rank_O0
+ompi_rank_O0:
+  push %rbp
+  mov %rsp,%rbp
+  sub $0x20,%rsp
+  mov %rdi,-0x18(%rbp)
+  mov %rsi,-0x20(%rbp)
+  mov -0x18(%rbp),%rax
+  mov %rax,%rdi
+  call comm_rank_O0
+  mov -0x20(%rbp),%rdx
+  mov %eax,(%rdx)
+  mov $0x0,%eax
+  leave
+  ret
+comm_rank_O0:
+  push %rbp
+  mov %rsp,%rbp
+  mov %rdi,-0x8(%rbp)
+  mov -0x8(%rbp),%rax
+  mov 0x13c(%rax),%eax
+  pop %rbp
+  ret
 .data
 slot_builtin: .quad 0
 slot_direct: .quad 0
