@@ -1,4 +1,4 @@
-//go:build (386 || amd64) && linux
+//go:build linux
 
 package bpf
 

@@ -114,8 +114,10 @@ type CommLayout struct {
 	// NameOff and NameLen locate the communicator's name (MPI_Comm_set_name).
 	NameOff, NameLen uint32
 	// ClassAddr (Open MPI) is the address of ompi_communicator_t_class,
-	// the first word of every communicator object.
+	// which every communicator object holds at ClassOff (0, or 8 in a
+	// debug build, whose objects start with a magic number).
 	ClassAddr uint64
+	ClassOff  uint32
 	// MPICH: MPIR_Comm_builtin, MPIR_Comm_direct and MPIR_Comm_mem, the
 	// size of an MPIR_Comm, and how indirect handles are decoded: the
 	// block array pointer at IndBlocksOff in MPIR_Comm_mem, block =
@@ -149,8 +151,13 @@ var commLayouts = map[string]CommLayout{
 	},
 }
 
-// CommLayoutOf returns the communicator layout of a library build.
+// CommLayoutOf returns the communicator layout of a library build from the
+// table of verified builds; none when the table is turned off (see
+// NoVerifiedLayoutsEnv). ResolveCommLayout also infers unknown builds.
 func CommLayoutOf(buildID string) (CommLayout, bool) {
+	if !verifiedLayoutsOn() {
+		return CommLayout{}, false
+	}
 	l, ok := commLayouts[buildID]
 	return l, ok
 }
@@ -248,10 +255,17 @@ type CollLibrary struct {
 	// BuildID is its GNU build id ("" if it has none).
 	BuildID string
 	// Layout is how its communicators are identified; Kind is
-	// LayoutUnknown when the build is not in the table.
+	// LayoutUnknown when the build is not in the table and no layout was
+	// inferred yet (see SetLayout).
 	Layout CommLayout
-	// LayoutIndex is the layout's index in the BPF coll_layouts map.
+	// Fields says where each field of Layout came from.
+	Fields []LayoutField
+	// LayoutIndex is the layout's index in the BPF coll_layouts map; the
+	// slot holds the unknown layout until one is installed.
 	LayoutIndex int
+	// Target is the file attached to, to open it and to find it in a
+	// process's mappings.
+	Target Target
 	// Collectives is how many collectives were attached.
 	Collectives int
 }
@@ -275,6 +289,23 @@ func NewCollAttacher(progs CollPrograms, install func(index int, l CommLayout) e
 
 // Libraries returns the files attached so far.
 func (a *CollAttacher) Libraries() []CollLibrary { return append([]CollLibrary(nil), a.libs...) }
+
+// SetLayout installs the layout of the library at a layout index (as
+// CollLibrary.LayoutIndex), inferred once a process using it passed
+// MPI_Init: the collectives called from then on are keyed by it.
+func (a *CollAttacher) SetLayout(index int, r CommLayoutResult) error {
+	for i := range a.libs {
+		if a.libs[i].LayoutIndex != index {
+			continue
+		}
+		if err := a.install(index, r.Layout); err != nil {
+			return fmt.Errorf("write the communicator layout of %s: %w", a.libs[i].Display, err)
+		}
+		a.libs[i].Layout, a.libs[i].Fields = r.Layout, r.Fields
+		return nil
+	}
+	return fmt.Errorf("no library at layout index %d", index)
+}
 
 // Links returns how many links are live.
 func (a *CollAttacher) Links() int { return len(a.files.links) }
@@ -311,12 +342,15 @@ func (a *CollAttacher) attach(t Target) ([]link.Link, CollLibrary, error) {
 	if ferr != nil {
 		return nil, lib, fmt.Errorf("%s: %w", t.Display, ferr)
 	}
+	lib.Target = t
+	if len(a.libs) >= maxLayouts-1 {
+		return nil, lib, fmt.Errorf("attach %s: more than %d MPI library builds", t.Display, maxLayouts-1)
+	}
+	// Every file gets its slot; an unknown build's stays the unknown
+	// layout until SetLayout installs an inferred one.
+	lib.LayoutIndex = len(a.libs) + 1
 	if l, ok := CommLayoutOf(lib.BuildID); ok {
-		if len(a.libs) >= 15 {
-			return nil, lib, fmt.Errorf("attach %s: more than 15 MPI library builds", t.Display)
-		}
-		lib.Layout = l
-		lib.LayoutIndex = len(a.libs) + 1
+		lib.Layout, lib.Fields = l, verifiedFields(l)
 		if err := a.install(lib.LayoutIndex, l); err != nil {
 			return nil, lib, fmt.Errorf("attach %s: write communicator layout: %w", t.Display, err)
 		}

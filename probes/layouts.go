@@ -37,7 +37,7 @@ const freeListStruct = "opal_free_list_t"
 // found by build id under debugDirs. The error says what is missing and how
 // to provide it.
 func resolveFreeListLayout(f *elf.File, buildID string, debugDirs []string) (freeListLayout, string, error) {
-	if l, ok := freeListLayouts[buildID]; ok {
+	if l, ok := freeListLayouts[buildID]; ok && verifiedLayoutsOn() {
 		return l, "verified build " + buildID, nil
 	}
 	if l, err := freeListLayoutFromDWARF(f); err == nil {

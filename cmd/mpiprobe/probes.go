@@ -37,7 +37,11 @@ func newProbesCmd() *cobra.Command {
 				if err != nil {
 					return err
 				}
-				all = append(all, report.ProbeResult{PID: pid, Entries: es})
+				ls, err := probecheck.Layouts(procfs.FS{Root: "/proc"}, pid, debugDirs(debug, nil))
+				if err != nil {
+					return err
+				}
+				all = append(all, report.ProbeResult{PID: pid, Entries: es, Layouts: ls})
 			}
 			if asJSON {
 				return report.WriteProbesJSON(c.OutOrStdout(), all)

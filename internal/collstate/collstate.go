@@ -390,3 +390,61 @@ func releaseRequests(m Maps, ended func(pid int) bool) error {
 	}
 	return errors.Join(errs...)
 }
+
+// Rekey moves the communicators of process pid that the BPF side keyed by
+// their rank-local handle (their library's layout was not known yet) to
+// the identity resolve reads for the handle, keeping their slots and
+// counts. A communicator that already has a slot under its identity (the
+// BPF side got there first) keeps both. It returns how many it moved.
+func Rekey(m Maps, pid int, resolve func(handle uint64) (id uint64, size, rank int32, ok bool)) (int, error) {
+	type local struct {
+		key  bpf.MpiprobeCollKey
+		slot uint32
+	}
+	var found []local
+	var key bpf.MpiprobeCollKey
+	var slot uint32
+	it := m.Index.Iterate()
+	for it.Next(&key, &slot) {
+		if int(key.Tgid) == pid && key.Flags&commLocal != 0 {
+			found = append(found, local{key, slot})
+		}
+	}
+	if err := it.Err(); err != nil {
+		return 0, fmt.Errorf("read coll_index: %w", err)
+	}
+	moved := 0
+	for _, l := range found {
+		var c bpf.MpiprobeCollComm
+		if err := m.Comms.Lookup(&l.slot, &c); err != nil {
+			return moved, fmt.Errorf("read communicator slot %d: %w", l.slot, err)
+		}
+		id, size, rank, ok := resolve(c.Handle)
+		if !ok {
+			continue
+		}
+		// Unkey first: the index may be full. The BPF side no longer
+		// looks the handle key up once the layout is installed.
+		if err := m.Index.Delete(&l.key); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+			return moved, fmt.Errorf("unkey communicator slot %d: %w", l.slot, err)
+		}
+		nk := bpf.MpiprobeCollKey{Tgid: l.key.Tgid, Id: id, Size: size}
+		if err := m.Index.Update(&nk, &l.slot, ebpf.UpdateNoExist); err != nil {
+			// Keyed by the BPF side already (or no room): keep the
+			// handle key.
+			if rerr := m.Index.Update(&l.key, &l.slot, ebpf.UpdateAny); rerr != nil {
+				return moved, fmt.Errorf("key communicator slot %d again: %w", l.slot, rerr)
+			}
+			if errors.Is(err, ebpf.ErrKeyExist) {
+				continue
+			}
+			return moved, fmt.Errorf("key communicator slot %d: %w", l.slot, err)
+		}
+		c.Id, c.Size, c.Rank, c.Flags = id, size, rank, c.Flags&^commLocal
+		if err := m.Comms.Update(&l.slot, &c, ebpf.UpdateExist); err != nil {
+			return moved, fmt.Errorf("update communicator slot %d: %w", l.slot, err)
+		}
+		moved++
+	}
+	return moved, nil
+}

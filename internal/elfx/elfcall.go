@@ -257,3 +257,15 @@ func gotSlot(f *elf.File, dyn []elf.Symbol, name string, typ elf.R_X86_64, calle
 	}
 	return 0, false, nil
 }
+
+// DataSlot returns the GOT slot through which the file's code reaches the
+// data symbol name: the address its R_X86_64_GLOB_DAT relocation fills in
+// at load time. A live process holds the symbol's final address there,
+// which is not the file's own copy when the executable copy-relocated it.
+func DataSlot(f *elf.File, name string) (uint64, bool, error) {
+	dyn, err := f.DynamicSymbols()
+	if err != nil {
+		return 0, false, fmt.Errorf("read dynamic symbols: %w", err)
+	}
+	return gotSlot(f, dyn, ".rela.dyn", elf.R_X86_64_GLOB_DAT, name)
+}

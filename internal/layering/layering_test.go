@@ -19,7 +19,7 @@ const module = "github.com/mpiprobe/mpiprobe"
 // in step with this table.
 var layers = [][]string{
 	// Leaves: generated BPF bindings, parsers and pure helpers.
-	{"bpf", "internal/text", "internal/ranks", "internal/procfs", "internal/elfx",
+	{"bpf", "internal/text", "internal/ranks", "internal/procfs", "internal/elfx", "internal/layout",
 		"internal/trace/tracefile", "internal/trace/loops"},
 	// The C/T rule, naming processes and code, the probe catalog, the
 	// stores of what was seen.

@@ -1,7 +1,12 @@
 package probecheck
 
 import (
+	"debug/elf"
+	"fmt"
+	"os"
+
 	"github.com/mpiprobe/mpiprobe/internal/discover"
+	"github.com/mpiprobe/mpiprobe/internal/elfx"
 	"github.com/mpiprobe/mpiprobe/internal/kernel"
 	"github.com/mpiprobe/mpiprobe/internal/procfs"
 	"github.com/mpiprobe/mpiprobe/probes"
@@ -40,6 +45,52 @@ func Entries(pfs procfs.FS, pid int, cat probes.Catalog, debugDirs []string) ([]
 	out := probes.Entries(cat, pid, targets, att.Status())
 	for _, e := range errs {
 		out = append(out, probes.EntryStatus{Event: "-", Reason: e.Error()})
+	}
+	return out, nil
+}
+
+// Layouts returns the struct layouts the probes of one process read,
+// field by field with where each came from (verified table, debug info,
+// inferred and how, unknown): the communicator layout of its MPI C library
+// and the free-list layout of its libopen-pal. debugDirs are as in
+// session.Config.DebugDirs.
+func Layouts(pfs procfs.FS, pid int, debugDirs []string) ([]probes.LayoutStatus, error) {
+	libs, err := discover.CheckTarget(pfs, pid)
+	if err != nil {
+		return nil, err
+	}
+	targets, _ := discover.ProcessTargets(pfs, pid, libs, []probes.Library{probes.OMPILibMPI, probes.MPICHLib, probes.OMPIPal})
+	maps, err := pfs.Maps(pid)
+	if err != nil {
+		return nil, err
+	}
+	mem, err := os.Open(fmt.Sprintf("%s/%d/mem", discover.ProcRoot(pfs), pid))
+	if err != nil {
+		return nil, fmt.Errorf("open the memory of pid %d: %w", pid, err)
+	}
+	defer mem.Close()
+	lp := discover.LiveProcess(pfs, pid, mem)
+	var out []probes.LayoutStatus
+	for _, t := range targets {
+		if t.Library != probes.OMPILibMPI && t.Library != probes.MPICHLib && t.Library != probes.OMPIPal {
+			continue
+		}
+		f, err := elf.Open(t.Path)
+		if err != nil {
+			out = append(out, probes.LayoutStatus{File: t.Display, Reason: err.Error()})
+			continue
+		}
+		if t.Library == probes.OMPIPal {
+			out = append(out, probes.FreeListLayoutStatus(f, t, debugDirs))
+			_ = f.Close()
+			continue
+		}
+		p := lp
+		if m, ok := discover.MappingOf(maps, t); ok {
+			p.Bias, _ = elfx.Loads(f.Progs).Bias(m.Start, m.Offset)
+		}
+		out = append(out, probes.CommLayoutStatus(f, t, p))
+		_ = f.Close()
 	}
 	return out, nil
 }

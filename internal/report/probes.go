@@ -14,6 +14,8 @@ import (
 type ProbeResult struct {
 	PID     int
 	Entries []probes.EntryStatus
+	// Layouts are the struct layouts the probes read, field by field.
+	Layouts []probes.LayoutStatus
 }
 
 // WriteProbes writes, per process, the line "pid N: A of M entries
@@ -47,6 +49,9 @@ func WriteProbes(w io.Writer, results []ProbeResult) error {
 		if err := text.Table(&buf, []string{"EVENT", "LEVEL", "LIBRARY", "STATUS", "FILE OR WHY"}, rows); err != nil {
 			return fmt.Errorf("report: write probes: %w", err)
 		}
+		if err := writeLayouts(&buf, r.Layouts); err != nil {
+			return fmt.Errorf("report: write probes: %w", err)
+		}
 	}
 	if _, err := w.Write(buf.Bytes()); err != nil {
 		return fmt.Errorf("report: write probes: %w", err)
@@ -61,9 +66,10 @@ type (
 		Processes []jsonProbeProc `json:"processes"`
 	}
 	jsonProbeProc struct {
-		PID           int         `json:"pid"`
-		AttachedCount int         `json:"attached_count"`
-		Entries       []jsonEntry `json:"entries"`
+		PID           int                   `json:"pid"`
+		AttachedCount int                   `json:"attached_count"`
+		Entries       []jsonEntry           `json:"entries"`
+		Layouts       []probes.LayoutStatus `json:"layouts"`
 	}
 	jsonEntry struct {
 		Event    string `json:"event"`
@@ -82,7 +88,10 @@ type (
 func WriteProbesJSON(w io.Writer, results []ProbeResult) error {
 	doc := jsonProbes{Envelope: NewEnvelope(KindProbes), Processes: make([]jsonProbeProc, 0, len(results))}
 	for _, r := range results {
-		p := jsonProbeProc{PID: r.PID, Entries: make([]jsonEntry, 0, len(r.Entries))}
+		p := jsonProbeProc{PID: r.PID, Entries: make([]jsonEntry, 0, len(r.Entries)), Layouts: r.Layouts}
+		if p.Layouts == nil {
+			p.Layouts = []probes.LayoutStatus{}
+		}
 		for _, e := range r.Entries {
 			if e.Attached {
 				p.AttachedCount++
@@ -93,4 +102,38 @@ func WriteProbesJSON(w io.Writer, results []ProbeResult) error {
 		doc.Processes = append(doc.Processes, p)
 	}
 	return EncodeJSON(w, doc, "probes")
+}
+
+// writeLayouts writes the layouts as a table of fields (STRUCT, FIELD,
+// VALUE, SOURCE, NOTE), after a line per file naming it and, for an
+// inference, how long it took.
+func writeLayouts(buf *bytes.Buffer, ls []probes.LayoutStatus) error {
+	for _, l := range ls {
+		fmt.Fprintf(buf, "\n%s layout of %s", text.Line(l.Struct), text.Quote(l.File))
+		if l.BuildID != "" {
+			fmt.Fprintf(buf, " (build id %s)", text.Line(l.BuildID))
+		}
+		if l.TookSeconds > 0 {
+			fmt.Fprintf(buf, ", inferred in %.1f ms", l.TookSeconds*1000)
+		}
+		buf.WriteString("\n")
+		if l.Reason != "" {
+			fmt.Fprintf(buf, "  %s\n", text.Line(l.Reason))
+		}
+		if len(l.Fields) == 0 {
+			continue
+		}
+		var rows [][]string
+		for _, f := range l.Fields {
+			v := fmt.Sprintf("%#x", f.Value)
+			if !f.Found() {
+				v = "-"
+			}
+			rows = append(rows, []string{f.Name, v, string(f.How), text.Line(f.Note)})
+		}
+		if err := text.Table(buf, []string{"FIELD", "VALUE", "SOURCE", "NOTE"}, rows); err != nil {
+			return err
+		}
+	}
+	return nil
 }

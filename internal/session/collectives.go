@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"sync"
 
 	"github.com/mpiprobe/mpiprobe/agg"
 	"github.com/mpiprobe/mpiprobe/bpf"
@@ -23,11 +24,17 @@ type collTracker struct {
 	done map[int][]collstate.Entry
 	// the last reading of everything, at the end of the session
 	last []collstate.Entry
+	// mu guards att once the layout watch runs; watch infers the
+	// layouts of unknown builds
+	mu    sync.Mutex
+	watch *layoutWatch
 }
 
 // startCollectives attaches collective tracking to the MPI C libraries
-// among targets and pins its maps for `mpiprobe status`.
-func (s *session) startCollectives(targets []probes.Target) (*collTracker, error) {
+// among targets and pins its maps for `mpiprobe status`. The layouts of
+// builds not in the verified table are inferred from the running
+// processes live, or later from the first traced process past MPI_Init.
+func (s *session) startCollectives(targets []probes.Target, live []int) (*collTracker, error) {
 	ct := &collTracker{s: s, maps: collstate.Of(&s.objs), done: map[int][]collstate.Entry{}}
 	if err := collstate.Init(ct.maps); err != nil {
 		return nil, err
@@ -49,12 +56,7 @@ func (s *session) startCollectives(targets []probes.Target) (*collTracker, error
 		_ = ct.att.Close()
 		return nil, fmt.Errorf("no MPI C library to track collectives in %s: --collectives knows Open MPI's libmpi.so.40 and MPICH's libmpich.so.12", describeTargets(targets))
 	}
-	for _, l := range ct.att.Libraries() {
-		if l.Layout.Kind == probes.LayoutUnknown {
-			s.cfg.Log.Warn("unknown MPI library build: communicators are keyed by their local handle and cannot be matched across ranks",
-				"file", l.Display, "build_id", l.BuildID)
-		}
-	}
+	ct.watch = s.startLayoutWatch(ct.att, &ct.mu, ct.maps, live)
 	if err := kernel.MountBPFFS(filepath.Dir(collstate.PinRoot)); err != nil {
 		s.cfg.Log.Warn("collective history is not shared with `mpiprobe status`", "err", err)
 		return ct, nil
@@ -122,6 +124,9 @@ func (ct *collTracker) result() []agg.CommCalls {
 }
 
 func (ct *collTracker) close() {
+	if ct.watch != nil {
+		ct.watch.close()
+	}
 	if ct.pinDir != "" {
 		if err := collstate.Unpin(ct.maps, ct.pinDir); err != nil {
 			ct.s.cfg.Log.Warn("unpin collective maps", "dir", ct.pinDir, "err", err)

@@ -255,7 +255,7 @@ func (s *session) run(ctx context.Context) error {
 			return kernel.ExplainLoad("attach probes", err)
 		}
 		if cfg.Collectives {
-			ct, err := s.startCollectives(targets)
+			ct, err := s.startCollectives(targets, live)
 			if err != nil {
 				return err
 			}

@@ -76,7 +76,7 @@ func (r commReader) isComm(addr uint64) bool {
 	}
 	switch r.layout.Kind {
 	case probes.LayoutOMPI:
-		cls, ok := r.u64(addr)
+		cls, ok := r.u64(addr + uint64(r.layout.ClassOff))
 		return ok && r.layout.ClassAddr != 0 && cls == r.bias+r.layout.ClassAddr
 	case probes.LayoutMPICH:
 		h, ok := r.u32(addr)

@@ -74,8 +74,8 @@ func openProcess(fs procfs.FS, pid int, files *tables) (*process, error) {
 		mp := m.Mapping
 		fi := p.file(mp)
 		p.lib, p.build = mp.Path, fi.build
-		if l, ok := probes.CommLayoutOf(fi.build); ok {
-			if bias, ok := p.bias(mp); ok {
+		if bias, ok := p.bias(mp); ok {
+			if l, ok := p.commLayout(fs, m, fi.build, bias); ok {
 				p.comms.layout, p.comms.bias = l, bias
 			}
 		}

@@ -1,0 +1,111 @@
+package layout
+
+import (
+	"bytes"
+	"encoding/binary"
+	"slices"
+)
+
+// Memory reads a process's memory at a runtime address.
+type Memory func(addr uint64, p []byte) error
+
+// Known are the values the predefined communicators must hold.
+type Known struct {
+	// WorldRank and WorldSize are the process's rank and the job's size,
+	// from its environment; -1 when not known (the rank then only has to
+	// be 0 in SELF).
+	WorldRank, WorldSize int
+}
+
+// The names the predefined communicators carry.
+const (
+	worldName = "MPI_COMM_WORLD"
+	selfName  = "MPI_COMM_SELF"
+)
+
+// u32s returns the 4-byte aligned offsets at which a holds wa and b holds
+// wb, as 32-bit little-endian words masked with mask.
+func u32s(a, b []byte, wa, wb, mask uint32, step int) []int64 {
+	var out []int64
+	n := min(len(a), len(b))
+	for off := 0; off+4 <= n; off += step {
+		if binary.LittleEndian.Uint32(a[off:])&mask == wa&mask && binary.LittleEndian.Uint32(b[off:])&mask == wb&mask {
+			out = append(out, int64(off))
+		}
+	}
+	return out
+}
+
+// nameOffsets returns the offsets at which world holds "MPI_COMM_WORLD"
+// and self "MPI_COMM_SELF", NUL terminated.
+func nameOffsets(world, self []byte) []int64 {
+	var out []int64
+	w, s := append([]byte(worldName), 0), append([]byte(selfName), 0)
+	for off := 0; off+len(w) <= len(world) && off+len(s) <= len(self); off++ {
+		if bytes.HasPrefix(world[off:], w) && bytes.HasPrefix(self[off:], s) {
+			out = append(out, int64(off))
+		}
+	}
+	return out
+}
+
+// GroupSize is a place for the group size: the offset of the group
+// pointer in the communicator and of the size in the group.
+type GroupSize struct{ Group, Size int64 }
+
+// maxGroupField bounds the offset searched for a size in a group object.
+const maxGroupField = 64
+
+// groupSizes returns where world and self point to a group whose size
+// reads worldSize and 1: 8-byte aligned pointers in both objects, and
+// 4-byte aligned offsets in the groups they point to.
+func groupSizes(world, self []byte, worldSize int, mem Memory) []GroupSize {
+	var out []GroupSize
+	n := min(len(world), len(self))
+	for off := 0; off+8 <= n; off += 8 {
+		pw, ps := binary.LittleEndian.Uint64(world[off:]), binary.LittleEndian.Uint64(self[off:])
+		if pw == 0 || ps == 0 || pw == ps || pw%8 != 0 || ps%8 != 0 {
+			continue
+		}
+		gw, gs := make([]byte, maxGroupField), make([]byte, maxGroupField)
+		if mem(pw, gw) != nil || mem(ps, gs) != nil {
+			continue
+		}
+		for _, s := range anyU32s(gw, gs, worldSize, 1, ^uint32(0), 4) {
+			if worldSize < 0 && int32(binary.LittleEndian.Uint32(gw[s:])) <= 0 {
+				continue
+			}
+			out = append(out, GroupSize{Group: int64(off), Size: s})
+		}
+		if len(out) > maxFacts {
+			break
+		}
+	}
+	return out
+}
+
+// anyU32s is u32s with wa unknown (< 0): any value in a, wb in b.
+func anyU32s(a, b []byte, wa int, wb, mask uint32, step int) []int64 {
+	if wa >= 0 {
+		return u32s(a, b, uint32(int32(wa)), wb, mask, step)
+	}
+	var out []int64
+	n := min(len(a), len(b))
+	for off := 0; off+4 <= n; off += step {
+		if binary.LittleEndian.Uint32(b[off:])&mask == wb&mask {
+			out = append(out, int64(off))
+		}
+	}
+	return out
+}
+
+// without returns xs less the values in drop.
+func without(xs []int64, drop ...int64) []int64 {
+	var out []int64
+	for _, x := range xs {
+		if !slices.Contains(drop, x) {
+			out = append(out, x)
+		}
+	}
+	return out
+}

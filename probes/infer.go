@@ -1,0 +1,322 @@
+package probes
+
+import (
+	"debug/elf"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/mpiprobe/mpiprobe/internal/elfx"
+	"github.com/mpiprobe/mpiprobe/internal/layout"
+)
+
+// NoVerifiedLayoutsEnv names the environment variable that, set to 1,
+// turns the tables of verified builds off (communicator and free-list
+// layouts): layouts then come from debug info or are inferred, as for a
+// build nobody checked. It exists for tests, which run the same checks
+// with and without the tables.
+const NoVerifiedLayoutsEnv = "MPIPROBE_NO_VERIFIED_LAYOUTS"
+
+// verifiedLayoutsOn reports whether the tables of verified builds are used.
+func verifiedLayoutsOn() bool { return os.Getenv(NoVerifiedLayoutsEnv) != "1" }
+
+// LayoutField is one field of a struct layout with where it came from, in
+// the order of trust: layout.Verified, layout.DebugInfo, the inferred
+// kinds, layout.Unknown.
+type LayoutField = layout.Field
+
+// LiveProcess is what inference reads of a process that maps the library:
+// its memory, the library's load bias there, and the world rank and size
+// its environment gives (-1 when unknown).
+type LiveProcess struct {
+	Mem                  func(addr uint64, p []byte) error
+	Bias                 uint64
+	WorldRank, WorldSize int
+}
+
+// CommLayoutResult is a communicator layout with the source of each field.
+type CommLayoutResult struct {
+	Layout CommLayout
+	// Fields says, field by field, where the value came from.
+	Fields []LayoutField
+	// Took is how long the inference took (0 for the table).
+	Took time.Duration
+}
+
+// ErrLayoutNotReady says that the process has not set up its predefined
+// communicators yet (it is before MPI_Init): try again later.
+var ErrLayoutNotReady = errors.New("the predefined communicators are not initialized yet (before MPI_Init)")
+
+// ResolveCommLayout returns the communicator layout of the library file f
+// (of kind lib and build id buildID) as a live process p uses it: the
+// table of verified builds, else inferred from p's predefined communicators
+// and the library's accessors. The error wraps ErrLayoutNotReady when p
+// has not passed MPI_Init's setup yet.
+func ResolveCommLayout(f *elf.File, lib Library, buildID string, p LiveProcess) (CommLayoutResult, error) {
+	if l, ok := CommLayoutOf(buildID); ok {
+		return CommLayoutResult{Layout: l, Fields: verifiedFields(l)}, nil
+	}
+	return InferCommLayout(f, lib, p)
+}
+
+// verifiedFields lists a table layout's fields as verified.
+func verifiedFields(l CommLayout) []LayoutField {
+	var out []LayoutField
+	for _, f := range commFields(l) {
+		out = append(out, LayoutField{Name: f.name, Value: f.v, How: layout.Verified})
+	}
+	return out
+}
+
+type namedValue struct {
+	name string
+	v    uint64
+}
+
+// commFields lists the fields a layout kind uses.
+func commFields(l CommLayout) []namedValue {
+	switch l.Kind {
+	case LayoutOMPI:
+		return []namedValue{
+			{layout.FieldClass, l.ClassAddr}, {layout.FieldClassOff, uint64(l.ClassOff)}, {layout.FieldCID, uint64(l.CIDOff)}, {layout.FieldRank, uint64(l.RankOff)},
+			{layout.FieldGroup, uint64(l.GroupOff)}, {layout.FieldSize, uint64(l.SizeOff)},
+			{layout.FieldName, uint64(l.NameOff)}, {layout.FieldNameLen, uint64(l.NameLen)},
+		}
+	case LayoutMPICH:
+		return []namedValue{
+			{layout.FieldBuiltin, l.Builtin}, {layout.FieldDirect, l.Direct}, {layout.FieldDirectCount, uint64(l.DirectCount)},
+			{layout.FieldObjSize, uint64(l.ObjSize)}, {layout.FieldMem, l.Mem}, {layout.FieldIndBlocks, uint64(l.IndBlocksOff)},
+			{layout.FieldIndShift, uint64(l.IndShift)}, {layout.FieldBlockMask, uint64(l.IndBlockMask)}, {layout.FieldIndexMask, uint64(l.IndIndexMask)},
+			{layout.FieldCID, uint64(l.CIDOff)}, {layout.FieldRank, uint64(l.RankOff)}, {layout.FieldSize, uint64(l.SizeOff)},
+			{layout.FieldName, uint64(l.NameOff)}, {layout.FieldNameLen, uint64(l.NameLen)},
+		}
+	}
+	return nil
+}
+
+// textCode serves the analysis the bytes of the file's .text section, read
+// a page at a time as the analysis asks for them.
+func textCode(f *elf.File) (layout.Code, error) {
+	sec := f.Section(".text")
+	if sec == nil || sec.Type != elf.SHT_PROGBITS {
+		return nil, errors.New("no .text section")
+	}
+	const page = 4096
+	pages := map[uint64][]byte{}
+	read := func(n uint64) []byte {
+		if b, ok := pages[n]; ok {
+			return b
+		}
+		size := min(uint64(page), sec.Size-n*page)
+		b := make([]byte, size)
+		if _, err := sec.ReadAt(b, int64(n*page)); err != nil && !errors.Is(err, io.EOF) {
+			b = nil
+		}
+		pages[n] = b
+		return b
+	}
+	return func(addr uint64, n int) []byte {
+		if addr < sec.Addr || addr-sec.Addr >= sec.Size || n <= 0 {
+			return nil
+		}
+		off := addr - sec.Addr
+		b := read(off / page)
+		if uint64(len(b)) <= off%page {
+			return nil
+		}
+		b = b[off%page:]
+		if len(b) < n && (off/page+1)*page < sec.Size {
+			// The instruction crosses a page: join the next one.
+			b = append(append([]byte(nil), b...), read(off/page+1)...)
+		}
+		return b[:min(n, len(b))]
+	}, nil
+}
+
+// InferCommLayout infers the communicator layout of the library file f
+// from a live process p that maps it and has passed MPI_Init: the
+// predefined communicators hold known values (WORLD's and SELF's context
+// ids, ranks, sizes and names), and the library's own PMPI_Comm_rank,
+// PMPI_Comm_size and PMPI_Comm_get_name read the fields. A field both
+// agree on is used; one found by one method only is used and said so; a
+// layout whose identity fields (context id, rank, size, and MPICH's
+// object tables) are not all found is an error naming them.
+func InferCommLayout(f *elf.File, lib Library, p LiveProcess) (CommLayoutResult, error) {
+	start := time.Now()
+	ci, err := PrepareCommInference(f, lib)
+	if err != nil {
+		return CommLayoutResult{Took: time.Since(start)}, err
+	}
+	res, err := ci.Infer(p)
+	res.Took = time.Since(start)
+	return res, err
+}
+
+// CommInference is what inference reads of a library file once: its
+// accessors, decoded, and the symbols and GOT slots of its predefined
+// objects. Infer then reads a process; it is cheap enough to retry every
+// few milliseconds while a rank is in MPI_Init.
+type CommInference struct {
+	lib                   Library
+	rank, size, name, c2f layout.Facts
+	classSym              uint64
+	// Open MPI: where ompi_mpi_comm_world and _self are, by GOT slot
+	// (0: none) or by the library's own definition.
+	worldSlot, selfSlot uint64
+	worldSym, selfSym   uint64
+}
+
+// PrepareCommInference decodes the accessors of an MPI C library file.
+func PrepareCommInference(f *elf.File, lib Library) (*CommInference, error) {
+	if lib != OMPILibMPI && lib != MPICHLib {
+		return nil, fmt.Errorf("no communicator layout for library %s", lib)
+	}
+	code, err := textCode(f)
+	if err != nil {
+		return nil, err
+	}
+	dyn, err := f.DynamicSymbols()
+	if err != nil {
+		return nil, fmt.Errorf("read dynamic symbols: %w", err)
+	}
+	syms := map[string]elf.Symbol{}
+	for _, s := range dyn {
+		if s.Section != elf.SHN_UNDEF && s.Value != 0 {
+			syms[s.Name] = s
+		}
+	}
+	analyze := func(name string) layout.Facts {
+		s, ok := syms[name]
+		if !ok || elf.ST_TYPE(s.Info) != elf.STT_FUNC {
+			return layout.Facts{}
+		}
+		return layout.Analyze(code, s.Value, 0)
+	}
+	ci := &CommInference{lib: lib, rank: analyze("PMPI_Comm_rank"), size: analyze("PMPI_Comm_size"), name: analyze("PMPI_Comm_get_name")}
+	if lib == OMPILibMPI {
+		ci.c2f = analyze("PMPI_Comm_c2f")
+		ci.classSym = syms["ompi_communicator_t_class"].Value
+		for _, o := range []struct {
+			name      string
+			slot, sym *uint64
+		}{{"ompi_mpi_comm_world", &ci.worldSlot, &ci.worldSym}, {"ompi_mpi_comm_self", &ci.selfSlot, &ci.selfSym}} {
+			slot, _, err := elfx.DataSlot(f, o.name)
+			if err != nil {
+				return nil, err
+			}
+			*o.slot, *o.sym = slot, syms[o.name].Value
+			if slot == 0 && *o.sym == 0 {
+				return nil, fmt.Errorf("the library defines no %s", o.name)
+			}
+		}
+	}
+	return ci, nil
+}
+
+// Infer reads the predefined communicators of p and combines them with
+// the decoded accessors. The error wraps ErrLayoutNotReady when p has not
+// set them up yet.
+func (ci *CommInference) Infer(p LiveProcess) (CommLayoutResult, error) {
+	start := time.Now()
+	res, err := ci.infer(p)
+	res.Took = time.Since(start)
+	return res, err
+}
+
+func (ci *CommInference) infer(p LiveProcess) (CommLayoutResult, error) {
+	var out CommLayoutResult
+	known := layout.Known{WorldRank: p.WorldRank, WorldSize: p.WorldSize}
+	var r layout.Result
+	var err error
+	switch ci.lib {
+	case OMPILibMPI:
+		in := layout.OMPI{Rank: ci.rank, Size: ci.size, Name: ci.name, C2F: ci.c2f,
+			ClassSym: ci.classSym, Bias: p.Bias, Known: known, Mem: p.Mem}
+		for _, o := range []struct {
+			name      string
+			slot, sym uint64
+			dst       *[]byte
+		}{{"ompi_mpi_comm_world", ci.worldSlot, ci.worldSym, &in.World}, {"ompi_mpi_comm_self", ci.selfSlot, ci.selfSym, &in.Self}} {
+			addr, err := objectAddr(o.slot, o.sym, p)
+			if err != nil {
+				return out, fmt.Errorf("%s: %w", o.name, err)
+			}
+			b := make([]byte, layout.OMPIObjectSize)
+			if err := p.Mem(addr, b); err != nil {
+				return out, fmt.Errorf("read %s at %#x: %w", o.name, addr, err)
+			}
+			*o.dst = b
+		}
+		r, err = layout.InferOMPI(in)
+	case MPICHLib:
+		r, err = layout.InferMPICH(layout.MPICH{Rank: ci.rank, Size: ci.size, Name: ci.name, Bias: p.Bias, Mem: p.Mem, Known: known})
+	}
+	if layout.ErrNotReady(err) {
+		return out, ErrLayoutNotReady
+	}
+	if err != nil {
+		return out, fmt.Errorf("infer the communicator layout: %w", err)
+	}
+	out.Fields = r.Fields
+	l, err := toCommLayout(ci.lib, r)
+	if err != nil {
+		return out, err
+	}
+	out.Layout = l
+	return out, nil
+}
+
+// objectAddr returns the runtime address of a data symbol of the library
+// as the process uses it: through the library's GOT slot (which points
+// into the executable when it copy-relocated the object), else the
+// library's own definition.
+func objectAddr(slot, sym uint64, p LiveProcess) (uint64, error) {
+	if slot != 0 {
+		var b [8]byte
+		if err := p.Mem(p.Bias+slot, b[:]); err != nil {
+			return 0, fmt.Errorf("read its GOT slot: %w", err)
+		}
+		if a := binary.LittleEndian.Uint64(b[:]); a != 0 {
+			return a, nil
+		}
+	}
+	if sym == 0 {
+		return 0, ErrLayoutNotReady // the slot is not filled in yet
+	}
+	return p.Bias + sym, nil
+}
+
+// toCommLayout turns inferred fields into a layout, or says which identity
+// fields are missing.
+func toCommLayout(lib Library, r layout.Result) (CommLayout, error) {
+	u32 := func(name string) uint32 { return uint32(r.Get(name).Value) }
+	var l CommLayout
+	var need []string
+	switch lib {
+	case OMPILibMPI:
+		need = []string{layout.FieldCID, layout.FieldRank, layout.FieldGroup, layout.FieldSize}
+		l = CommLayout{Kind: LayoutOMPI, CIDOff: u32(layout.FieldCID), CIDMask: 0xffffffff, RankOff: u32(layout.FieldRank),
+			GroupOff: u32(layout.FieldGroup), SizeOff: u32(layout.FieldSize), ClassAddr: r.Get(layout.FieldClass).Value,
+			ClassOff: u32(layout.FieldClassOff)}
+	case MPICHLib:
+		need = []string{layout.FieldCID, layout.FieldRank, layout.FieldSize, layout.FieldBuiltin, layout.FieldDirect, layout.FieldObjSize}
+		l = CommLayout{Kind: LayoutMPICH, CIDOff: u32(layout.FieldCID), CIDMask: 0xffff, RankOff: u32(layout.FieldRank),
+			SizeOff: u32(layout.FieldSize), Builtin: r.Get(layout.FieldBuiltin).Value, Direct: r.Get(layout.FieldDirect).Value,
+			ObjSize: u32(layout.FieldObjSize), DirectCount: u32(layout.FieldDirectCount)}
+		if r.Get(layout.FieldIndexMask).Found() && r.Get(layout.FieldMem).Found() {
+			l.Mem, l.IndBlocksOff = r.Get(layout.FieldMem).Value, u32(layout.FieldIndBlocks)
+			l.IndShift, l.IndBlockMask, l.IndIndexMask = u32(layout.FieldIndShift), u32(layout.FieldBlockMask), u32(layout.FieldIndexMask)
+		}
+	}
+	if miss := r.Missing(need...); len(miss) > 0 {
+		return CommLayout{}, fmt.Errorf("communicator layout not inferred: %s", strings.Join(miss, "; "))
+	}
+	if n := r.Get(layout.FieldName); n.Found() {
+		l.NameOff, l.NameLen = uint32(n.Value), u32(layout.FieldNameLen)
+	}
+	return l, nil
+}
