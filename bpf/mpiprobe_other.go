@@ -55,6 +55,8 @@ const (
 	MpiprobeCollCookieCOLL_LAYOUT_BITS          MpiprobeCollCookie = 4
 	MpiprobeCollCookieCOLL_REQ_ARG_SHIFT        MpiprobeCollCookie = 16
 	MpiprobeCollCookieCOLL_INT_REQ_SHIFT        MpiprobeCollCookie = 20
+	MpiprobeCollCookieCOLL_ROOT_ARG_SHIFT       MpiprobeCollCookie = 21
+	MpiprobeCollCookieCOLL_COUNT_ARG_SHIFT      MpiprobeCollCookie = 25
 	MpiprobeCollCookieCOLL_ADDR_SHIFT           MpiprobeCollCookie = 32
 	MpiprobeCollCookieCOLL_WAIT_REQ_ARG_SHIFT   MpiprobeCollCookie = 0
 	MpiprobeCollCookieCOLL_WAIT_COUNT_ARG_SHIFT MpiprobeCollCookie = 4
@@ -99,6 +101,9 @@ type MpiprobeCollStat struct {
 	Pending   int64
 	Completed uint64
 	DoneNs    uint64
+	Root      int64
+	Count     int64
+	Dtype     uint64
 }
 
 type MpiprobeCollThread struct {
@@ -282,15 +287,18 @@ type MpiprobeTaskRegs struct {
 type MpiprobeTraceCookie uint32
 
 const (
-	MpiprobeTraceCookieTRACE_CALL_SHIFT     MpiprobeTraceCookie = 0
-	MpiprobeTraceCookieTRACE_CALL_BITS      MpiprobeTraceCookie = 16
-	MpiprobeTraceCookieTRACE_PEER_SHIFT     MpiprobeTraceCookie = 16
-	MpiprobeTraceCookieTRACE_COUNT_SHIFT    MpiprobeTraceCookie = 20
-	MpiprobeTraceCookieTRACE_DATATYPE_SHIFT MpiprobeTraceCookie = 24
-	MpiprobeTraceCookieTRACE_ROOT_SHIFT     MpiprobeTraceCookie = 28
-	MpiprobeTraceCookieTRACE_ARG_BITS       MpiprobeTraceCookie = 4
-	MpiprobeTraceCookieTRACE_KIND_SHIFT     MpiprobeTraceCookie = 32
-	MpiprobeTraceCookieTRACE_KIND_BITS      MpiprobeTraceCookie = 2
+	MpiprobeTraceCookieTRACE_CALL_SHIFT       MpiprobeTraceCookie = 0
+	MpiprobeTraceCookieTRACE_CALL_BITS        MpiprobeTraceCookie = 16
+	MpiprobeTraceCookieTRACE_PEER_SHIFT       MpiprobeTraceCookie = 16
+	MpiprobeTraceCookieTRACE_COUNT_SHIFT      MpiprobeTraceCookie = 20
+	MpiprobeTraceCookieTRACE_DATATYPE_SHIFT   MpiprobeTraceCookie = 24
+	MpiprobeTraceCookieTRACE_ROOT_SHIFT       MpiprobeTraceCookie = 28
+	MpiprobeTraceCookieTRACE_ARG_BITS         MpiprobeTraceCookie = 4
+	MpiprobeTraceCookieTRACE_KIND_SHIFT       MpiprobeTraceCookie = 32
+	MpiprobeTraceCookieTRACE_KIND_BITS        MpiprobeTraceCookie = 2
+	MpiprobeTraceCookieTRACE_ENTRY_ONLY_SHIFT MpiprobeTraceCookie = 34
+	MpiprobeTraceCookieTRACE_FRAME_SHIFT      MpiprobeTraceCookie = 40
+	MpiprobeTraceCookieTRACE_FRAME_BITS       MpiprobeTraceCookie = 8
 )
 
 type MpiprobeTraceEvent struct {
@@ -311,17 +319,20 @@ type MpiprobeTraceEvent struct {
 }
 
 type MpiprobeTraceThread struct {
-	_           structs.HostLayout
-	Site        uint64
-	EnterNs     uint64
-	Count       int64
-	Peer        int32
-	Root        int32
-	ElemSize    int32
-	Depth       uint32
-	FortranSite uint64
-	FortranCall uint32
-	Fortran     uint32
+	_         structs.HostLayout
+	Site      uint64
+	EnterNs   uint64
+	Count     int64
+	Peer      int32
+	Root      int32
+	ElemSize  int32
+	Ret       int32
+	Depth     uint32
+	ImplDepth uint32
+	Call      uint16
+	Fortran   uint8
+	Pending   uint8
+	Pad       uint32
 }
 
 type MpiprobeTracedFlag uint32
