@@ -356,7 +356,8 @@ func (a *agent) addProc(pid int) {
 		return
 	}
 	p := agg.Proc{PID: pid, Comm: st.Comm, Identity: identity.Resolve(pid, a.cfg.Proc, a.cfg.Host)}
-	ps, isNew := a.t.add(p, st.StartTime, a.cfg.Clock.Now())
+	now := a.cfg.Clock.Now()
+	ps, isNew := a.t.add(p, st.StartTime, procStarted(st.StartTime, now), now)
 	if isNew {
 		a.cfg.Log.Info("MPI process", "pid", pid, "comm", text.Quote(st.Comm), "job", text.Quote(ps.Identity.Job), "rank", text.Quote(ps.Identity.Rank))
 	}
@@ -437,6 +438,31 @@ func (a *agent) endVanished(now time.Time) {
 			a.ended(pid, agg.End{Kind: agg.Vanished, At: now})
 		}
 	}
+}
+
+// userHZ is the unit of /proc/PID/stat's start time: USER_HZ, 100 on
+// every Linux architecture.
+const userHZ = 100
+
+// procStarted returns when a process with /proc/PID/stat start time ticks
+// (after boot, CLOCK_BOOTTIME) started, on the clock whose time now is;
+// zero when the boot clock cannot be read.
+func procStarted(ticks uint64, now time.Time) time.Time {
+	var ts unix.Timespec
+	if ticks == 0 || unix.ClockGettime(unix.CLOCK_BOOTTIME, &ts) != nil {
+		return time.Time{}
+	}
+	return startedAt(ticks, time.Duration(ts.Nano()), now)
+}
+
+// startedAt is procStarted with the boot clock read: a process that
+// started ticks/userHZ seconds after boot is uptime minus that old.
+func startedAt(ticks uint64, uptime time.Duration, now time.Time) time.Time {
+	age := uptime - time.Duration(ticks)*time.Second/userHZ
+	if age < 0 {
+		age = 0
+	}
+	return now.Add(-age)
 }
 
 // alive reports whether pid is still the process that started at ticks.

@@ -25,7 +25,10 @@ type procState struct {
 type jobState struct {
 	Key  string `json:"key"`
 	PIDs []int  `json:"pids"`
-	// Started is when the agent first saw a rank of the job.
+	// Started is when the job's first rank on this node started (its
+	// /proc/PID/stat start time), or, when that is unknown, when the agent
+	// first saw a rank of the job. A restarted agent that finds the job
+	// running keeps it: it does not depend on when the agent came.
 	Started time.Time `json:"started"`
 	// Finished is when its last rank ended; zero while one runs.
 	Finished time.Time `json:"finished,omitzero"`
@@ -56,8 +59,13 @@ func newTracker() *tracker {
 
 // add registers a process and returns it and whether it is new. A process
 // already known keeps its record; its identity is filled in if it was
-// unknown before. A new rank of a finished job reopens the job.
-func (t *tracker) add(p agg.Proc, ticks uint64, now time.Time) (*procState, bool) {
+// unknown before. A new rank of a finished job reopens the job. started is
+// when the process started (zero if unknown), now when it is seen: a job
+// starts with the earliest start of its ranks, or when first seen.
+func (t *tracker) add(p agg.Proc, ticks uint64, started, now time.Time) (*procState, bool) {
+	if started.IsZero() || started.After(now) {
+		started = now
+	}
 	if old, ok := t.procs[p.PID]; ok && (old.StartTicks == ticks || ticks == 0 || old.End.Kind == agg.Running) {
 		if old.Identity.Rank == identity.Unknown && p.Identity.Rank != identity.Unknown && old.Job == jobKey(p.Identity, p.PID) {
 			old.Identity = p.Identity
@@ -75,11 +83,14 @@ func (t *tracker) add(p agg.Proc, ticks uint64, now time.Time) (*procState, bool
 	t.procs[p.PID] = ps
 	j, ok := t.jobs[ps.Job]
 	if !ok {
-		j = &jobState{Key: ps.Job, Started: now}
+		j = &jobState{Key: ps.Job, Started: started}
 		t.jobs[ps.Job] = j
 	}
 	if !j.Finished.IsZero() {
 		j.Finished, j.final = time.Time{}, nil
+	}
+	if started.Before(j.Started) {
+		j.Started = started
 	}
 	if !slices.Contains(j.PIDs, p.PID) {
 		j.PIDs = append(j.PIDs, p.PID)
