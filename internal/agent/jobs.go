@@ -2,12 +2,15 @@ package agent
 
 import (
 	"cmp"
+	"crypto/sha256"
+	"encoding/hex"
 	"slices"
 	"strconv"
 	"time"
 
 	"github.com/mpiprobe/mpiprobe/agg"
 	"github.com/mpiprobe/mpiprobe/internal/identity"
+	"github.com/mpiprobe/mpiprobe/internal/jobstore"
 	"github.com/mpiprobe/mpiprobe/probes"
 )
 
@@ -38,13 +41,24 @@ type jobState struct {
 }
 
 // jobKey groups processes into jobs by their identity. A process without a
-// job identity is a job of its own, named by its pid.
+// job identity is a job of its own, named by its pid. A job id whose
+// escaped file name would not fit in a file name (jobstore escapes a byte
+// to three) is keyed by a hash of it, "job-" and 16 hex digits, so that
+// its summary is still written; the summary holds the id itself.
 func jobKey(id identity.Identity, pid int) string {
 	if id.Job == "" || id.Job == identity.Unknown {
 		return "pid-" + strconv.Itoa(pid)
 	}
+	if len(jobstore.FileName(id.Job)) > maxKeyFile {
+		sum := sha256.Sum256([]byte(id.Job))
+		return "job-" + hex.EncodeToString(sum[:8])
+	}
 	return id.Job
 }
+
+// maxKeyFile is the longest escaped job id used as a file name: 255 bytes
+// less ".json".
+const maxKeyFile = 250
 
 // tracker groups traced processes into jobs and notices when a job's last
 // local rank has ended. It is pure: the agent feeds it what it reads.

@@ -2,11 +2,13 @@ package agent
 
 import (
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/mpiprobe/mpiprobe/agg"
 	"github.com/mpiprobe/mpiprobe/internal/identity"
+	"github.com/mpiprobe/mpiprobe/internal/jobstore"
 	"github.com/mpiprobe/mpiprobe/probes"
 )
 
@@ -147,5 +149,26 @@ func TestStartedAt(t *testing.T) {
 		if got := startedAt(tc.ticks, tc.uptime, now); !got.Equal(tc.want) {
 			t.Errorf("startedAt(%d, %v) = %v, want %v", tc.ticks, tc.uptime, got, tc.want)
 		}
+	}
+}
+
+// TestJobKeyFitsAFileName: every job id gives a key whose summary file can
+// be written (jobstore refuses names over 255 bytes), and different ids
+// give different keys.
+func TestJobKeyFitsAFileName(t *testing.T) {
+	ids := []string{"1234@1", strings.Repeat("/", 200), strings.Repeat("/", 201), strings.Repeat("j", 250), strings.Repeat("j", 251), strings.Repeat("é", 127)}
+	seen := map[string]string{}
+	for _, id := range ids {
+		k := jobKey(identity.Identity{Job: id}, 1)
+		if err := (jobstore.Store{Dir: t.TempDir()}).Save(k, []byte("{}")); err != nil {
+			t.Errorf("job %q: key %q cannot be saved: %v", id, k, err)
+		}
+		if other, ok := seen[k]; ok {
+			t.Errorf("jobs %q and %q share the key %q", id, other, k)
+		}
+		seen[k] = id
+	}
+	if k := jobKey(identity.Identity{Job: "1234@1"}, 1); k != "1234@1" {
+		t.Errorf("a short id is its own key, got %q", k)
 	}
 }
