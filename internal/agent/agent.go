@@ -270,7 +270,7 @@ func (a *agent) start() error {
 	if err != nil {
 		a.cfg.Log.Warn("no MPI library installed where ldconfig looks; libraries are found in the processes that map them", "err", err)
 	}
-	if err := a.attach(targets); err != nil {
+	if err := a.attach(targets, nil); err != nil {
 		return err
 	}
 	a.scanAll()
@@ -288,10 +288,18 @@ func (a *agent) libraries() []probes.Library {
 // attach attaches the catalog and the startup probes to new library files.
 // A failure is logged and the other files and processes go on, but for a
 // refusal of the kernel to let the agent attach at all, which is returned.
-func (a *agent) attach(targets []probes.Target) error {
+// gone, when set, tells after a failure whether the process the targets
+// were found in went away meanwhile (discover.Recheck): then that race is
+// returned, and its other files are left.
+func (a *agent) attach(targets []probes.Target, gone func() error) error {
 	for _, t := range targets {
 		one := []probes.Target{t}
 		if err := a.att.Add(one); err != nil {
+			if gone != nil {
+				if race := gone(); race != nil {
+					return race
+				}
+			}
 			if errors.Is(err, unix.EPERM) || errors.Is(err, unix.EACCES) {
 				return kernel.ExplainLoad("attach probes to "+t.Display, err)
 			}
@@ -336,10 +344,25 @@ func (a *agent) scan(pid int) {
 	if !ok {
 		return
 	}
+	st, err := a.cfg.Proc.Stat(pid)
+	if err != nil {
+		return // gone already
+	}
+	proc := discover.Proc{PID: pid, Comm: st.Comm, StartTime: st.StartTime}
+	gone := func() error { return discover.Recheck(a.cfg.Proc, proc, "attaching") }
+	if len(errs) > 0 {
+		if race := gone(); race != nil {
+			a.cfg.Log.Info("target gone", "err", race)
+			return
+		}
+	}
 	for _, err := range errs {
 		a.cfg.Log.Warn("library not attachable", "pid", pid, "err", err)
 	}
-	if err := a.attach(targets); err != nil {
+	if err := a.attach(targets, gone); discover.IsRace(err) {
+		a.cfg.Log.Info("target gone", "err", err)
+		return
+	} else if err != nil {
 		a.cfg.Log.Error("cannot attach", "pid", pid, "err", err)
 	}
 	if err := a.k.objs.Traced.Update(uint32(pid), uint32(0), ebpf.UpdateNoExist); err != nil && !errors.Is(err, ebpf.ErrKeyExist) {

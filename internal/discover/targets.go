@@ -201,11 +201,11 @@ type Selection struct {
 	// order of Live: Recheck tells later whether one went away.
 	Procs []Proc
 	// Skipped says for every other process why it is no target
-	// (CheckTarget's error).
+	// (CheckTarget's error, or the race of Gone).
 	Skipped []error
-	// Gone are the processes that exited, ran another program or unmapped
-	// their MPI library while they were examined (*RaceError each); they
-	// are no target either.
+	// Gone are the processes of Skipped that exited, ran another program
+	// or unmapped their MPI library while they were examined (*RaceError
+	// each).
 	Gone []error
 	// Unattachable are the libraries of live processes that could not be
 	// opened, each error naming its process.
@@ -221,7 +221,6 @@ func Select(pfs procfs.FS, pids []int, want []probes.Library) Selection {
 		p, err := checkTarget(pfs, pid)
 		if IsRace(err) {
 			s.Gone = append(s.Gone, err)
-			continue
 		}
 		if err != nil {
 			s.Skipped = append(s.Skipped, err)
@@ -233,6 +232,7 @@ func Select(pfs procfs.FS, pids []int, want []probes.Library) Selection {
 			// have gone meanwhile.
 			if race := Recheck(pfs, p, "examining"); race != nil {
 				s.Gone = append(s.Gone, race)
+				s.Skipped = append(s.Skipped, race)
 				continue
 			}
 		}

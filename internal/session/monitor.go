@@ -180,13 +180,10 @@ func (s *session) run(ctx context.Context) error {
 		cfg.Log.Warn("library not attachable", "err", e)
 	}
 	if len(pids) > 0 && len(sel.Live) == 0 {
-		return errors.Join(append(sel.Gone, sel.Skipped...)...)
+		return errors.Join(sel.Skipped...)
 	}
 	for _, e := range sel.Skipped {
 		cfg.Log.Warn("target skipped", "err", e)
-	}
-	for _, e := range sel.Gone {
-		cfg.Log.Warn("target gone", "err", e)
 	}
 	s.live = sel.Procs
 	var targets []probes.Target
