@@ -43,6 +43,9 @@ type accessFacts struct {
 	// LSM is mpiprobe's own security label (/proc/self/attr/current),
 	// e.g. "docker-default (enforce)"; "" or "unconfined" when none.
 	LSM string
+	// Modules are the active security modules
+	// (/sys/kernel/security/lsm, e.g. "capability,yama,bpf"); "" unknown.
+	Modules string
 }
 
 // explainAccess returns the cause and fix of a permission error on
@@ -69,7 +72,12 @@ func explainAccess(pid int, what string, f accessFacts) string {
 	case f.Lockdown != "" && f.Lockdown != "none":
 		return head + ": the kernel is locked down (" + f.Lockdown + "): boot without lockdown=" + f.Lockdown + " or with Secure Boot off"
 	}
-	return head + ": mpiprobe holds CAP_SYS_PTRACE in the same namespaces, so a security policy refused it: check the audit log (journalctl -k | grep -i denied) for the module that did"
+	modules := ""
+	if f.Modules != "" {
+		modules = " (active security modules: " + text.Line(f.Modules) + ")"
+	}
+	return head + ": mpiprobe holds CAP_SYS_PTRACE in the same namespaces, so a security policy refused it" + modules +
+		": check the audit log (journalctl -k | grep -i denied) for the module that did, e.g. a BPF LSM or a sandbox guarding the process"
 }
 
 // explainPermission returns the one-line error for a permission error on
@@ -104,6 +112,7 @@ func readAccessFacts(pfs procfs.FS, pid int) accessFacts {
 		}
 	}
 	f.Lockdown = LockdownMode(readTrim("/sys/kernel/security/lockdown"))
+	f.Modules = readTrim("/sys/kernel/security/lsm")
 	return f
 }
 

@@ -24,7 +24,8 @@ func TestExplainAccess(t *testing.T) {
 		{"hostile LSM label", with(func(f *accessFacts) { f.LSM = "x\n\x1b[2J" }), `profile "x\n\x1b[2J"`},
 		{"Yama scope 3", with(func(f *accessFacts) { f.YamaScope = 3 }), "ptrace_scope is 3"},
 		{"lockdown", with(func(f *accessFacts) { f.Lockdown = "confidentiality" }), "locked down (confidentiality)"},
-		{"nothing known", ok, "a security policy refused it"},
+		{"nothing known", ok, "a security policy refused it: check the audit log"},
+		{"security modules known", with(func(f *accessFacts) { f.Modules = "capability,landlock,bpf" }), "(active security modules: capability,landlock,bpf)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := explainAccess(1, "maps", tc.facts)
