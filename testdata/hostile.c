@@ -4,8 +4,9 @@
  * variable HOSTILE_COMM (MPI_Comm_set_name; newlines, ANSI escapes, quotes,
  * slashes, invalid UTF-8 are kept as they are), makes N calls that return
  * an error on it (MPI_ERRORS_RETURN, a send to a rank that does not exist),
- * runs N allreduces on it, and sleeps S ms before MPI_Finalize (so that a
- * tool can look at it while it runs). Its identity comes from whatever
+ * runs N allreduces on it, then every rank but 0 (of a singleton, rank 0)
+ * sleeps S ms before a last allreduce on it, so that rank 0 waits inside
+ * a collective on the hostile communicator while a tool looks at it. Its identity comes from whatever
  * environment the test gives it (e.g. PMIX_NAMESPACE).
  *
  *   hostile [-n N] [-s ms]
@@ -50,11 +51,12 @@ int main(int argc, char **argv)
 			errors++;
 		MPI_Allreduce(&one, &sum, 1, MPI_INT, MPI_SUM, dup);
 	}
-	if (sleep_ms > 0) {
+	if (sleep_ms > 0 && (rank != 0 || size == 1)) {
 		struct timespec ts = { sleep_ms / 1000, (sleep_ms % 1000) * 1000000L };
 		while (nanosleep(&ts, &ts) != 0)
 			;
 	}
+	MPI_Allreduce(&one, &sum, 1, MPI_INT, MPI_SUM, dup);
 	printf("hostile rank %d errors %d\n", rank, errors);
 	fflush(stdout);
 	MPI_Comm_free(&dup);

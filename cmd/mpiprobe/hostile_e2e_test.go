@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -305,4 +306,53 @@ func TestHostileStringsAgent(t *testing.T) {
 	}
 	checkJSON(t, "mpiprobe jobs --json", out)
 	ag.Stop(t, syscall.SIGTERM)
+}
+
+// TestHostileCommName: rank 0 of a real MPICH job waits in an allreduce
+// on a communicator named with newlines, escapes, quotes, a path and an
+// invalid byte while rank 1 sleeps; `mpiprobe status` (text and JSON),
+// with the session's collective history, shows the name escaped.
+func TestHostileCommName(t *testing.T) {
+	mpich := mpitest.MPICH()
+	mpitest.RequireE2E(t, mpich)
+	bin := mpitest.BuildMpiprobe(t)
+	prog := mpitest.Build(t, mpich, "hostile")
+	argv := append([]string{bin, "--collectives", "--"}, mpich.Command(2, nil, prog, "-n", "1", "-s", "15000")...)
+	sess := exec.Command(argv[0], argv[1:]...)
+	sess.Env = append(os.Environ(), "HOSTILE_COMM="+hostileComm)
+	var sessOut bytes.Buffer
+	sess.Stdout, sess.Stderr = &sessOut, &sessOut
+	if err := sess.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sess.Process.Kill() })
+	ranks, err := mpitest.WaitRanksFor(30*time.Second, prog, 2, "libmpich")
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2 * time.Second) // rank 0 is inside the last allreduce
+	args := []string{"status"}
+	for _, pid := range ranks {
+		args = append(args, "-p", strconv.Itoa(pid))
+	}
+	text, err := exec.Command(bin, args...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("mpiprobe status: %v\n%s", err, text)
+	}
+	checkShown(t, "mpiprobe status", text)
+	if want := strconv.Quote("comm\n\x1b[31mINJECTED\"/../\xff"); !strings.Contains(string(text), want) {
+		t.Errorf("mpiprobe status does not show the communicator name as %s:\n%s", want, text)
+	}
+	js, err := exec.Command(bin, append(args, "--json")...).Output()
+	if err != nil || !json.Valid(js) {
+		t.Fatalf("mpiprobe status --json: %v, valid JSON %v", err, json.Valid(js))
+	}
+	checkJSON(t, "mpiprobe status --json", js)
+	if !strings.Contains(string(js), `"comm_name": "comm\n\u001b[31mINJECTED\"/../\ufffd"`) {
+		t.Errorf("mpiprobe status --json does not hold the communicator name (invalid byte as U+FFFD):\n%s", js)
+	}
+	if err := sess.Wait(); err != nil {
+		t.Errorf("session: %v\n%s", err, sessOut.String())
+	}
+	checkShown(t, "session output", sessOut.Bytes())
 }
