@@ -495,7 +495,9 @@ func (c *chaos) restartAgentMidJob() {
 	ok := c.checkUnchanged("agent restarted mid-job", argv, res)
 	sums := finishedSummaries(c.t, d, ag, ranks)
 	want := uint64(rounds * (floodMessages - freeListMax))
-	if got := sums[0].total("ob1.send_pending.new"); !withinTolerance(got, want) {
+	got := sums[0].total("ob1.send_pending.new")
+	fmt.Printf("chaos: agent SIGKILLed and restarted %d times mid-job: %d queued sends counted, the program queued %d\n", restarts, got, want)
+	if !withinTolerance(got, want) {
 		c.t.Errorf("agent restarted %d times: %d sends queued, the program queued %d (± 2%%)\n%s", restarts, got, want, ag.Log(c.t))
 		ok = false
 	}
