@@ -96,9 +96,8 @@ type session struct {
 	rec     *recorder // trace mode only
 	coll    *collTracker
 	// live are the running processes being traced (-p, --job) that are
-	// still there; gone the races that took the others away (discover.RaceError).
+	// still there.
 	live []discover.Proc
-	gone []error
 	// cmdTargets are the library files of command mode.
 	cmdTargets []probes.Target
 }
@@ -347,10 +346,13 @@ func (s *session) attachLive(what string, add func([]probes.Target) error) error
 		for _, r := range races {
 			s.cfg.Log.Warn("target gone", "err", r)
 		}
-		s.gone = append(s.gone, races...)
 		s.live = kept
 		if len(kept) == 0 {
-			return fmt.Errorf("every target went away while attaching: %w", errors.Join(races...))
+			msgs := make([]string, len(races))
+			for i, r := range races {
+				msgs[i] = r.Error()
+			}
+			return fmt.Errorf("every target went away while attaching (%s): trace a running job", strings.Join(msgs, "; "))
 		}
 	}
 }
