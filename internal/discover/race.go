@@ -46,7 +46,7 @@ func (e *RaceError) Error() string {
 	if e.Comm != "" {
 		who += " (" + text.Line(e.Comm) + ")"
 	}
-	return fmt.Sprintf("%s %s while %s; the other targets carry on", who, e.What, e.During)
+	return fmt.Sprintf("%s %s while %s", who, e.What, e.During)
 }
 
 // IsRace reports whether err says that a target went away under mpiprobe.

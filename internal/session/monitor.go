@@ -182,7 +182,11 @@ func (s *session) run(ctx context.Context) error {
 		return errors.Join(sel.Skipped...)
 	}
 	for _, e := range sel.Skipped {
-		cfg.Log.Warn("target skipped", "err", e)
+		msg := "target skipped"
+		if discover.IsRace(e) {
+			msg = "target gone; the others carry on"
+		}
+		cfg.Log.Warn(msg, "err", e)
 	}
 	s.live = sel.Procs
 	var targets []probes.Target
@@ -344,7 +348,7 @@ func (s *session) attachLive(what string, add func([]probes.Target) error) error
 			return kernel.ExplainLoad(what, err)
 		}
 		for _, r := range races {
-			s.cfg.Log.Warn("target gone", "err", r)
+			s.cfg.Log.Warn("target gone; the others carry on", "err", r)
 		}
 		s.live = kept
 		if len(kept) == 0 {
