@@ -27,11 +27,14 @@ import (
 
 // agentSample is one reading of the agent's /proc entries.
 type agentSample struct {
-	at      time.Time
-	rssKiB  uint64 // VmRSS
-	hwmKiB  uint64 // VmHWM, the peak
-	cpu     uint64 // utime + stime, clock ticks
-	fds     int
+	at     time.Time
+	rssKiB uint64 // VmRSS
+	hwmKiB uint64 // VmHWM, the peak
+	cpu    uint64 // utime + stime, clock ticks
+	fds    int
+	// bpfFDs are the fds of BPF links, programs and maps and perf events:
+	// one set per probe, growing with the libraries attached.
+	bpfFDs  int
 	sampled bool
 }
 
@@ -67,6 +70,12 @@ func readAgent(pid int) agentSample {
 	}
 	ents, _ := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
 	s.fds = len(ents)
+	for _, e := range ents {
+		l, _ := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", pid, e.Name()))
+		if strings.HasPrefix(l, "anon_inode:bpf") || l == "anon_inode:[perf_event]" {
+			s.bpfFDs++
+		}
+	}
 	s.sampled = true
 	return s
 }
@@ -123,7 +132,12 @@ func TestSoak(t *testing.T) {
 	ompi := mpitest.OpenMPI()
 	mpitest.RequireE2E(t, ompi)
 	bin := mpitest.BuildMpiprobe(t)
-	flood := mpitest.Build(t, ompi, "flood")
+	// A copy of flood under a name of its own: the agent is node-wide and
+	// also writes summaries of other tests' floods.
+	flood := filepath.Join(t.TempDir(), "soakflood")
+	if b, err := os.ReadFile(mpitest.Build(t, ompi, "flood")); err != nil || os.WriteFile(flood, b, 0o755) != nil {
+		t.Fatalf("copy flood: %v", err)
+	}
 	soak := mpitest.Build(t, ompi, "soak")
 	d := mpitest.NewAgentDirs(t)
 	const keep = 50
@@ -137,7 +151,8 @@ func TestSoak(t *testing.T) {
 	// Short jobs: a capped flood of 200 messages, one round: 136 sends
 	// queued each.
 	const shortN = 200
-	var warmFDs int
+	var warm agentSample
+	var warmProbes float64
 	var failed int
 	started := time.Now()
 	for i := 0; i < jobs; i++ {
@@ -148,25 +163,39 @@ func TestSoak(t *testing.T) {
 		}
 		if i == jobs/10 {
 			time.Sleep(2 * time.Second) // the job's end is read
-			warmFDs = readAgent(pid).fds
+			warm = readAgent(pid)
+			warmProbes = probesAttached(t, ag)
 		}
 	}
 	shortTook := time.Since(started)
 	time.Sleep(3 * time.Second)
 	afterShort := readAgent(pid)
+	shortProbes := probesAttached(t, ag)
 
 	// The summaries kept: at most keep, each with its count.
 	files, _ := filepath.Glob(filepath.Join(d.State, "jobs", "*.json"))
-	var wrong int
+	var wrong, mine int
 	for _, f := range files {
-		var s agentSummary
+		var s struct {
+			agentSummary
+			Jobs []struct {
+				Ranks []struct {
+					Comm string `json:"comm"`
+				} `json:"ranks"`
+			} `json:"jobs"`
+		}
 		b, err := os.ReadFile(f)
-		if err != nil || json.Unmarshal(b, &s) != nil {
+		if err != nil || json.Unmarshal(b, &s) != nil || json.Unmarshal(b, &s.agentSummary) != nil {
 			t.Errorf("summary %s unreadable: %v", f, err)
 			continue
 		}
-		if got := s.total("ob1.send_pending.new"); got != shortN-freeListMax {
+		if len(s.Jobs) != 1 || len(s.Jobs[0].Ranks) == 0 || s.Jobs[0].Ranks[0].Comm != "soakflood" {
+			continue // another test's job
+		}
+		mine++
+		if got := s.agentSummary.total("ob1.send_pending.new"); got != shortN-freeListMax {
 			wrong++
+			t.Logf("summary %s: %d queued sends, want %d", filepath.Base(f), got, shortN-freeListMax)
 		}
 	}
 	if jobs > 0 && len(files) > keep {
@@ -215,13 +244,15 @@ func TestSoak(t *testing.T) {
 		maxFDs = max(maxFDs, s.fds)
 	}
 	last := readAgent(pid)
-	ag.Stop(t, syscall.SIGTERM)
-	report := fmt.Sprintf("soak: %d short jobs in %v (%d failed), %d summaries kept (retention %d), %d with a wrong count; "+
-		"peak RSS %.1f MiB (VmHWM %.1f MiB), RSS at the end %.1f MiB; fds %d after the first tenth, %d after the short jobs, %d at the end, at most %d; "+
+	endProbes := probesAttached(t, ag)
+	report := fmt.Sprintf("soak: %d short jobs in %v (%d failed), %d summaries kept (retention %d), %d of them this soak's, %d with a wrong count; "+
+		"peak RSS %.1f MiB (VmHWM %.1f MiB), RSS at the end %.1f MiB; fds (BPF/probes attached) %d (%d/%.0f) after the first tenth, %d (%d/%.0f) after the short jobs, %d (%d/%.0f) at the end, at most %d; "+
 		"long job %d min of 16 ranks: agent CPU %.2f%% of one core, %d sends queued counted; %d samples",
-		jobs, shortTook.Round(time.Second), failed, len(files), keep, wrong,
-		float64(peakRSS)/1024, float64(peakHWM)/1024, float64(last.rssKiB)/1024, warmFDs, afterShort.fds, last.fds, maxFDs,
+		jobs, shortTook.Round(time.Second), failed, len(files), keep, mine, wrong,
+		float64(peakRSS)/1024, float64(peakHWM)/1024, float64(last.rssKiB)/1024,
+		warm.fds, warm.bpfFDs, warmProbes, afterShort.fds, afterShort.bpfFDs, shortProbes, last.fds, last.bpfFDs, endProbes, maxFDs,
 		minutes, cpuPct, longCount, len(samples))
+	ag.Stop(t, syscall.SIGTERM)
 	fmt.Println(report)
 	t.Log(report, longRounds)
 	if peakHWM > 64*1024 {
@@ -230,10 +261,22 @@ func TestSoak(t *testing.T) {
 	if minutes > 0 && cpuPct > 1 {
 		t.Errorf("agent CPU %.2f%% of one core over the long job, want at most 1%%", cpuPct)
 	}
-	if jobs >= 10 && afterShort.fds > warmFDs {
-		t.Errorf("file descriptors grew from %d to %d over the short jobs", warmFDs, afterShort.fds)
+	// Other fds must not grow; BPF fds only with the probes attached (new
+	// library files, e.g. other tests' copies of libmpi).
+	if other0, other1 := warm.fds-warm.bpfFDs, last.fds-last.bpfFDs; jobs >= 10 && other1 > other0 {
+		t.Errorf("file descriptors other than BPF's grew from %d to %d", other0, other1)
+	}
+	if jobs >= 10 && float64(last.bpfFDs-warm.bpfFDs) > 3*(endProbes-warmProbes) {
+		t.Errorf("BPF file descriptors grew from %d to %d while the probes attached went from %.0f to %.0f", warm.bpfFDs, last.bpfFDs, warmProbes, endProbes)
 	}
 	if wrong > 0 {
 		t.Errorf("%d of %d kept summaries do not count the %d sends their job queued", wrong, len(files), shortN-freeListMax)
 	}
+}
+
+// probesAttached reads the agent's mpiprobe_probes_attached.
+func probesAttached(t *testing.T, ag *mpitest.Agent) float64 {
+	t.Helper()
+	v, _ := mpitest.MetricValue(ag.Scrape(t), "mpiprobe_probes_attached", nil)
+	return v
 }
