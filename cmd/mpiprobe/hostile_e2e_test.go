@@ -110,68 +110,75 @@ func hostileEnv(id string) []string {
 }
 
 // TestHostileStringsSession runs MPICH singletons with hostile job ids,
-// communicator names, environment and host name under `mpiprobe --json --`:
-// the terminal output escapes them, the JSON summary keeps them exactly.
+// communicator names, environment and host name, one after the other,
+// under one `mpiprobe --json --collectives --` in a UTS namespace: the
+// terminal output escapes them, the JSON summary keeps them exactly.
 func TestHostileStringsSession(t *testing.T) {
 	mpich := mpitest.MPICH()
 	mpitest.RequireE2E(t, mpich)
 	requireUnshare(t)
 	bin := mpitest.BuildMpiprobe(t)
 	prog := mpitest.Build(t, mpich, "hostile")
+	// The ids travel as arguments (any byte but NUL), each set as
+	// PMIX_NAMESPACE of one singleton.
+	script := `p=$1; shift; for id in "$@"; do PMIX_NAMESPACE=$id "$p" -n 3 || exit 1; done`
+	argv := inUTS(bin, "--json", "-C", "1", "-T", "0", "--interval", "100ms", "--collectives", "--", "sh", "-c", script, "sh", prog)
 	for _, hj := range hostileJobs {
-		t.Run(hj.name, func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-			defer cancel()
-			argv := inUTS(bin, "--json", "-C", "1", "-T", "0", "--interval", "100ms", "--collectives", "--", prog, "-n", "3")
-			cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
-			cmd.Env = hostileEnv(hj.id)
-			var stdout, stderr bytes.Buffer
-			cmd.Stdout, cmd.Stderr = &stdout, &stderr
-			if err := cmd.Run(); err != nil {
-				t.Fatalf("mpiprobe: %v\n%s", err, stderr.String())
-			}
-			checkShown(t, "stderr", stderr.Bytes())
-			checkJSON(t, "stdout (the program's line and the JSON summary)", stdout.Bytes())
-			i := strings.Index(stdout.String(), "{\n")
-			if i < 0 {
-				t.Fatalf("no JSON summary:\n%s", stdout.String())
-			}
-			var s struct {
-				Host string `json:"host"`
-				Jobs []struct {
-					Job   string `json:"job"`
-					Ranks []struct {
-						Events []summaryEvent `json:"events"`
-					} `json:"ranks"`
-				} `json:"jobs"`
-			}
-			if err := json.Unmarshal(stdout.Bytes()[i:], &s); err != nil {
-				t.Fatalf("summary is not JSON: %v\n%s", err, stdout.String()[i:])
-			}
-			if want := strings.ToValidUTF8("h\x1b[31m\"/..\xff", "\uFFFD"); s.Host != want {
-				t.Errorf("JSON host %q, want %q", s.Host, want)
-			}
-			if len(s.Jobs) != 1 {
-				t.Fatalf("%d jobs in the summary, want 1: %s", len(s.Jobs), stdout.String()[i:])
-			}
-			if hj.accepted && s.Jobs[0].Job != hj.id {
-				t.Errorf("JSON job %q, want %q exactly", s.Jobs[0].Job, hj.id)
-			}
-			if !hj.accepted && s.Jobs[0].Job == hj.id {
-				t.Errorf("JSON job %q: a job id with control characters or invalid UTF-8 was taken", s.Jobs[0].Job)
-			}
-			var errs uint64
-			for _, r := range s.Jobs[0].Ranks {
-				for _, e := range r.Events {
-					if e.Event == "mpi.error" {
-						errs += e.Count
-					}
+		argv = append(argv, hj.id)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.Env = hostileEnv("unused")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("mpiprobe: %v\n%s", err, stderr.String())
+	}
+	checkShown(t, "stderr", stderr.Bytes())
+	checkJSON(t, "stdout (the programs' lines and the JSON summary)", stdout.Bytes())
+	i := strings.Index(stdout.String(), "{\n")
+	if i < 0 {
+		t.Fatalf("no JSON summary:\n%s", stdout.String())
+	}
+	var s struct {
+		Host string `json:"host"`
+		Jobs []struct {
+			Job   string `json:"job"`
+			Ranks []struct {
+				Events []summaryEvent `json:"events"`
+			} `json:"ranks"`
+		} `json:"jobs"`
+	}
+	if err := json.Unmarshal(stdout.Bytes()[i:], &s); err != nil {
+		t.Fatalf("summary is not JSON: %v\n%s", err, stdout.String()[i:])
+	}
+	if want := strings.ToValidUTF8("h\x1b[31m\"/..\xff", "\uFFFD"); s.Host != want {
+		t.Errorf("JSON host %q, want %q", s.Host, want)
+	}
+	errs := map[string]uint64{}
+	var total uint64
+	for _, j := range s.Jobs {
+		for _, r := range j.Ranks {
+			for _, e := range r.Events {
+				if e.Event == "mpi.error" {
+					errs[j.Job] += e.Count
+					total += e.Count
 				}
 			}
-			if errs != 3 {
-				t.Errorf("mpi.error = %d, want the program's 3", errs)
-			}
-		})
+		}
+	}
+	for _, hj := range hostileJobs {
+		n, ok := errs[hj.id]
+		switch {
+		case hj.accepted && n != 3:
+			t.Errorf("job %q: mpi.error = %d (job found: %v), want the program's 3", hj.id, n, ok)
+		case !hj.accepted && ok:
+			t.Errorf("job %q: a job id with control characters, invalid UTF-8 or over 255 bytes was taken", hj.id)
+		}
+	}
+	if want := uint64(3 * len(hostileJobs)); total != want {
+		t.Errorf("mpi.error over all jobs = %d, want %d", total, want)
 	}
 }
 
