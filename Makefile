@@ -12,7 +12,7 @@ DOCDIR  ?= $(PREFIX)/share/doc/mpiprobe
 UNITDIR ?= /etc/systemd/system
 CONFDIR ?= /etc/mpiprobe
 
-.PHONY: all build test generate check-generate deps demo readme bench fuzz vet clean install uninstall
+.PHONY: all build test generate check-generate deps demo readme bench fuzz vet clean install uninstall chaos soak
 
 all: build
 
@@ -24,6 +24,25 @@ build:
 test:
 	$(GO) vet ./...
 	$(GO) test -count=1 -timeout 45m ./...
+
+# The chaos suite (as root): real jobs with faults injected at random
+# moments from a printed seed (CHAOS_SEED repeats a run); see
+# docs/robustness.md. CI runs a short form (.ci/run).
+CHAOS_ROUNDS   ?= 20
+CHAOS_ATTACHES ?= 100
+CHAOS_SEED     ?=
+chaos:
+	MPIPROBE_E2E=require MPIPROBE_CHAOS_ROUNDS=$(CHAOS_ROUNDS) MPIPROBE_CHAOS_ATTACHES=$(CHAOS_ATTACHES) MPIPROBE_CHAOS_SEED=$(CHAOS_SEED) \
+		$(GO) test -count=1 -run '^TestChaos$$' -v -timeout 120m ./cmd/mpiprobe/
+
+# The soak (as root, not in CI): the agent through SOAK_JOBS short jobs in
+# a row and one long job of 16 ranks for SOAK_MINUTES, sampling its RSS,
+# CPU, file descriptors and state files from /proc; see docs/robustness.md.
+SOAK_JOBS    ?= 1000
+SOAK_MINUTES ?= 30
+soak:
+	MPIPROBE_E2E=require MPIPROBE_SOAK_JOBS=$(SOAK_JOBS) MPIPROBE_SOAK_MINUTES=$(SOAK_MINUTES) \
+		$(GO) test -count=1 -run '^TestSoak$$' -v -timeout 0 ./cmd/mpiprobe/
 
 # Regenerate the BPF objects (needs clang, llvm-strip and libbpf headers).
 generate:

@@ -287,7 +287,7 @@ func (a *agent) start() error {
 	if err != nil {
 		a.cfg.Log.Warn("no MPI library installed where ldconfig looks; libraries are found in the processes that map them", "err", err)
 	}
-	if err := a.attach(targets); err != nil {
+	if err := a.attach(targets, nil); err != nil {
 		return err
 	}
 	a.scanAll()
@@ -305,10 +305,18 @@ func (a *agent) libraries() []probes.Library {
 // attach attaches the catalog and the startup probes to new library files.
 // A failure is logged and the other files and processes go on, but for a
 // refusal of the kernel to let the agent attach at all, which is returned.
-func (a *agent) attach(targets []probes.Target) error {
+// gone, when set, tells after a failure whether the process the targets
+// were found in went away meanwhile (discover.Recheck): then that race is
+// returned, and its other files are left.
+func (a *agent) attach(targets []probes.Target, gone func() error) error {
 	for _, t := range targets {
 		one := []probes.Target{t}
 		if err := a.att.Add(one); err != nil {
+			if gone != nil {
+				if race := gone(); race != nil {
+					return race
+				}
+			}
 			if errors.Is(err, unix.EPERM) || errors.Is(err, unix.EACCES) {
 				return kernel.ExplainLoad("attach probes to "+t.Display, err)
 			}
@@ -353,10 +361,25 @@ func (a *agent) scan(pid int) {
 	if !ok {
 		return
 	}
+	st, err := a.cfg.Proc.Stat(pid)
+	if err != nil {
+		return // gone already
+	}
+	proc := discover.Proc{PID: pid, Comm: st.Comm, StartTime: st.StartTime}
+	gone := func() error { return discover.Recheck(a.cfg.Proc, proc, "attaching") }
+	if len(errs) > 0 {
+		if race := gone(); race != nil {
+			a.cfg.Log.Info("target gone", "err", race)
+			return
+		}
+	}
 	for _, err := range errs {
 		a.cfg.Log.Warn("library not attachable", "pid", pid, "err", err)
 	}
-	if err := a.attach(targets); err != nil {
+	if err := a.attach(targets, gone); discover.IsRace(err) {
+		a.cfg.Log.Info("target gone", "err", err)
+		return
+	} else if err != nil {
 		a.cfg.Log.Error("cannot attach", "pid", pid, "err", err)
 	}
 	if err := a.k.objs.Traced.Update(uint32(pid), uint32(0), ebpf.UpdateNoExist); err != nil && !errors.Is(err, ebpf.ErrKeyExist) {
@@ -373,7 +396,8 @@ func (a *agent) addProc(pid int) {
 		return
 	}
 	p := agg.Proc{PID: pid, Comm: st.Comm, Identity: identity.Resolve(pid, a.cfg.Proc, a.cfg.Host)}
-	ps, isNew := a.t.add(p, st.StartTime, a.cfg.Clock.Now())
+	now := a.cfg.Clock.Now()
+	ps, isNew := a.t.add(p, st.StartTime, procStarted(st.StartTime, now), now)
 	if isNew {
 		a.cfg.Log.Info("MPI process", "pid", pid, "comm", text.Quote(st.Comm), "job", text.Quote(ps.Identity.Job), "rank", text.Quote(ps.Identity.Rank))
 	}
@@ -454,6 +478,31 @@ func (a *agent) endVanished(now time.Time) {
 			a.ended(pid, agg.End{Kind: agg.Vanished, At: now})
 		}
 	}
+}
+
+// userHZ is the unit of /proc/PID/stat's start time: USER_HZ, 100 on
+// every Linux architecture.
+const userHZ = 100
+
+// procStarted returns when a process with /proc/PID/stat start time ticks
+// (after boot, CLOCK_BOOTTIME) started, on the clock whose time now is;
+// zero when the boot clock cannot be read.
+func procStarted(ticks uint64, now time.Time) time.Time {
+	var ts unix.Timespec
+	if ticks == 0 || unix.ClockGettime(unix.CLOCK_BOOTTIME, &ts) != nil {
+		return time.Time{}
+	}
+	return startedAt(ticks, time.Duration(ts.Nano()), now)
+}
+
+// startedAt is procStarted with the boot clock read: a process that
+// started ticks/userHZ seconds after boot is uptime minus that old.
+func startedAt(ticks uint64, uptime time.Duration, now time.Time) time.Time {
+	age := uptime - time.Duration(ticks)*time.Second/userHZ
+	if age < 0 {
+		age = 0
+	}
+	return now.Add(-age)
 }
 
 // alive reports whether pid is still the process that started at ticks.

@@ -2,12 +2,15 @@ package agent
 
 import (
 	"cmp"
+	"crypto/sha256"
+	"encoding/hex"
 	"slices"
 	"strconv"
 	"time"
 
 	"github.com/mpiprobe/mpiprobe/agg"
 	"github.com/mpiprobe/mpiprobe/internal/identity"
+	"github.com/mpiprobe/mpiprobe/internal/jobstore"
 	"github.com/mpiprobe/mpiprobe/probes"
 )
 
@@ -25,7 +28,10 @@ type procState struct {
 type jobState struct {
 	Key  string `json:"key"`
 	PIDs []int  `json:"pids"`
-	// Started is when the agent first saw a rank of the job.
+	// Started is when the job's first rank on this node started (its
+	// /proc/PID/stat start time), or, when that is unknown, when the agent
+	// first saw a rank of the job. A restarted agent that finds the job
+	// running keeps it: it does not depend on when the agent came.
 	Started time.Time `json:"started"`
 	// Finished is when its last rank ended; zero while one runs.
 	Finished time.Time `json:"finished,omitzero"`
@@ -35,13 +41,24 @@ type jobState struct {
 }
 
 // jobKey groups processes into jobs by their identity. A process without a
-// job identity is a job of its own, named by its pid.
+// job identity is a job of its own, named by its pid. A job id whose
+// escaped file name would not fit in a file name (jobstore escapes a byte
+// to three) is keyed by a hash of it, "job-" and 16 hex digits, so that
+// its summary is still written; the summary holds the id itself.
 func jobKey(id identity.Identity, pid int) string {
 	if id.Job == "" || id.Job == identity.Unknown {
 		return "pid-" + strconv.Itoa(pid)
 	}
+	if len(jobstore.FileName(id.Job)) > maxKeyFile {
+		sum := sha256.Sum256([]byte(id.Job))
+		return "job-" + hex.EncodeToString(sum[:8])
+	}
 	return id.Job
 }
+
+// maxKeyFile is the longest escaped job id used as a file name: 255 bytes
+// less ".json".
+const maxKeyFile = 250
 
 // tracker groups traced processes into jobs and notices when a job's last
 // local rank has ended. It is pure: the agent feeds it what it reads.
@@ -56,8 +73,13 @@ func newTracker() *tracker {
 
 // add registers a process and returns it and whether it is new. A process
 // already known keeps its record; its identity is filled in if it was
-// unknown before. A new rank of a finished job reopens the job.
-func (t *tracker) add(p agg.Proc, ticks uint64, now time.Time) (*procState, bool) {
+// unknown before. A new rank of a finished job reopens the job. started is
+// when the process started (zero if unknown), now when it is seen: a job
+// starts with the earliest start of its ranks, or when first seen.
+func (t *tracker) add(p agg.Proc, ticks uint64, started, now time.Time) (*procState, bool) {
+	if started.IsZero() || started.After(now) {
+		started = now
+	}
 	if old, ok := t.procs[p.PID]; ok && (old.StartTicks == ticks || ticks == 0 || old.End.Kind == agg.Running) {
 		if old.Identity.Rank == identity.Unknown && p.Identity.Rank != identity.Unknown && old.Job == jobKey(p.Identity, p.PID) {
 			old.Identity = p.Identity
@@ -75,11 +97,14 @@ func (t *tracker) add(p agg.Proc, ticks uint64, now time.Time) (*procState, bool
 	t.procs[p.PID] = ps
 	j, ok := t.jobs[ps.Job]
 	if !ok {
-		j = &jobState{Key: ps.Job, Started: now}
+		j = &jobState{Key: ps.Job, Started: started}
 		t.jobs[ps.Job] = j
 	}
 	if !j.Finished.IsZero() {
 		j.Finished, j.final = time.Time{}, nil
+	}
+	if started.Before(j.Started) {
+		j.Started = started
 	}
 	if !slices.Contains(j.PIDs, p.PID) {
 		j.PIDs = append(j.PIDs, p.PID)

@@ -20,10 +20,10 @@ func proc(pid int, job, rank string) agg.Proc {
 func TestTrackerJobEnds(t *testing.T) {
 	t0 := time.Unix(1000, 0)
 	tr := newTracker()
-	tr.add(proc(10, "j1", "0"), 100, t0)
-	tr.add(proc(11, "j1", "1"), 101, t0)
-	tr.add(proc(20, "j2", "0"), 200, t0)
-	if _, isNew := tr.add(proc(10, "j1", "0"), 100, t0); isNew {
+	tr.add(proc(10, "j1", "0"), 100, time.Time{}, t0)
+	tr.add(proc(11, "j1", "1"), 101, time.Time{}, t0)
+	tr.add(proc(20, "j2", "0"), 200, time.Time{}, t0)
+	if _, isNew := tr.add(proc(10, "j1", "0"), 100, time.Time{}, t0); isNew {
 		t.Fatal("the same process added twice counts as new")
 	}
 	if j := tr.end(10, agg.End{Kind: agg.Exited, At: t0.Add(time.Second)}); j != nil {
@@ -40,7 +40,7 @@ func TestTrackerJobEnds(t *testing.T) {
 		t.Fatalf("running jobs = %+v, want j2", got)
 	}
 	// A late rank of a finished job reopens it.
-	tr.add(proc(12, "j1", "2"), 102, t0.Add(3*time.Second))
+	tr.add(proc(12, "j1", "2"), 102, time.Time{}, t0.Add(3*time.Second))
 	if got := tr.running(); len(got) != 2 {
 		t.Fatalf("a new rank did not reopen j1: running %+v", got)
 	}
@@ -53,14 +53,14 @@ func TestTrackerJobEnds(t *testing.T) {
 func TestTrackerUnknownJobAndPidReuse(t *testing.T) {
 	t0 := time.Unix(1000, 0)
 	tr := newTracker()
-	tr.add(proc(30, identity.Unknown, identity.Unknown), 300, t0)
-	tr.add(proc(31, identity.Unknown, identity.Unknown), 301, t0)
+	tr.add(proc(30, identity.Unknown, identity.Unknown), 300, time.Time{}, t0)
+	tr.add(proc(31, identity.Unknown, identity.Unknown), 301, time.Time{}, t0)
 	if len(tr.jobs) != 2 || tr.jobs["pid-30"] == nil {
 		t.Fatalf("processes without a job identity must be jobs of their own: %v", tr.jobs)
 	}
 	tr.end(30, agg.End{Kind: agg.Exited})
 	// pid 30 reused by another process (other start time) of job j3.
-	p, isNew := tr.add(proc(30, "j3", "0"), 999, t0)
+	p, isNew := tr.add(proc(30, "j3", "0"), 999, time.Time{}, t0)
 	if !isNew || p.Job != "j3" || tr.jobs["pid-30"] != nil {
 		t.Fatalf("pid reuse: got %+v new=%v, jobs %v", p, isNew, tr.jobs)
 	}
@@ -152,4 +152,48 @@ func TestLockPinDir(t *testing.T) {
 		t.Fatalf("lock after release: %v", err)
 	}
 	l2.release()
+}
+
+// TestJobStartedFromRanks: a job starts when its first rank started, not
+// when an agent (perhaps restarted mid-job) first saw it.
+func TestJobStartedFromRanks(t *testing.T) {
+	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	for _, tc := range []struct {
+		name    string
+		started []time.Time // of the ranks, in the order seen
+		now     time.Time
+		want    time.Time
+	}{
+		{"unknown start: first seen", []time.Time{{}, {}}, t0, t0},
+		{"rank start before the agent came", []time.Time{t0.Add(-90 * time.Minute)}, t0, t0.Add(-90 * time.Minute)},
+		{"earliest rank wins, whatever the order", []time.Time{t0.Add(-time.Minute), t0.Add(-time.Hour), t0.Add(-2 * time.Minute)}, t0, t0.Add(-time.Hour)},
+		{"a start in the future is not believed", []time.Time{t0.Add(time.Hour)}, t0, t0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tr := newTracker()
+			for i, s := range tc.started {
+				tr.add(proc(10+i, "j1", strconv.Itoa(i)), uint64(100+i), s, tc.now)
+			}
+			if got := tr.jobs["j1"].Started; !got.Equal(tc.want) {
+				t.Errorf("Started = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestStartedAt(t *testing.T) {
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	for _, tc := range []struct {
+		ticks  uint64
+		uptime time.Duration
+		want   time.Time
+	}{
+		{100, 11 * time.Second, now.Add(-10 * time.Second)},
+		{150, 2 * time.Second, now.Add(-500 * time.Millisecond)},
+		{500, time.Second, now}, // clock skew: not after now
+	} {
+		if got := startedAt(tc.ticks, tc.uptime, now); !got.Equal(tc.want) {
+			t.Errorf("startedAt(%d, %v) = %v, want %v", tc.ticks, tc.uptime, got, tc.want)
+		}
+	}
 }

@@ -12,31 +12,58 @@ import (
 
 	"github.com/mpiprobe/mpiprobe/internal/identity"
 	"github.com/mpiprobe/mpiprobe/internal/procfs"
+	"github.com/mpiprobe/mpiprobe/internal/text"
 	"github.com/mpiprobe/mpiprobe/probes"
 )
 
 // CheckTarget verifies that pid is a live user process that maps an MPI
 // library, and returns the libraries it maps.
 func CheckTarget(pfs procfs.FS, pid int) ([]Mapped, error) {
+	p, err := checkTarget(pfs, pid)
+	return p.Libs, err
+}
+
+// checkTarget is CheckTarget returning the process as Select keeps it. A
+// process that exits between the reads is reported as a *RaceError, a
+// permission error with its real cause.
+func checkTarget(pfs procfs.FS, pid int) (Proc, error) {
 	st, err := pfs.Stat(pid)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("no process with pid %d: check the pid (ps -p %d)", pid, pid)
+		return Proc{}, fmt.Errorf("no process with pid %d: check the pid (ps -p %d)", pid, pid)
+	}
+	if errors.Is(err, fs.ErrPermission) {
+		return Proc{}, explainPermission(pfs, pid, "stat")
 	}
 	if err != nil {
-		return nil, fmt.Errorf("read /proc/%d/stat: %w", pid, err)
+		return Proc{}, fmt.Errorf("read /proc/%d/stat: %w", pid, err)
 	}
 	if st.KernelThread() {
-		return nil, fmt.Errorf("pid %d (%s) is a kernel thread: mpiprobe traces MPI user processes", pid, st.Comm)
+		return Proc{}, fmt.Errorf("pid %d (%s) is a kernel thread: mpiprobe traces MPI user processes", pid, text.Line(st.Comm))
+	}
+	p := Proc{PID: pid, Comm: st.Comm, StartTime: st.StartTime}
+	if st.State == 'Z' || st.State == 'X' {
+		return Proc{}, &RaceError{PID: pid, Comm: st.Comm, What: "exited", During: "examining"}
 	}
 	maps, err := pfs.Maps(pid)
-	if err != nil {
-		return nil, fmt.Errorf("read memory map of pid %d (%s): %w: run mpiprobe as root", pid, st.Comm, err)
+	switch {
+	case err != nil && gone(err):
+		return Proc{}, &RaceError{PID: pid, Comm: st.Comm, What: "exited", During: "examining"}
+	case errors.Is(err, fs.ErrPermission):
+		return Proc{}, explainPermission(pfs, pid, "maps")
+	case err != nil:
+		return Proc{}, fmt.Errorf("read memory map of pid %d (%s): %w", pid, text.Line(st.Comm), err)
 	}
-	libs := Discover(maps)
-	if !IsMPI(libs) {
-		return nil, fmt.Errorf("pid %d (%s) maps no MPI library (Open MPI libmpi.so.40, MPICH libmpich.so.12): give the pid of an MPI rank that has called MPI_Init", pid, st.Comm)
+	p.Libs = Discover(maps)
+	if !IsMPI(p.Libs) {
+		if len(maps) == 0 {
+			// A process whose memory is gone between the two reads.
+			if err := Recheck(pfs, p, "examining"); err != nil {
+				return Proc{}, err
+			}
+		}
+		return Proc{}, fmt.Errorf("pid %d (%s) maps no MPI library (Open MPI libmpi.so.40, MPICH libmpich.so.12): give the pid of an MPI rank that has called MPI_Init", pid, text.Line(st.Comm))
 	}
-	return libs, nil
+	return p, nil
 }
 
 // JobPIDs returns the processes on this node whose identity names the job.
@@ -170,9 +197,16 @@ type Selection struct {
 	Targets []probes.Target
 	// Live are the processes that map an MPI library, in the order given.
 	Live []int
+	// Procs are the live processes with what was read of them, in the
+	// order of Live: Recheck tells later whether one went away.
+	Procs []Proc
 	// Skipped says for every other process why it is no target
-	// (CheckTarget's error).
+	// (CheckTarget's error, or the race of Gone).
 	Skipped []error
+	// Gone are the processes of Skipped that exited, ran another program
+	// or unmapped their MPI library while they were examined (*RaceError
+	// each).
+	Gone []error
 	// Unattachable are the libraries of live processes that could not be
 	// opened, each error naming its process.
 	Unattachable []error
@@ -184,19 +218,51 @@ type Selection struct {
 func Select(pfs procfs.FS, pids []int, want []probes.Library) Selection {
 	var s Selection
 	for _, pid := range pids {
-		libs, err := CheckTarget(pfs, pid)
+		p, err := checkTarget(pfs, pid)
+		if IsRace(err) {
+			s.Gone = append(s.Gone, err)
+		}
 		if err != nil {
 			s.Skipped = append(s.Skipped, err)
 			continue
 		}
-		t, errs := ProcessTargets(pfs, pid, libs, want)
+		t, errs := ProcessTargets(pfs, pid, p.Libs, want)
+		if len(errs) > 0 {
+			// A library that cannot be opened through the process: it may
+			// have gone meanwhile.
+			if race := Recheck(pfs, p, "examining"); race != nil {
+				s.Gone = append(s.Gone, race)
+				s.Skipped = append(s.Skipped, race)
+				continue
+			}
+		}
 		for _, err := range errs {
 			s.Unattachable = append(s.Unattachable, fmt.Errorf("pid %d: %w", pid, err))
 		}
+		p.Targets = t
 		s.Targets = append(s.Targets, t...)
 		s.Live = append(s.Live, pid)
+		s.Procs = append(s.Procs, p)
 	}
 	return s
+}
+
+// TargetsOf returns the attach targets of ps, in order.
+func TargetsOf(ps []Proc) []probes.Target {
+	var out []probes.Target
+	for _, p := range ps {
+		out = append(out, p.Targets...)
+	}
+	return out
+}
+
+// PIDsOf returns the pids of ps, in order.
+func PIDsOf(ps []Proc) []int {
+	out := make([]int, 0, len(ps))
+	for _, p := range ps {
+		out = append(out, p.PID)
+	}
+	return out
 }
 
 // Scan returns the attach targets of a process if it maps an MPI library,

@@ -7,6 +7,8 @@ import (
 
 	"github.com/cilium/ebpf"
 	"golang.org/x/sys/unix"
+
+	"github.com/mpiprobe/mpiprobe/internal/discover"
 )
 
 // Kernel features mpiprobe needs, and where their presence shows.
@@ -43,12 +45,26 @@ func privileged() bool {
 	return has(unix.CAP_SYS_ADMIN) || (has(unix.CAP_BPF) && has(unix.CAP_PERFMON))
 }
 
+// lockdownPath is where the kernel says whether it is locked down.
+const lockdownPath = "/sys/kernel/security/lockdown"
+
+// lockdown returns the kernel's lockdown mode, "" when unknown.
+func lockdown() string {
+	b, err := os.ReadFile(lockdownPath)
+	if err != nil {
+		return ""
+	}
+	return discover.LockdownMode(string(b))
+}
+
 // ExplainLoad turns a BPF load or attach failure into a line that says what to do.
 func ExplainLoad(what string, err error) error {
 	var verr *ebpf.VerifierError
 	switch {
 	case errors.As(err, &verr): // before EACCES, which the verifier's refusal also carries
 		return fmt.Errorf("%s: verifier rejected them (kernel too old?): %w", what, err)
+	case (errors.Is(err, unix.EPERM) || errors.Is(err, unix.EACCES)) && lockdown() != "" && lockdown() != "none":
+		return fmt.Errorf("%s: permission denied: the kernel is locked down (%s, %s), which refuses BPF programs reading memory: boot without lockdown or with Secure Boot off: %w", what, lockdown(), lockdownPath, err)
 	case errors.Is(err, unix.EPERM), errors.Is(err, unix.EACCES):
 		return fmt.Errorf("%s: permission denied: run mpiprobe as root (sudo) or grant it CAP_BPF, CAP_PERFMON and, for uprobes on Linux 6.16 and later, CAP_SYS_ADMIN: %w", what, err)
 	case errors.Is(err, unix.ENOENT), errors.Is(err, unix.EOPNOTSUPP), errors.Is(err, unix.EINVAL):

@@ -48,9 +48,9 @@ func (s *session) startCollectives(targets []probes.Target, live []int) (*collTr
 	}, func(i int, l probes.CommLayout) error {
 		return s.objs.CollLayouts.Put(uint32(i), bpfLayout(l))
 	})
-	if err := ct.att.Add(targets); err != nil {
+	if err := s.attachLive("attach collective probes", ct.att.Add); err != nil {
 		_ = ct.att.Close()
-		return nil, kernel.ExplainLoad("attach collective probes", err)
+		return nil, err
 	}
 	if ct.att.Links() == 0 {
 		_ = ct.att.Close()

@@ -81,6 +81,11 @@ type Config struct {
 	// for; it is not called when the command could not be started or
 	// mpiprobe stopped before it ended.
 	CommandEnded func(agg.End)
+
+	// beforeAttach, set by tests, runs before each attach attempt with the
+	// pids about to be attached: a test kills a rank there to make the
+	// race of a process exiting during attach happen every time.
+	beforeAttach func(pids []int)
 }
 
 // KillGrace is how long a session that must stop (ctx done) waits for its
@@ -110,6 +115,11 @@ type session struct {
 	start   time.Time
 	rec     *recorder // trace mode only
 	coll    *collTracker
+	// live are the running processes being traced (-p, --job) that are
+	// still there.
+	live []discover.Proc
+	// cmdTargets are the library files of command mode.
+	cmdTargets []probes.Target
 }
 
 // Run traces the configured targets until they have all exited or ctx is
@@ -195,20 +205,26 @@ func (s *session) run(ctx context.Context) error {
 	for _, e := range sel.Unattachable {
 		cfg.Log.Warn("library not attachable", "err", e)
 	}
-	targets, live := sel.Targets, sel.Live
-	if len(pids) > 0 && len(live) == 0 {
+	if len(pids) > 0 && len(sel.Live) == 0 {
 		return errors.Join(sel.Skipped...)
 	}
 	for _, e := range sel.Skipped {
-		cfg.Log.Warn("target skipped", "err", e)
+		msg := "target skipped"
+		if discover.IsRace(e) {
+			msg = "target gone; the others carry on"
+		}
+		cfg.Log.Warn(msg, "err", e)
 	}
+	s.live = sel.Procs
+	var targets []probes.Target
 	if len(cfg.Command) > 0 {
 		t, err := discover.SystemTargets(s.cat.Libraries(), cfg.Libraries)
 		if err != nil {
 			return err
 		}
-		targets = t
+		s.cmdTargets = t
 	}
+	targets = s.targets()
 
 	phase("targets")
 	if err := kernel.Preflight(); err != nil {
@@ -251,11 +267,11 @@ func (s *session) run(ctx context.Context) error {
 		}
 		att.DebugDirs = cfg.DebugDirs
 		defer att.Close()
-		if err := att.Add(targets); err != nil {
-			return kernel.ExplainLoad("attach probes", err)
+		if err := s.attachLive("attach probes", att.Add); err != nil {
+			return err
 		}
 		if cfg.Collectives {
-			ct, err := s.startCollectives(targets, live)
+			ct, err := s.startCollectives(targets, discover.PIDsOf(s.live))
 			if err != nil {
 				return err
 			}
@@ -285,6 +301,8 @@ func (s *session) run(ctx context.Context) error {
 	}
 	defer stopEvents()
 
+	targets = s.targets()
+	live := discover.PIDsOf(s.live)
 	for _, pid := range live {
 		if err := s.trace(pid, 0); err != nil {
 			return err
@@ -361,6 +379,51 @@ func (s *session) run(ctx context.Context) error {
 			if cmdDone == nil && s.allEnded() {
 				return s.finish(events)
 			}
+		}
+	}
+}
+
+// targets returns the library files to attach to: the command's, or
+// those of the processes still live.
+func (s *session) targets() []probes.Target {
+	if len(s.cfg.Command) > 0 {
+		return s.cmdTargets
+	}
+	return discover.TargetsOf(s.live)
+}
+
+// attachLive runs add (an attacher's Add) over the targets. When it fails
+// while tracing running processes, each is looked at again: those that
+// exited, ran another program or unmapped a library meanwhile are
+// reported as such (a warning naming the pid) and add runs again over the
+// others. Only a failure with every process still there is the kernel's
+// (kernel.ExplainLoad); when none is left, the races are the error.
+func (s *session) attachLive(what string, add func([]probes.Target) error) error {
+	for {
+		if s.cfg.beforeAttach != nil {
+			s.cfg.beforeAttach(discover.PIDsOf(s.live))
+		}
+		err := add(s.targets())
+		if err == nil {
+			return nil
+		}
+		if len(s.cfg.Command) > 0 {
+			return kernel.ExplainLoad(what, err)
+		}
+		kept, races := discover.RecheckAll(s.cfg.Proc, s.live, "attaching")
+		if len(races) == 0 {
+			return kernel.ExplainLoad(what, err)
+		}
+		for _, r := range races {
+			s.cfg.Log.Warn("target gone; the others carry on", "err", r)
+		}
+		s.live = kept
+		if len(kept) == 0 {
+			msgs := make([]string, len(races))
+			for i, r := range races {
+				msgs[i] = r.Error()
+			}
+			return fmt.Errorf("every target went away while attaching (%s): trace a running job", strings.Join(msgs, "; "))
 		}
 	}
 }

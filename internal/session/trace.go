@@ -376,9 +376,9 @@ func (s *session) startTrace(targets []probes.Target) (*recorder, int, func(), e
 		Enter: s.objs.TraceEnter, Exit: s.objs.TraceExit, Fortran: s.objs.TraceFortranEnter,
 		EnterMulti: s.objs.TraceEnterMulti, ExitMulti: s.objs.TraceExitMulti, FortranMulti: s.objs.TraceFortranEnterMulti,
 	})
-	if err := att.Add(targets); err != nil {
+	if err := s.attachLive("attach trace probes", att.Add); err != nil {
 		_ = att.Close()
-		return nil, 0, nil, kernel.ExplainLoad("attach trace probes", err)
+		return nil, 0, nil, err
 	}
 	if att.Links() == 0 {
 		_ = att.Close()
