@@ -17,7 +17,10 @@ type OB1Layout struct {
 	// CommOff its req_comm pointer; PeerOff and TagOff the int32 req_peer
 	// (a rank of req_comm, AnySource for MPI_ANY_SOURCE) and req_tag.
 	TypeOff, TypeSend, TypeRecv uint32
-	CommOff, PeerOff, TagOff    uint32
+	// TypeProbe is req_type of the receive request MPI_Probe posts
+	// (MCA_PML_REQUEST_PROBE): it waits for a send as a receive does.
+	TypeProbe                uint32
+	CommOff, PeerOff, TagOff uint32
 	// AnySource and AnyTag are the library's MPI_ANY_SOURCE and MPI_ANY_TAG.
 	AnySource, AnyTag int32
 	// RemoteGroupOff is ompi_communicator_t.c_remote_group; in the group,
@@ -39,7 +42,7 @@ var ob1Layouts = map[string]OB1Layout{
 	"cc5a7ec5e99993dcc0c52e06d8a1f2b4699cac25": {
 		RecvClass: 0x23ee0, SendClass: 0x23f20,
 		StateOff: 96, StateActive: 2, CompleteOff: 88, CompleteDone: 1,
-		TypeOff: 168, TypeSend: 1, TypeRecv: 2,
+		TypeOff: 168, TypeSend: 1, TypeRecv: 2, TypeProbe: 4,
 		CommOff: 176, PeerOff: 472, TagOff: 476,
 		AnySource: -1, AnyTag: -1,
 		RemoteGroupOff: 256, CountOff: 16, ProcsOff: 32, VpidOff: 44,
@@ -117,4 +120,63 @@ var ucpReqLayouts = map[string]UCPReqLayout{
 func UCPReqLayoutOf(buildID string) (UCPReqLayout, bool) {
 	l, ok := ucpReqLayouts[buildID]
 	return l, ok
+}
+
+// FrameSlot is where an MPI API function keeps a value while it waits: a
+// callee-saved register (Reg, its DWARF number, read where the callees'
+// call-frame information says they saved it) or, with Reg < 0, the int32
+// at Off bytes above the function's stack pointer.
+type FrameSlot struct {
+	Reg int
+	Off uint32
+}
+
+// MPICHFrameArgs says where one libmpich build's API function keeps,
+// while it waits in one of its calls, the arguments its requests do not
+// hold (a send's destination lives with UCX's endpoint; a probe has no
+// request).
+type MPICHFrameArgs struct {
+	// RetPCs are the return addresses (file addresses) of the calls the
+	// function waits in: the slots hold only there.
+	RetPCs []uint64
+	// Peer is the destination or source rank (of the communicator),
+	// Tag the tag.
+	Peer, Tag FrameSlot
+	// ReqOff, if not 0, is the frame slot of the MPIR_Request pointer
+	// (a 64-bit word), which must be the request read.
+	ReqOff uint32
+	// CommOff and HandleOff, if not 0, are the frame slots of the
+	// MPIR_Comm pointer and of the handle it must carry.
+	CommOff, HandleOff uint32
+}
+
+// mpichFrameArgs holds, by libmpich build id and MPI call, the frames
+// checked (objdump -d of the functions, then live blocked calls).
+var mpichFrameArgs = map[string]map[string]MPICHFrameArgs{
+	// Debian 12 MPICH 4.0.2 (libmpich12 4.0.2-3).
+	"15ff29242f0f6336eb8096d953e03de259b65bb4": {
+		// PMPI_Ssend (0x16bd70) keeps dest in r12 (from ecx) and tag at
+		// 0x8(%rsp) (from r8d); it waits for the request at 0x18(%rsp)
+		// in the call at 0x16c2f0.
+		"MPI_Ssend": {
+			RetPCs: []uint64{0x16c2f5},
+			Peer:   FrameSlot{Reg: 12}, Tag: FrameSlot{Reg: -1, Off: 0x8}, ReqOff: 0x18,
+		},
+		// PMPI_Probe (0x15cd30) loops over ucp_tag_probe_nb and progress
+		// (returns 0x15cf40, 0x15cfca, 0x15cfe4) with the source at
+		// 0x14(%rsp), the MPIR_Comm at 0x8(%rsp), the comm handle at
+		// 0x20(%rsp) and the tag in r14.
+		"MPI_Probe": {
+			RetPCs: []uint64{0x15cf40, 0x15cfca, 0x15cfe4},
+			Peer:   FrameSlot{Reg: -1, Off: 0x14}, Tag: FrameSlot{Reg: 14},
+			CommOff: 0x8, HandleOff: 0x20,
+		},
+	},
+}
+
+// MPICHFrameArgsOf returns where a libmpich build's call keeps its
+// arguments while it waits.
+func MPICHFrameArgsOf(buildID, call string) (MPICHFrameArgs, bool) {
+	a, ok := mpichFrameArgs[buildID][call]
+	return a, ok
 }

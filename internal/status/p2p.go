@@ -10,6 +10,7 @@ import (
 
 	"github.com/mpiprobe/mpiprobe/agg"
 	"github.com/mpiprobe/mpiprobe/internal/status/hang"
+	"github.com/mpiprobe/mpiprobe/internal/status/unwind"
 	"github.com/mpiprobe/mpiprobe/probes"
 )
 
@@ -138,7 +139,7 @@ func (r p2pReader) ompiRequest(addr uint64) (hang.Wait, bool) {
 	if !ok1 || !ok2 || !ok3 || !ok4 || !ok5 || !ok6 || state != l.StateActive || done == l.CompleteDone {
 		return hang.Wait{}, false
 	}
-	if (send && typ != l.TypeSend) || (!send && typ != l.TypeRecv) || !r.comms.isComm(comm) {
+	if (send && typ != l.TypeSend) || (!send && typ != l.TypeRecv && (l.TypeProbe == 0 || typ != l.TypeProbe)) || !r.comms.isComm(comm) {
 		return hang.Wait{}, false
 	}
 	w := hang.Wait{Send: send, Peer: hang.PeerUnknown, CommPeer: -1, Tag: int(int32(tag)), Known: true}
@@ -486,4 +487,117 @@ func resolveCommPeers(rs []Rank) []hang.Rank {
 		out = append(out, hangRank(rs[i]))
 	}
 	return out
+}
+
+// frameArgs completes an MPICH thread's waits with the arguments its API
+// function keeps in its frame (probes.MPICHFrameArgs): MPI_Ssend's
+// destination, which its request does not hold, and MPI_Probe's source
+// and tag, for which there is no request. Only at the return addresses
+// the table names, and only what passes the checks (the frame's request
+// is the one read, or its communicator carries the frame's handle; the
+// rank is one of the communicator's) is taken.
+func (p *process) frameArgs(mem memory, fs []unwind.Frame, in inMPI, comm uint64, ws []hang.Wait) []hang.Wait {
+	r := p.p2p
+	if !r.ok || r.kind != probes.LayoutMPICH || in.API <= 0 || in.API >= len(fs) {
+		return ws
+	}
+	a, ok := probes.MPICHFrameArgsOf(p.build, in.Call)
+	if !ok {
+		return ws
+	}
+	f := fs[in.API]
+	m, ok := p.mapping(f.PC - 1)
+	if !ok || m.Path != p.lib {
+		return ws
+	}
+	bias, ok := p.bias(m)
+	if !ok || !slices.Contains(a.RetPCs, f.PC-bias) {
+		return ws
+	}
+	slot := func(s probes.FrameSlot) (int32, bool) {
+		addr := f.SP + uint64(s.Off)
+		if s.Reg >= 0 {
+			if addr, ok = unwind.SavedAt(fs, in.API, s.Reg); !ok {
+				return 0, false
+			}
+		}
+		var b [4]byte
+		if mem(addr, b[:]) != nil {
+			return 0, false
+		}
+		return int32(binary.LittleEndian.Uint32(b[:])), true
+	}
+	peer, okPeer := slot(a.Peer)
+	tag, okTag := slot(a.Tag)
+	if !okPeer {
+		return ws
+	}
+	var w hang.Wait
+	if a.ReqOff != 0 {
+		// The frame's request must be one read from the stack, with the
+		// frame's tag.
+		req, ok := r.u64(f.SP + uint64(a.ReqOff))
+		if !ok {
+			return ws
+		}
+		if w, ok = r.mpichRequest(req, comm); !ok || !okTag || int(tag) != w.Tag {
+			return ws
+		}
+		i := slices.IndexFunc(ws, func(x hang.Wait) bool {
+			return x.Send == w.Send && x.Tag == w.Tag && x.Peer == w.Peer && x.CommPeer == w.CommPeer &&
+				(x.Comm == nil) == (w.Comm == nil) && (x.Comm == nil || *x.Comm == *w.Comm)
+		})
+		if i < 0 {
+			return ws
+		}
+		c := w.Comm
+		if peer < 0 || peer >= maxRank || (c != nil && c.Size > 0 && int(peer) >= c.Size) {
+			return ws
+		}
+		w.Known, w.Peer, w.CommPeer = true, hang.PeerUnknown, -1
+		if c != nil && c.Name == "WORLD" {
+			w.Peer = int(peer)
+		} else {
+			w.CommPeer = int(peer)
+		}
+		out := slices.Clone(ws)
+		out[i] = w
+		return out
+	}
+	if len(ws) > 0 || a.CommOff == 0 {
+		return ws // requests were read: they say more
+	}
+	// No request: the communicator in the frame must carry the frame's
+	// handle (an MPICH object starts with its handle).
+	cm, ok1 := r.u64(f.SP + uint64(a.CommOff))
+	h, ok2 := r.u32(f.SP + uint64(a.HandleOff))
+	if !ok1 || !ok2 || !r.comms.isComm(cm) {
+		return ws
+	}
+	if ch, ok := r.u32(cm); !ok || ch != h {
+		return ws
+	}
+	c, _, ok := r.comms.comm(cm)
+	if !ok {
+		return ws
+	}
+	w = hang.Wait{Peer: hang.PeerUnknown, CommPeer: -1, Tag: hang.TagUnknown, Comm: &c, Known: true}
+	switch {
+	case peer == r.req.AnySource:
+		w.Peer = hang.AnySource
+	case peer < 0 || peer >= maxRank || (c.Size > 0 && int(peer) >= c.Size):
+		return ws
+	case c.Name == "WORLD":
+		w.Peer = int(peer)
+	default:
+		w.CommPeer = int(peer)
+	}
+	switch {
+	case !okTag:
+	case tag == r.req.AnyTag:
+		w.Tag = hang.AnyTag
+	case tag >= 0 && tag < maxTag:
+		w.Tag = int(tag)
+	}
+	return []hang.Wait{w}
 }

@@ -213,7 +213,11 @@ func (p *process) threadMemory(patches []patch) memory {
 func (p *process) stack(tid int, regs unwind.Regs, patches []patch, res *symbolize.Resolver) thread {
 	t := thread{tid: tid, regs: regs}
 	mem := p.threadMemory(patches)
-	t.pcs, t.unwindErr = unwind.Stack(regs, p.module, unwind.Memory(mem), maxFrames)
+	var fs []unwind.Frame
+	fs, t.unwindErr = unwind.Walk(regs, p.module, unwind.Memory(mem), maxFrames)
+	for _, f := range fs {
+		t.pcs = append(t.pcs, f.PC)
+	}
 	if t.unwindErr == nil && len(t.pcs) == 1 {
 		// No thread's stack is one frame deep: the registers are from
 		// the thread's last entry into the kernel and the stack has
@@ -239,6 +243,7 @@ func (p *process) stack(tid int, regs unwind.Regs, patches []patch, res *symboli
 	if t.in.Call != "" {
 		t.comm, t.votes = p.commOnStack(mem, regs.SP, t.in.SitePC)
 		t.waits = p.requestsOnStack(mem, regs.SP, t.in.SitePC, t.in.Call, t.comm)
+		t.waits = p.frameArgs(mem, fs, t.in, t.comm, t.waits)
 	}
 	return t
 }

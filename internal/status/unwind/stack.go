@@ -75,24 +75,52 @@ func (f *frame) value(reg uint64) (uint64, error) {
 // Stack loop; max bounds the work in any case. Stack returns nil for
 // max <= 0.
 func Stack(regs Regs, mods Modules, mem Memory, max int) (pcs []uint64, err error) {
+	fs, err := Walk(regs, mods, mem, max)
+	if fs == nil {
+		return nil, err
+	}
+	pcs = make([]uint64, len(fs))
+	for i, f := range fs {
+		pcs[i] = f.PC
+	}
+	return pcs, err
+}
+
+// Frame is one frame Walk found.
+type Frame struct {
+	// PC is the frame's program counter (a return address but for the
+	// innermost frame).
+	PC uint64
+	// SP is the frame's stack pointer: its callee's CFA (regs.SP for the
+	// innermost frame).
+	SP uint64
+	// Saved holds, by DWARF register number (0..16), the stack address
+	// where this frame saved its caller's value of the register (its CFI
+	// has an offset rule for it at PC), 0 where it saved none.
+	Saved [numRegs]uint64
+}
+
+// Walk is Stack that also returns each frame's stack pointer and where it
+// saved its caller's registers, for SavedAt.
+func Walk(regs Regs, mods Modules, mem Memory, max int) (fs []Frame, err error) {
 	if max <= 0 {
 		return nil, nil
 	}
 	if mods == nil || mem == nil {
 		return nil, errors.New("unwind: nil Modules or Memory")
 	}
-	pcs = make([]uint64, 0, min(max, 64))
+	fs = make([]Frame, 0, min(max, 64))
 	cur := frame{ip: regs.IP, sp: regs.SP, bp: regs.BP, bpOK: regs.BP != 0}
-	pcs = append(pcs, cur.ip)
+	fs = append(fs, Frame{PC: cur.ip, SP: cur.sp})
 	signal := false
-	for n := 0; len(pcs) < max; n++ {
+	for n := 0; len(fs) < max; n++ {
 		pc := cur.ip
 		if n > 0 && !signal {
 			pc--
 		}
 		m, ok := mods(pc)
 		if !ok || m.Table == nil {
-			return pcs, fmt.Errorf("unwind: no CFI for %#x (frame %d): address in no known module", cur.ip, n)
+			return fs, fmt.Errorf("unwind: no CFI for %#x (frame %d): address in no known module", cur.ip, n)
 		}
 		r, f, err := m.Table.rowAt(pc - m.Bias)
 		if err != nil {
@@ -102,27 +130,48 @@ func Stack(regs Regs, mods Modules, mem Memory, max int) (pcs []uint64, err erro
 					// timer reading the TSC): take the caller from
 					// the stack pointer or the frame pointer.
 					if caller, ok := leafCaller(cur, mods, mem); ok {
-						pcs = append(pcs, caller.ip)
+						fs = append(fs, Frame{PC: caller.ip, SP: caller.sp})
 						cur = caller
 						continue
 					}
 				}
-				return pcs, fmt.Errorf("unwind: no CFI for %#x (frame %d)", cur.ip, n)
+				return fs, fmt.Errorf("unwind: no CFI for %#x (frame %d)", cur.ip, n)
 			}
-			return pcs, fmt.Errorf("unwind: bad CFI for %#x (frame %d): %w", cur.ip, n, err)
+			return fs, fmt.Errorf("unwind: bad CFI for %#x (frame %d): %w", cur.ip, n, err)
 		}
-		caller, end, err := step(&cur, r, f.cie.ra, mem, m.Bias)
+		caller, cfa, end, err := step(&cur, r, f.cie.ra, mem, m.Bias)
 		if err != nil {
-			return pcs, fmt.Errorf("unwind: frame %d at %#x: %w", n, cur.ip, err)
+			return fs, fmt.Errorf("unwind: frame %d at %#x: %w", n, cur.ip, err)
+		}
+		for reg, rl := range r.regs {
+			if rl.kind == ruleOffset && reg != regRA {
+				fs[len(fs)-1].Saved[reg] = cfa + uint64(rl.off)
+			}
 		}
 		if end || caller.ip == 0 {
-			return pcs, nil
+			return fs, nil
 		}
-		pcs = append(pcs, caller.ip)
+		fs = append(fs, Frame{PC: caller.ip, SP: caller.sp})
 		signal = f.cie.signal
 		cur = caller
 	}
-	return pcs, nil
+	return fs, nil
+}
+
+// SavedAt returns the stack address holding frame k's value of a
+// callee-saved register: where the nearest of its callees that saved the
+// register put it. ok is false when none of them saved it (the value is
+// still in the register, which a sample from outside does not show).
+func SavedAt(fs []Frame, k int, reg int) (addr uint64, ok bool) {
+	if reg < 0 || reg >= numRegs || k > len(fs) {
+		return 0, false
+	}
+	for j := k - 1; j >= 0; j-- {
+		if a := fs[j].Saved[reg]; a != 0 {
+			return a, true
+		}
+	}
+	return 0, false
 }
 
 // leafCaller finds the caller of a frame-0 function without CFI. A leaf
@@ -155,48 +204,47 @@ func leafCaller(cur frame, mods Modules, mem Memory) (frame, bool) {
 	return frame{}, false
 }
 
-// step computes the caller's registers from the callee's cur and the row
-// in force. end reports that the row marks the outermost frame.
-func step(cur *frame, r *row, raCol uint64, mem Memory, bias uint64) (caller frame, end bool, err error) {
+// step computes the caller's registers and the frame's CFA from the
+// callee's cur and the row in force. end reports that the row marks the outermost frame.
+func step(cur *frame, r *row, raCol uint64, mem Memory, bias uint64) (caller frame, cfa uint64, end bool, err error) {
 	env := exprEnv{regs: cur, mem: mem, bias: bias}
-	var cfa uint64
 	switch {
 	case !r.cfa.set:
-		return frame{}, false, errors.New("no cfa rule")
+		return frame{}, 0, false, errors.New("no cfa rule")
 	case r.cfa.expr != nil:
 		if cfa, err = eval(r.cfa.expr, &env); err != nil {
-			return frame{}, false, fmt.Errorf("cfa expression: %w", err)
+			return frame{}, 0, false, fmt.Errorf("cfa expression: %w", err)
 		}
 	default:
 		base, err := cur.value(r.cfa.reg)
 		if err != nil {
-			return frame{}, false, fmt.Errorf("cfa: %w", err)
+			return frame{}, 0, false, fmt.Errorf("cfa: %w", err)
 		}
 		cfa = base + uint64(r.cfa.off)
 	}
 	if cfa <= cur.sp {
-		return frame{}, false, fmt.Errorf("cfa %#x is not above sp %#x", cfa, cur.sp)
+		return frame{}, 0, false, fmt.Errorf("cfa %#x is not above sp %#x", cfa, cur.sp)
 	}
 
 	if raCol >= numRegs {
-		return frame{}, false, fmt.Errorf("return address column %d not supported", raCol)
+		return frame{}, 0, false, fmt.Errorf("return address column %d not supported", raCol)
 	}
 	ra, ok, err := recover1(cur, r.regs[raCol], raCol, cfa, &env)
 	if err != nil {
-		return frame{}, false, fmt.Errorf("return address: %w", err)
+		return frame{}, 0, false, fmt.Errorf("return address: %w", err)
 	}
 	if !ok {
-		return frame{}, true, nil // DW_CFA_undefined: the outermost frame
+		return frame{}, cfa, true, nil // DW_CFA_undefined: the outermost frame
 	}
 
 	caller = frame{ip: ra, sp: cfa, bp: cur.bp, bpOK: cur.bpOK}
 	if rl := r.regs[regRSP]; rl.kind != ruleUnset && rl.kind != ruleSame {
 		sp, ok, err := recover1(cur, rl, regRSP, cfa, &env)
 		if err != nil {
-			return frame{}, false, fmt.Errorf("rsp: %w", err)
+			return frame{}, 0, false, fmt.Errorf("rsp: %w", err)
 		}
 		if !ok {
-			return frame{}, false, errors.New("rsp is undefined in the caller")
+			return frame{}, 0, false, errors.New("rsp is undefined in the caller")
 		}
 		caller.sp = sp
 	}
@@ -211,7 +259,7 @@ func step(cur *frame, r *row, raCol uint64, mem Memory, bias uint64) (caller fra
 		}
 		caller.bp, caller.bpOK = bp, ok
 	}
-	return caller, false, nil
+	return caller, cfa, false, nil
 }
 
 // recover1 recovers the caller's value of register reg by rule rl. ok is
