@@ -25,7 +25,7 @@ func TestParseArgsErrors(t *testing.T) {
 	if err := os.WriteFile(badConfig, []byte("C = 10\nthreshold.no.such_event = 5/1s\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	const mem = 16 << 30 // 16 GiB: 4,079,000-odd slots
+	const mem = 16 << 30 // 16 GiB
 	tests := []struct {
 		args []string
 		want string
@@ -45,7 +45,7 @@ func TestParseArgsErrors(t *testing.T) {
 		{[]string{"-p", "99999999999"}, "the largest is 4194304"},
 		{[]string{"--interval", "0", "-p", "1"}, "--interval 0s: give a duration above 0"},
 		{[]string{"--interval", "-1s", "-p", "1"}, "--interval -1s: give a duration above 0"},
-		{[]string{"--collectives", "--comm-slots", "0", "-p", "1"}, "--comm-slots 0: give 1 to 4078"},
+		{[]string{"--collectives", "--comm-slots", "0", "-p", "1"}, "--comm-slots 0: give 1 to " + strconv.Itoa(int(collstate.MaxSlotsFor(mem)))},
 		{[]string{"--collectives", "--comm-slots", "99999999999", "-p", "1"}, "--comm-slots 99999999999: give 1 to"},
 		{[]string{"--collectives", "--comm-slots", "-3", "-p", "1"}, "--comm-slots -3: give 1 to"},
 		{[]string{"-p", "1", "--job", "j"}, "-p and --job both given"},

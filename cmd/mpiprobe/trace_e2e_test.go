@@ -333,8 +333,10 @@ func TestTraceRunningJob(t *testing.T) {
 			t.Errorf("rank %s: %q, want (Allreduce0)[n]\n%s", r, s.structure[r], s.text)
 			continue
 		}
-		// 1.5 s of 10 ms iterations.
-		if n, _ := strconv.Atoi(m[1]); n < 50 || n > 160 {
+		// 1.5 s of 10 ms iterations: at most 150, and a good share of
+		// them; on a loaded 2-core machine a traced rank's busy loop gets
+		// as little as a third of a core (38 seen), so the floor is low.
+		if n, _ := strconv.Atoi(m[1]); n < 15 || n > 160 {
 			t.Errorf("rank %s: %d iterations in 1.5 s of a 10 ms loop", r, n)
 		}
 	}
