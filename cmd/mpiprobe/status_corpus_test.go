@@ -324,12 +324,36 @@ func runCorpusCase(t *testing.T, bin string, impl mpitest.Impl, c corpusCase) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	time.Sleep(400 * time.Millisecond) // the ranks reach the calls that hang
-	st, raw := runStatus(t, bin, ranks, "--window", "500ms")
-	bad := false
+	// status samples stacks and registers of running ranks: a sample can
+	// miss a value a frame has not saved yet. A program counts as matched
+	// when one of three samples gives every expected fact; a later sample
+	// matching is logged, so the share that matched at once stays visible.
+	var problems []string
+	for try := 1; try <= 3; try++ {
+		st, raw := runStatus(t, bin, ranks, "--window", "500ms")
+		problems = corpusProblems(st, c)
+		if len(problems) == 0 {
+			if try > 1 {
+				t.Logf("matched at sample %d of 3", try)
+			}
+			return
+		}
+		t.Logf("sample %d: %s\nverdict: %s", try, strings.Join(problems, "; "), st.Verdict)
+		if try == 3 {
+			t.Logf("%s", raw)
+		}
+	}
+	for _, p := range problems {
+		t.Error(p)
+	}
+}
+
+// corpusProblems lists how st differs from what corpus case c expects.
+func corpusProblems(st statusJSON, c corpusCase) []string {
+	var out []string
 	for _, e := range c.expects {
 		if msg := check(st, e); msg != "" {
-			t.Errorf("expect %s: %s", e, msg)
-			bad = true
+			out = append(out, fmt.Sprintf("expect %s: %s", e, msg))
 		}
 	}
 	computing := map[string]bool{}
@@ -340,19 +364,14 @@ func runCorpusCase(t *testing.T, bin string, impl mpitest.Impl, c corpusCase) {
 	}
 	for _, r := range st.Ranks {
 		if r.Call == "" && !computing[strconv.Itoa(r.Rank)] {
-			t.Errorf("rank %d is in no call the table shows", r.Rank)
-			bad = true
+			out = append(out, fmt.Sprintf("rank %d is in no call the table shows", r.Rank))
 		}
 		if r.Call != "" && r.Site == "" {
-			t.Errorf("rank %d in %s has no call site", r.Rank, r.Call)
-			bad = true
+			out = append(out, fmt.Sprintf("rank %d in %s has no call site", r.Rank, r.Call))
 		}
 	}
 	if len(st.Ranks) != c.np {
-		t.Errorf("%d ranks in the table, want %d", len(st.Ranks), c.np)
-		bad = true
+		out = append(out, fmt.Sprintf("%d ranks in the table, want %d", len(st.Ranks), c.np))
 	}
-	if bad {
-		t.Logf("verdict: %s\n%s", st.Verdict, raw)
-	}
+	return out
 }
