@@ -142,7 +142,7 @@ func TestHostileStringsSession(t *testing.T) {
 		t.Fatalf("no JSON summary:\n%s", stdout.String())
 	}
 	var s struct {
-		Host string `json:"host"`
+		Hosts []string `json:"hosts"`
 		Jobs []struct {
 			Job   string `json:"job"`
 			Ranks []struct {
@@ -153,8 +153,8 @@ func TestHostileStringsSession(t *testing.T) {
 	if err := json.Unmarshal(stdout.Bytes()[i:], &s); err != nil {
 		t.Fatalf("summary is not JSON: %v\n%s", err, stdout.String()[i:])
 	}
-	if want := strings.ToValidUTF8("h\x1b[31m\"/..\xff", "\uFFFD"); s.Host != want {
-		t.Errorf("JSON host %q, want %q", s.Host, want)
+	if want := strings.ToValidUTF8("h\x1b[31m\"/..\xff", "\uFFFD"); len(s.Hosts) != 1 || s.Hosts[0] != want {
+		t.Errorf("JSON hosts %q, want [%q]", s.Hosts, want)
 	}
 	errs := map[string]uint64{}
 	var total uint64
