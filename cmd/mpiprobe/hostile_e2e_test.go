@@ -143,7 +143,7 @@ func TestHostileStringsSession(t *testing.T) {
 	}
 	var s struct {
 		Hosts []string `json:"hosts"`
-		Jobs []struct {
+		Jobs  []struct {
 			Job   string `json:"job"`
 			Ranks []struct {
 				Events []summaryEvent `json:"events"`
