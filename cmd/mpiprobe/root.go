@@ -187,17 +187,10 @@ func (f *rootFlags) config(args []string, dash int, mem uint64) (config, error) 
 	m.Interval = f.interval
 	m.Collectives = f.collectives
 	m.CommSlots = f.commSlots
+	if err := checkTargets(m, dash, len(args), "mpiprobe [flags] -- COMMAND [ARGS...]"); err != nil {
+		return cfg, err
+	}
 	switch {
-	case dash == 0 && len(args) == 0:
-		return cfg, usagef("no command after --: give mpiprobe [flags] -- COMMAND [ARGS...]")
-	case len(m.PIDs) > 0 && m.Job != "":
-		return cfg, usagef("-p and --job both given: give one of them")
-	case len(m.Command) > 0 && (len(m.PIDs) > 0 || m.Job != ""):
-		return cfg, usagef("-p/--job and a command both given: trace running ranks, or start a command after --, not both")
-	case len(m.PIDs) == 0 && m.Job == "" && len(m.Command) == 0:
-		return cfg, usagef("nothing to trace: give -p PID, --job JOBID or -- COMMAND (mpiprobe ps lists MPI processes)")
-	case len(m.Libraries) > 0 && len(m.Command) == 0:
-		return cfg, usagef("--lib goes with -- COMMAND (with -p or --job, mpiprobe finds the libraries the ranks map)")
 	case f.interval <= 0:
 		return cfg, usagef("--interval %s: give a duration above 0, e.g. 1s or 200ms", f.interval)
 	}
@@ -317,4 +310,23 @@ func commandStatus(end *agg.End, sig int) error {
 		return nil
 	}
 	return errors.New("the command's exit status is unknown")
+}
+
+// checkTargets checks that m names exactly one kind of target: pids, a
+// job, or a command (after "--", of which dash arguments came before and
+// nargs after; synopsis is how a command is given, for the error).
+func checkTargets(m *session.Config, dash, nargs int, synopsis string) error {
+	switch {
+	case dash == 0 && nargs == 0:
+		return usagef("no command after --: give %s", synopsis)
+	case len(m.PIDs) > 0 && m.Job != "":
+		return usagef("-p and --job both given: give one of them")
+	case len(m.Command) > 0 && (len(m.PIDs) > 0 || m.Job != ""):
+		return usagef("-p/--job and a command both given: trace running ranks, or start a command after --, not both")
+	case len(m.PIDs) == 0 && m.Job == "" && len(m.Command) == 0:
+		return usagef("nothing to trace: give -p PID, --job JOBID or -- COMMAND (mpiprobe ps lists MPI processes)")
+	case len(m.Libraries) > 0 && len(m.Command) == 0:
+		return usagef("--lib goes with -- COMMAND (with -p or --job, mpiprobe finds the libraries the ranks map)")
+	}
+	return nil
 }

@@ -87,16 +87,9 @@ func (f *traceFlags) config(args []string, dash int) (traceConfig, error) {
 		return cfg, usagef("give the output file with -o FILE")
 	case cfg.duration < 0:
 		return cfg, usagef("--duration %s: give a duration above 0, or none to run until the targets end", cfg.duration)
-	case dash == 0 && len(args) == 0:
-		return cfg, usagef("no command after --: give mpiprobe trace -o FILE -- COMMAND [ARGS...]")
-	case len(m.PIDs) > 0 && m.Job != "":
-		return cfg, usagef("-p and --job both given: give one of them")
-	case len(m.Command) > 0 && (len(m.PIDs) > 0 || m.Job != ""):
-		return cfg, usagef("-p/--job and a command both given: trace running ranks, or start a command after --, not both")
-	case len(m.PIDs) == 0 && m.Job == "" && len(m.Command) == 0:
-		return cfg, usagef("nothing to trace: give -p PID, --job JOBID or -- COMMAND (mpiprobe ps lists MPI processes)")
-	case len(m.Libraries) > 0 && len(m.Command) == 0:
-		return cfg, usagef("--lib goes with -- COMMAND (with -p or --job, mpiprobe finds the libraries the ranks map)")
+	}
+	if err := checkTargets(m, dash, len(args), "mpiprobe trace -o FILE -- COMMAND [ARGS...]"); err != nil {
+		return cfg, err
 	}
 	ring, err := parseRingSize(cfg.ring)
 	if err != nil {
