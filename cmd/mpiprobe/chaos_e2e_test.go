@@ -359,7 +359,8 @@ func (c *chaos) ranksOf(prog string, n int, lib string) []int {
 // killed, and release every link.
 func (c *chaos) killRankUnderSession() {
 	argv := c.floodArgv(40, 300)
-	p := c.startProbe(append([]string{"--json", "--interval", "100ms", "--"}, argv...)...)
+	sumFile := filepath.Join(c.t.TempDir(), "summary.json")
+	p := c.startProbe(append([]string{"--json", "-o", sumFile, "--interval", "100ms", "--"}, argv...)...)
 	if !p.waitLog("msg=tracing", 60*time.Second) {
 		c.t.Fatalf("mpiprobe did not start tracing:\n%s", p.stderr.String())
 	}
@@ -368,12 +369,13 @@ func (c *chaos) killRankUnderSession() {
 	p.sample()
 	victim := ranks[c.rng.IntN(len(ranks))]
 	_ = syscall.Kill(victim, syscall.SIGKILL)
+	// mpiprobe exits with the command's status (mpirun's, after a rank
+	// was killed): what must hold is the summary with what was counted.
 	code := p.wait(c.t)
-	out := p.stdout.String()
-	i := strings.Index(out, "{\n")
+	out, _ := os.ReadFile(sumFile)
 	var s summary
-	if code != 0 || i < 0 || json.Unmarshal([]byte(out[i:]), &s) != nil {
-		c.t.Errorf("rank killed: mpiprobe exit %d, want 0 with a JSON summary:\n%s\n%s", code, out, p.stderr.String())
+	if json.Unmarshal(out, &s) != nil {
+		c.t.Errorf("rank killed: mpiprobe exit %d, want a JSON summary in -o FILE:\n%s\n%s", code, out, p.stderr.String())
 		return
 	}
 	found := false
@@ -385,7 +387,7 @@ func (c *chaos) killRankUnderSession() {
 		}
 	}
 	if !found {
-		c.t.Errorf("rank killed: the summary does not show pid %d killed by SIGKILL:\n%s", victim, out[i:])
+		c.t.Errorf("rank killed: the summary does not show pid %d killed by SIGKILL:\n%s", victim, out)
 		return
 	}
 	if c.checkReleased("rank killed under a session", p.links, p.progs) {
@@ -582,18 +584,19 @@ func (c *chaos) ranksExitDuringAttach() {
 // dropped and reported; the job ends as unprobed; the session's pins go.
 func (c *chaos) commSlotsFull() {
 	argv := c.ompi.Command(2, []string{"--mca", "pml", "ob1", "--mca", "btl", "self,vader"}, c.colls, "2")
-	p := c.startProbe(append([]string{"--json", "--interval", "100ms", "--collectives", "--comm-slots", "2", "--"}, argv...)...)
+	// The summary goes to -o FILE, so stdout is the job's own output.
+	sumFile := filepath.Join(c.t.TempDir(), "summary.json")
+	p := c.startProbe(append([]string{"--json", "-o", sumFile, "--interval", "100ms", "--collectives", "--comm-slots", "2", "--"}, argv...)...)
 	p.waitLog("msg=tracing", 60*time.Second)
 	p.sample()
 	code := p.wait(c.t)
-	out := p.stdout.String()
-	i := strings.Index(out, "{\n")
+	sum, _ := os.ReadFile(sumFile)
 	var s summary
-	if code != 0 || i < 0 || json.Unmarshal([]byte(out[i:]), &s) != nil {
-		c.t.Errorf("comm slots full: mpiprobe exit %d, want 0 with a JSON summary:\n%s\n%s", code, out, p.stderr.String())
+	if code != 0 || json.Unmarshal(sum, &s) != nil {
+		c.t.Errorf("comm slots full: mpiprobe exit %d, want 0 with a JSON summary in -o FILE:\n%s\n%s", code, sum, p.stderr.String())
 		return
 	}
-	ok := c.checkUnchanged("comm slots full", argv, jobResult{code: 0, out: normalize(out[:i])})
+	ok := c.checkUnchanged("comm slots full", argv, jobResult{code: 0, out: normalize(p.stdout.String())})
 	var dropped uint64
 	for _, d := range s.Dropped {
 		if strings.Contains(d.What, "communicator slot") {
