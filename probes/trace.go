@@ -438,12 +438,16 @@ func attachLists(ex *link.Executable, t Target, lists []probeList, noMulti *bool
 		}
 		if multi && sd.multi != nil {
 			opts := &link.UprobeMultiOptions{Addresses: sd.addrs, Cookies: sd.cookies, Offsets: sd.offsets}
+			var syms []string // by symbol when no addresses are known
+			if sd.addrs == nil {
+				syms = sd.names
+			}
 			var l link.Link
 			var err error
 			if sd.ret {
-				l, err = ex.UretprobeMulti(nil, sd.multi, opts)
+				l, err = ex.UretprobeMulti(syms, sd.multi, opts)
 			} else {
-				l, err = ex.UprobeMulti(nil, sd.multi, opts)
+				l, err = ex.UprobeMulti(syms, sd.multi, opts)
 			}
 			if err == nil {
 				made = append(made, l)
@@ -456,7 +460,10 @@ func attachLists(ex *link.Executable, t Target, lists []probeList, noMulti *bool
 			multi = false
 		}
 		for i, name := range sd.names {
-			opts := &link.UprobeOptions{Address: sd.addrs[i], Cookie: sd.cookies[i], Offset: sd.offsets[i]}
+			opts := &link.UprobeOptions{Cookie: sd.cookies[i]}
+			if sd.addrs != nil {
+				opts.Address, opts.Offset = sd.addrs[i], sd.offsets[i]
+			}
 			var l link.Link
 			var err error
 			if sd.ret {
@@ -479,48 +486,14 @@ type side struct {
 	ret           bool
 }
 
-// attachSides attaches each side's program to every named function: with
-// one uprobe_multi link per side when the kernel has them, else one link per
-// function. *noMulti is set once the kernel refuses uprobe_multi.
+// attachSides attaches each side's program to every named function, by
+// symbol name, through attachLists.
 func attachSides(ex *link.Executable, t Target, names []string, cookies []uint64, sides []side, noMulti *bool) ([]link.Link, error) {
-	var made []link.Link
-	multi := !*noMulti
-	for _, sd := range sides {
-		if multi && sd.multi != nil {
-			opts := &link.UprobeMultiOptions{Cookies: cookies}
-			var l link.Link
-			var err error
-			if sd.ret {
-				l, err = ex.UretprobeMulti(names, sd.multi, opts)
-			} else {
-				l, err = ex.UprobeMulti(names, sd.multi, opts)
-			}
-			if err == nil {
-				made = append(made, l)
-				continue
-			}
-			if !errors.Is(err, ebpf.ErrNotSupported) {
-				return made, fmt.Errorf("attach %s (%d functions): %w", t.Display, len(names), err)
-			}
-			*noMulti = true
-			multi = false
-		}
-		for i, name := range names {
-			opts := &link.UprobeOptions{Cookie: cookies[i]}
-			var l link.Link
-			var err error
-			if sd.ret {
-				l, err = ex.Uretprobe(name, sd.single, opts)
-			} else {
-				l, err = ex.Uprobe(name, sd.single, opts)
-			}
-			if err != nil {
-				return made, fmt.Errorf("attach %s:%s: %w", t.Display, name, err)
-			}
-			made = append(made, l)
-		}
+	lists := make([]probeList, len(sides))
+	for i, sd := range sides {
+		lists[i] = probeList{single: sd.single, multi: sd.multi, ret: sd.ret, names: names, cookies: cookies}
 	}
-	return made, nil
+	return attachLists(ex, t, lists, noMulti)
 }
 
 func (a *TraceAttacher) attachFortran(t Target) ([]link.Link, error) {
