@@ -226,7 +226,7 @@ func (c *chaos) checkUnchanged(what string, argv []string, got jobResult) bool {
 // probe is an mpiprobe process the suite started.
 type probe struct {
 	cmd            *exec.Cmd
-	stdout, stderr syncBuffer
+	stdout, stderr mpitest.Buffer
 	done           chan struct{}
 	err            error
 	// links and progs are the BPF links and programs it held, sampled

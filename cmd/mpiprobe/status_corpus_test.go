@@ -283,7 +283,7 @@ func runCorpusCase(t *testing.T, bin string, impl mpitest.Impl, c corpusCase) {
 	if c.history {
 		argv = append([]string{bin, "--collectives", "--"}, argv...)
 	}
-	var out syncBuffer
+	var out mpitest.Buffer
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {

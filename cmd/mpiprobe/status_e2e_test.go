@@ -1,14 +1,12 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"os/exec"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -213,24 +211,6 @@ type statusJSON struct {
 	Notes []string `json:"notes"`
 }
 
-// syncBuffer is a bytes.Buffer safe to read while a command writes it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // hungJob starts testdata/hang.c in mode at np ranks, under mpiprobe
 // --collectives when history is set, and returns the rank pids once rank 0
 // said the hang began.
@@ -241,7 +221,7 @@ func hungJob(t *testing.T, bin string, impl mpitest.Impl, mode string, np int, h
 	if history {
 		argv = append([]string{bin, "--collectives", "--"}, argv...)
 	}
-	var out syncBuffer
+	var out mpitest.Buffer
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {

@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -195,7 +196,7 @@ func WaitRanksFor(d time.Duration, prog string, n int, lib string) ([]int, error
 // Job is an MPI job a test started on its own, outside mpiprobe.
 type Job struct {
 	cmd  *exec.Cmd
-	out  bytes.Buffer
+	out  Buffer
 	done chan error
 	// Ranks are the pids of the ranks WaitRanks found.
 	Ranks []int
@@ -224,6 +225,40 @@ func StartJob(t testing.TB, argv []string, prog string, n int, lib string) *Job 
 		t.Fatalf("%v\njob output:\n%s", err, j.out.String())
 	}
 	return j
+}
+
+// WaitPrinted waits until the job has printed s, and fails the test if it
+// has not within d: a program that prints where it stands ("hung") tells a
+// test when to look, where a fixed sleep is too short on a loaded machine.
+func (j *Job) WaitPrinted(t testing.TB, s string, d time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !strings.Contains(j.out.String(), s) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the job did not print %q within %v:\n%s", s, d, j.out.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// Buffer is a bytes.Buffer safe to read while a command writes it.
+type Buffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+// Write appends p to the buffer.
+func (s *Buffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+// String returns what was written so far.
+func (s *Buffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
 
 // KillLauncher kills the job's launcher (mpirun, mpiexec) with SIGKILL,
