@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -45,27 +44,9 @@ if [ -d /var/log/journal ]; then mount --bind "$2" /var/log/journal; fi
 exec setpriv --bounding-set -audit_control,-audit_read "$3"
 `
 
-// syncBuffer collects journald's own log for failure messages.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
-}
-
 type journald struct {
 	socket, journalDir string
-	log                *syncBuffer
+	log                *mpitest.Buffer
 	exited             chan struct{}
 }
 
@@ -109,7 +90,7 @@ func startJournald(t *testing.T) *journald {
 	j := &journald{
 		socket:     filepath.Join(run, "systemd", "journal", "socket"),
 		journalDir: filepath.Join(run, "log", "journal"),
-		log:        &syncBuffer{},
+		log:        &mpitest.Buffer{},
 		exited:     make(chan struct{}),
 	}
 	if len(j.socket) >= len(unix.RawSockaddrUnix{}.Path) {
