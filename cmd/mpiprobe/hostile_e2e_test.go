@@ -18,6 +18,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/mpiprobe/mpiprobe/internal/mpitest"
+	"github.com/mpiprobe/mpiprobe/internal/text"
 )
 
 // hostileJobs are job ids given to real MPICH singletons as
@@ -56,30 +57,18 @@ const hostileComm = "comm\n\x1b[31mINJECTED\"/../\xff"
 // hostileHost is the node's name in the UTS namespace mpiprobe runs in.
 const hostileHost = `h\033[31m"/..\377`
 
-// checkShown fails when out, something mpiprobe printed or wrote, holds a
+// checkShown fails when out, something mpiprobe printed or wrote (JSON and
+// the metrics page included), holds a
 // character that a terminal or a line-based reader would interpret: an
 // escape, a carriage return, a bidi control, invalid UTF-8, or a line an
 // injected newline began.
 func checkShown(t *testing.T, what string, out []byte) {
 	t.Helper()
-	checkText(t, what, out, true)
-}
-
-// checkJSON is checkShown for JSON, which keeps strings exactly: Go's
-// encoder escapes every control character and invalid UTF-8 but writes
-// bidi controls (U+202E) as they are, which a JSON reader takes as data.
-func checkJSON(t *testing.T, what string, out []byte) {
-	t.Helper()
-	checkText(t, what, out, false)
-}
-
-func checkText(t *testing.T, what string, out []byte, bidi bool) {
-	t.Helper()
 	if !utf8.Valid(out) {
 		t.Errorf("%s: invalid UTF-8 reaches the output", what)
 	}
 	for _, r := range string(out) {
-		if r != '\n' && r != '\t' && (unicode.IsControl(r) || bidi && unicode.Is(unicode.Bidi_Control, r)) {
+		if r != '\n' && r != '\t' && (unicode.IsControl(r) || unicode.Is(unicode.Bidi_Control, r)) {
 			t.Errorf("%s: raw control character %U in the output:\n%q", what, r, out)
 			return
 		}
@@ -136,7 +125,7 @@ func TestHostileStringsSession(t *testing.T) {
 		t.Fatalf("mpiprobe: %v\n%s", err, stderr.String())
 	}
 	checkShown(t, "stderr", stderr.Bytes())
-	checkJSON(t, "stdout (the programs' lines and the JSON summary)", stdout.Bytes())
+	checkShown(t, "stdout (the programs' lines and the JSON summary)", stdout.Bytes())
 	i := strings.Index(stdout.String(), "{\n")
 	if i < 0 {
 		t.Fatalf("no JSON summary:\n%s", stdout.String())
@@ -278,11 +267,11 @@ func TestHostileStringsAgent(t *testing.T) {
 	}
 
 	page := ag.Scrape(t) // promtool checks it
-	// The exposition format escapes \\, " and newlines and keeps the rest
-	// as UTF-8 data: bidi controls stay, like in JSON.
-	checkJSON(t, "metrics page", []byte(page))
+	// Label values are escaped by text.Escape: no control, bidi override
+	// or invalid byte is left for a dashboard to interpret.
+	checkShown(t, "metrics page", []byte(page))
 	for _, hj := range hostileJobs {
-		if v, ok := mpitest.MetricValue(page, "mpiprobe_events_total", map[string]string{"mpi_job": hj.id, "event": "mpi.error"}); hj.accepted && (!ok || v != 3) {
+		if v, ok := mpitest.MetricValue(page, "mpiprobe_events_total", map[string]string{"mpi_job": text.Escape(hj.id), "event": "mpi.error"}); hj.accepted && (!ok || v != 3) {
 			t.Errorf("metrics: job %q mpi.error = %v (found %v), want 3", hj.id, v, ok)
 		}
 	}
@@ -311,7 +300,7 @@ func TestHostileStringsAgent(t *testing.T) {
 	if err != nil || !json.Valid(out) {
 		t.Errorf("mpiprobe jobs --json: %v, valid JSON %v", err, json.Valid(out))
 	}
-	checkJSON(t, "mpiprobe jobs --json", out)
+	checkShown(t, "mpiprobe jobs --json", out)
 	ag.Stop(t, syscall.SIGTERM)
 }
 
@@ -354,7 +343,7 @@ func TestHostileCommName(t *testing.T) {
 	if err != nil || !json.Valid(js) {
 		t.Fatalf("mpiprobe status --json: %v, valid JSON %v", err, json.Valid(js))
 	}
-	checkJSON(t, "mpiprobe status --json", js)
+	checkShown(t, "mpiprobe status --json", js)
 	if !strings.Contains(string(js), `"comm_name": "comm\n\u001b[31mINJECTED\"/../\ufffd"`) {
 		t.Errorf("mpiprobe status --json does not hold the communicator name (invalid byte as U+FFFD):\n%s", js)
 	}

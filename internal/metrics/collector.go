@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/mpiprobe/mpiprobe/internal/text"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/common/model"
 )
@@ -100,8 +101,10 @@ type Page struct {
 }
 
 // Add adds a sample of f with value v and the given labels, in any order.
-// Label values are made valid UTF-8 (invalid bytes become U+FFFD); the
-// exposition escapes quotes, backslashes and newlines. A sample is left
+// Label values have every character that does not print, and every byte
+// of invalid UTF-8, escaped in place by text.Escape (a job id with U+202E
+// reads "a\u202eb"); the exposition then escapes quotes, backslashes and
+// newlines. A sample is left
 // out, counted and logged once per family and problem when its label set
 // repeats one of this scrape (after that replacement), when f differs
 // from an earlier Family of the same name, or when a name is invalid.
@@ -110,7 +113,7 @@ func (p *Page) Add(f Family, v float64, labels ...Label) {
 	names := make([]string, len(labels))
 	values := make([]string, len(labels))
 	for i, l := range labels {
-		names[i], values[i] = l.Name, strings.ToValidUTF8(l.Value, "\uFFFD")
+		names[i], values[i] = l.Name, text.Escape(l.Value)
 	}
 	if err := p.check(f); err != nil {
 		p.drop(f.Name, "family", err)

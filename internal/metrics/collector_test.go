@@ -10,6 +10,7 @@ import (
 
 	"github.com/mpiprobe/mpiprobe/internal/metrics"
 	"github.com/mpiprobe/mpiprobe/internal/mpitest"
+	"github.com/mpiprobe/mpiprobe/internal/text"
 )
 
 // nastyValues are label values a job id or event name could carry in the
@@ -21,6 +22,8 @@ var nastyValues = []string{
 	"\x1b[31mred\x1b[0m",
 	"bad\xff\xfeutf8",
 	"\xc3",
+	"right\u202eto-left",
+	"csi\u009b31m",
 	"tab\tcr\rnul\x00",
 	"naïve €",
 	`\n`,
@@ -59,7 +62,7 @@ func TestCollector(t *testing.T) {
 	}
 	nastyWant := map[string]float64{}
 	for i, v := range nastyValues {
-		nastyWant[mpitest.SeriesKey("mpiprobe_events_total", "mpi_job", strings.ToValidUTF8(v, "\uFFFD"), "rank", "0", "event", "e")] = float64(i)
+		nastyWant[mpitest.SeriesKey("mpiprobe_events_total", "mpi_job", text.Escape(v), "rank", "0", "event", "e")] = float64(i)
 	}
 	tests := []struct {
 		name       string
@@ -109,12 +112,18 @@ func TestCollector(t *testing.T) {
 			invalid: 2, logEntries: 1,
 		},
 		{
-			name: "label values equal once invalid UTF-8 is replaced",
+			name: "label values equal once escaped",
 			samples: []sample{
-				{initT, 1, l("mpi_job", "a\xff")},
-				{initT, 2, l("mpi_job", "a\xfe")},
+				{initT, 1, l("mpi_job", "a\u202e")},
+				{initT, 2, l("mpi_job", `a\u202e`)},
+				{initT, 3, l("mpi_job", "a\xff")},
+				{initT, 4, l("mpi_job", "a\xfe")},
 			},
-			want:    map[string]float64{mpitest.SeriesKey("mpiprobe_mpi_init_seconds", "mpi_job", "a\uFFFD"): 1},
+			want: map[string]float64{
+				mpitest.SeriesKey("mpiprobe_mpi_init_seconds", "mpi_job", `a\u202e`): 1,
+				mpitest.SeriesKey("mpiprobe_mpi_init_seconds", "mpi_job", `a\xff`):   3,
+				mpitest.SeriesKey("mpiprobe_mpi_init_seconds", "mpi_job", `a\xfe`):   4,
+			},
 			invalid: 1, logEntries: 1,
 		},
 		{name: "nasty label values", samples: nasty(), want: nastyWant},

@@ -1,7 +1,6 @@
 package report
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -10,6 +9,7 @@ import (
 	"time"
 
 	"github.com/mpiprobe/mpiprobe/internal/identity"
+	"github.com/mpiprobe/mpiprobe/internal/text"
 )
 
 // SchemaVersion is the "schema_version" of every document mpiprobe writes
@@ -41,17 +41,11 @@ func NewEnvelope(kind string) Envelope {
 
 // EncodeJSON writes v as one indented JSON document in one write, HTML
 // characters left as they are (advice such as "btl_<name>_..." stays
-// legible). what names the document in errors.
+// legible) and characters that do not print escaped (text.EncodeJSON).
+// what names the document in errors.
 func EncodeJSON(w io.Writer, v any, what string) error {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetIndent("", "  ")
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
+	if err := text.EncodeJSON(w, v); err != nil {
 		return fmt.Errorf("report: encode %s: %w", what, err)
-	}
-	if _, err := w.Write(buf.Bytes()); err != nil {
-		return fmt.Errorf("report: write %s: %w", what, err)
 	}
 	return nil
 }

@@ -1,7 +1,6 @@
 package status
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"slices"
@@ -335,9 +334,7 @@ func WriteJSON(w io.Writer, r Result) error {
 	for _, v := range rep.Divergent {
 		out.Divergent = append(out.Divergent, jsonDiv{Rank: v.Rank, Comm: v.Comm, Call: v.Call, Count: v.Count, Others: v.Others})
 	}
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(out)
+	return text.EncodeJSON(w, out)
 }
 
 func seconds(d time.Duration) string { return fmt.Sprintf("%.1f s", d.Seconds()) }

@@ -2,6 +2,7 @@ package text
 
 import (
 	"bytes"
+	"encoding/json"
 	"strconv"
 	"strings"
 	"testing"
@@ -172,4 +173,55 @@ func TestIsDigits(t *testing.T) {
 			t.Errorf("IsDigits(%q) = %v, want %v", s, got, want)
 		}
 	}
+}
+
+func TestEscapeJSON(t *testing.T) {
+	values := []string{
+		"plain", "évian 東京", "over\u202eride", "csi\u009b31m", "zw\u200bsp", "tag\U000e0041", "nl\nesc\x1b[31m", "bad\xffutf8", "<b>&amp;</b>",
+	}
+	for _, v := range values {
+		var buf bytes.Buffer
+		if err := EncodeJSON(&buf, map[string]string{"v": v}); err != nil {
+			t.Fatal(err)
+		}
+		out := buf.String()
+		for _, r := range out {
+			if r != '\n' && !strconv.IsPrint(r) {
+				t.Errorf("EncodeJSON(%q) = %q: holds %U, which does not print", v, out, r)
+			}
+		}
+		var back map[string]string
+		if err := json.Unmarshal(buf.Bytes(), &back); err != nil {
+			t.Fatalf("EncodeJSON(%q) = %q: %v", v, out, err)
+		}
+		if want := strings.ToValidUTF8(v, "\uFFFD"); back["v"] != want {
+			t.Errorf("EncodeJSON(%q) decodes to %q, want %q", v, back["v"], want)
+		}
+	}
+	if got := string(EscapeJSON([]byte(`{"a":"b"}`))); got != `{"a":"b"}` {
+		t.Errorf("EscapeJSON changed plain text: %s", got)
+	}
+	if got := string(EscapeJSON([]byte("\"\u202e\""))); got != `"\u202e"` {
+		t.Errorf("EscapeJSON(U+202E) = %s", got)
+	}
+}
+
+func FuzzEscapeJSON(f *testing.F) {
+	f.Add("over\u202eride")
+	f.Add("\U0001f600\u009b")
+	f.Fuzz(func(t *testing.T, s string) {
+		b, err := json.Marshal(s)
+		if err != nil {
+			return
+		}
+		var back string
+		if err := json.Unmarshal(EscapeJSON(b), &back); err != nil {
+			t.Fatalf("EscapeJSON(%s) is not JSON: %v", b, err)
+		}
+		var want string
+		_ = json.Unmarshal(b, &want)
+		if back != want {
+			t.Fatalf("EscapeJSON(%s) decodes to %q, want %q", b, back, want)
+		}
+	})
 }

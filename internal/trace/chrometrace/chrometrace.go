@@ -8,6 +8,7 @@ import (
 	"path"
 	"strconv"
 
+	"github.com/mpiprobe/mpiprobe/internal/text"
 	"github.com/mpiprobe/mpiprobe/internal/trace/tracefile"
 )
 
@@ -225,7 +226,7 @@ func (e *encoder) marshal(v any) []byte {
 	if err != nil && e.err == nil {
 		e.err = fmt.Errorf("encode %v: %w", v, err)
 	}
-	return b
+	return text.EscapeJSON(b) // names from the program, shown by viewers
 }
 
 func (e *encoder) json(v any) { e.write(e.marshal(v)) }

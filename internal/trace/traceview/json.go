@@ -1,11 +1,11 @@
 package traceview
 
 import (
-	"encoding/json"
 	"io"
 	"strconv"
 	"time"
 
+	"github.com/mpiprobe/mpiprobe/internal/text"
 	"github.com/mpiprobe/mpiprobe/internal/trace/loops"
 	"github.com/mpiprobe/mpiprobe/internal/trace/tracefile"
 )
@@ -217,10 +217,7 @@ func ShowJSON(w io.Writer, t *tracefile.Trace, opt Options) error {
 		f.Threads = append(f.Threads, jsonThreadFull{TID: s.TID, Calls: s.Calls, MPI: s.MPI.Seconds(), Compute: s.Compute.Seconds(),
 			Text: a.Structure(s, opt.Detail), Tree: a.tree(s.Nodes, opt.Detail)})
 	}
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	enc.SetEscapeHTML(false)
-	return enc.Encode(doc)
+	return text.EncodeJSON(w, doc)
 }
 
 // tree converts compressed nodes for JSON; at low detail without compute
