@@ -2,8 +2,6 @@ package agent
 
 import (
 	"cmp"
-	"crypto/sha256"
-	"encoding/hex"
 	"slices"
 	"strconv"
 	"time"
@@ -41,24 +39,16 @@ type jobState struct {
 }
 
 // jobKey groups processes into jobs by their identity. A process without a
-// job identity is a job of its own, named by its pid. A job id whose
-// escaped file name would not fit in a file name (jobstore escapes a byte
-// to three) is keyed by a hash of it, "job-" and 16 hex digits, so that
-// its summary is still written; the summary holds the id itself.
+// job identity is a job of its own, keyed "pid-" and its pid; a job id is
+// keyed by jobstore.Key, which never starts with "pid-", so that a job a
+// user named "pid-4242" is never merged with the unidentified process
+// 4242.
 func jobKey(id identity.Identity, pid int) string {
 	if id.Job == "" || id.Job == identity.Unknown {
 		return "pid-" + strconv.Itoa(pid)
 	}
-	if len(jobstore.FileName(id.Job)) > maxKeyFile {
-		sum := sha256.Sum256([]byte(id.Job))
-		return "job-" + hex.EncodeToString(sum[:8])
-	}
-	return id.Job
+	return jobstore.Key(id.Job)
 }
-
-// maxKeyFile is the longest escaped job id used as a file name: 255 bytes
-// less ".json".
-const maxKeyFile = 250
 
 // tracker groups traced processes into jobs and notices when a job's last
 // local rank has ended. It is pure: the agent feeds it what it reads.

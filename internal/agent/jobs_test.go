@@ -66,6 +66,21 @@ func TestTrackerUnknownJobAndPidReuse(t *testing.T) {
 	}
 }
 
+// A job a user named like the agent's own keys stays a job of its own.
+func TestTrackerJobNamedLikeAPid(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	tr := newTracker()
+	tr.add(proc(42, identity.Unknown, identity.Unknown), 420, time.Time{}, t0)
+	tr.add(proc(43, "pid-42", "0"), 430, time.Time{}, t0)
+	tr.add(proc(44, "job-"+strings.Repeat("0", 16), "0"), 440, time.Time{}, t0)
+	if len(tr.jobs) != 3 {
+		t.Fatalf("a job named pid-42 or job-00… merged with another: jobs %v", tr.jobs)
+	}
+	if j := tr.end(42, agg.End{Kind: agg.Exited}); j == nil || len(j.PIDs) != 1 {
+		t.Fatalf("the unidentified process 42 is not a job of its own: %+v", j)
+	}
+}
+
 func TestStartupOf(t *testing.T) {
 	wall := func(ns uint64) time.Time { return time.Unix(0, int64(ns)) }
 	var ompi, mpich, partial, bogus [probes.NumMarks]uint64

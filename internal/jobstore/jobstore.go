@@ -2,6 +2,8 @@ package jobstore
 
 import (
 	"cmp"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -296,8 +298,8 @@ func syncDir(dir string) error {
 	return err
 }
 
-// safe reports whether FileName keeps byte c as it is (a leading '.'
-// aside).
+// safe reports whether FileName keeps byte c as it is (a leading '.' or
+// '-' aside).
 func safe(c byte) bool {
 	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' ||
 		c == '.' || c == '_' || c == '@' || c == '+' || c == '-'
@@ -305,9 +307,10 @@ func safe(c byte) bool {
 
 // FileName is the name of job's file in a store, without the ".json" that
 // ends it: job with every byte outside [A-Za-z0-9._@+-], and a leading
-// '.', written as %XX (two upper-case hex digits). It never contains a path
-// separator, is never "." or "..", never starts with a dot, and different
-// jobs have different names. The empty job has the empty name, which Save
+// '.' or '-', written as %XX (two upper-case hex digits). It never contains
+// a path separator, is never "." or "..", never starts with a dot (a hidden
+// file) or a dash (read as an option by rm, ls or grep in an operator's
+// shell), and different jobs have different names. The empty job has the empty name, which Save
 // and Load refuse.
 func FileName(job string) string {
 	const hex = "0123456789ABCDEF"
@@ -315,7 +318,7 @@ func FileName(job string) string {
 	b.Grow(len(job))
 	for i := 0; i < len(job); i++ {
 		c := job[i]
-		if safe(c) && (i > 0 || c != '.') {
+		if safe(c) && (i > 0 || !leading(c)) {
 			b.WriteByte(c)
 			continue
 		}
@@ -340,7 +343,7 @@ func JobOf(file string) (string, bool) {
 	for i := 0; i < len(stem); i++ {
 		c := stem[i]
 		if c != '%' {
-			if !safe(c) || (len(job) == 0 && c == '.') {
+			if !safe(c) || (len(job) == 0 && leading(c)) {
 				return "", false
 			}
 			job = append(job, c)
@@ -355,7 +358,7 @@ func JobOf(file string) (string, bool) {
 			return "", false
 		}
 		v := hi<<4 | lo
-		if safe(v) && (len(job) > 0 || v != '.') {
+		if safe(v) && (len(job) > 0 || !leading(v)) {
 			return "", false // FileName would not have escaped it
 		}
 		job = append(job, v)
@@ -363,6 +366,28 @@ func JobOf(file string) (string, bool) {
 	}
 	return string(job), true
 }
+
+// Key is the name under which a job's summary is stored when the job has
+// the id job: job itself, or "job-" and 16 hex digits of its SHA-256 when
+// job's file name would not fit in a file name (FileName writes a byte as
+// three) or when job starts with "pid-" or "job-", the prefixes of the
+// names the agent gives processes without a job id and hashed ids. Two
+// different ids get different keys (barring a hash collision), and no id
+// gets the key "pid-N". The summary holds the id itself.
+func Key(job string) string {
+	if len(FileName(job)) > maxKeyFile || strings.HasPrefix(job, "pid-") || strings.HasPrefix(job, "job-") {
+		sum := sha256.Sum256([]byte(job))
+		return "job-" + hex.EncodeToString(sum[:8])
+	}
+	return job
+}
+
+// maxKeyFile is the longest escaped job id used as a file name: 255 bytes
+// less ".json".
+const maxKeyFile = 255 - len(ext)
+
+// leading reports whether FileName escapes c at the start of a name.
+func leading(c byte) bool { return c == '.' || c == '-' }
 
 // unhex reads an upper-case hex digit.
 func unhex(c byte) (byte, bool) {

@@ -39,6 +39,8 @@ func TestFileName(t *testing.T) {
 		"job.0+1_a-Z":      "job.0+1_a-Z",
 		"x.json":           "x.json",
 		"a\\b:c*?":         "a%5Cb%3Ac%2A%3F",
+		"-rf":              "%2Drf",
+		"a-b":              "a-b",
 	} {
 		if got := FileName(job); got != want {
 			t.Errorf("FileName(%q) = %q, want %q", job, got, want)
@@ -53,7 +55,7 @@ func TestFileName(t *testing.T) {
 func checkName(t *testing.T, job string) {
 	t.Helper()
 	name := FileName(job)
-	if strings.ContainsAny(name, "/\x00") || name == "." || name == ".." || strings.HasPrefix(name, ".") {
+	if strings.ContainsAny(name, "/\x00") || name == "." || name == ".." || strings.HasPrefix(name, ".") || strings.HasPrefix(name, "-") {
 		t.Errorf("FileName(%q) = %q: not a plain file name", job, name)
 	}
 	for i := 0; i < len(name); i++ {
@@ -73,6 +75,7 @@ func TestJobOfRejects(t *testing.T) {
 	for _, name := range []string{
 		"", ".json", "x", "x.js", "x.json.tmp", ".mpiprobe-123.tmp", ".mpiprobe-1.json", ".x.json",
 		"%2e.json", "%41.json", "a%2E.json", "%2.json", "%.json", "%G0.json", "a/b.json", "a b.json", "a\n.json",
+		"-rf.json", "a%2D.json",
 	} {
 		if job, ok := JobOf(name); ok {
 			t.Errorf("JobOf(%q) = %q, true; want false", name, job)
@@ -477,5 +480,28 @@ func TestListSkipsOthers(t *testing.T) {
 func TestJobsDir(t *testing.T) {
 	if got := JobsDir(DefaultStateDir); got != "/var/lib/mpiprobe/jobs" {
 		t.Errorf("JobsDir = %s", got)
+	}
+}
+
+func TestKey(t *testing.T) {
+	long := strings.Repeat("/", 100) // 300 bytes once escaped
+	for _, job := range []string{"812.3", "-rf", "a b"} {
+		if got := Key(job); got != job {
+			t.Errorf("Key(%q) = %q, want it unchanged", job, got)
+		}
+	}
+	seen := map[string]string{}
+	for _, job := range []string{"pid-4242", "pid-", "job-0011223344556677", long, long + "x"} {
+		k := Key(job)
+		if !strings.HasPrefix(k, "job-") || len(k) != 4+16 || k == job {
+			t.Errorf("Key(%q) = %q, want job- and 16 hex digits", job, k)
+		}
+		if other, ok := seen[k]; ok {
+			t.Errorf("Key(%q) = Key(%q) = %q", job, other, k)
+		}
+		seen[k] = job
+		if Key(k) == k {
+			t.Errorf("Key(Key(%q)) = %q: a key is taken for an id", job, k)
+		}
 	}
 }

@@ -3,6 +3,7 @@ package report
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -277,11 +278,19 @@ func jobClock(t time.Time) string {
 }
 
 // LoadJob reads job's summary from store: the stored bytes as they are
-// (a later agent's fields included) and the summary decoded. When the
-// store has no such summary the error is a *jobstore.NotFoundError; a
-// summary that cannot be decoded gives an error naming its file.
+// (a later agent's fields included) and the summary decoded. job is a name
+// `mpiprobe jobs` lists, or a job id the agent stored under a hashed name
+// (jobstore.Key). When the store has no such summary the error is a
+// *jobstore.NotFoundError; a summary that cannot be decoded gives an error
+// naming its file.
 func LoadJob(store jobstore.Store, job string) ([]byte, agg.Summary, error) {
 	data, err := store.Load(job)
+	var nf *jobstore.NotFoundError
+	if key := jobstore.Key(job); errors.As(err, &nf) && key != job {
+		if d, err2 := store.Load(key); err2 == nil {
+			data, err, job = d, nil, key
+		}
+	}
 	if err != nil {
 		return nil, agg.Summary{}, err
 	}

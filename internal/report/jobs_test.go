@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/mpiprobe/mpiprobe/agg"
+	"github.com/mpiprobe/mpiprobe/internal/jobstore"
 )
 
 func TestEnded(t *testing.T) {
@@ -47,5 +48,24 @@ func TestWriteJobsQuotes(t *testing.T) {
 	}
 	if strings.ContainsRune(out, '\x1b') {
 		t.Errorf("output holds an escape character:\n%s", out)
+	}
+}
+
+// A job id stored under a hashed name is found by its id.
+func TestLoadJobByHashedID(t *testing.T) {
+	store := jobstore.Store{Dir: t.TempDir()}
+	var buf bytes.Buffer
+	if err := WriteJSON(&buf, agg.Summary{Host: "n1"}); err != nil {
+		t.Fatal(err)
+	}
+	const id = "pid-4242" // a user's job id, not the unidentified process 4242
+	if err := store.Save(jobstore.Key(id), buf.Bytes()); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := LoadJob(store, id); err != nil {
+		t.Errorf("LoadJob(%q): %v", id, err)
+	}
+	if _, _, err := LoadJob(store, "pid-4243"); err == nil {
+		t.Error("LoadJob of a job never stored: no error")
 	}
 }
