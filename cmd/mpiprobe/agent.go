@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"runtime/pprof"
 	"strings"
 	"time"
 
@@ -33,6 +34,7 @@ type agentFlags struct {
 	cleanup     bool
 	verbose     bool
 	debugDirs   []string
+	cpuProfile  string
 	th          thresholdFlags
 }
 
@@ -61,6 +63,7 @@ func newAgentCmd() *cobra.Command {
 	fs.StringArrayVar(&f.debugDirs, "debug-dir", nil, debugDirHelp+"; before debug_dirs")
 	fs.BoolVar(&f.cleanup, "cleanup", false, "remove the agent's pinned maps and links (detaching its probes) and exit")
 	fs.BoolVarP(&f.verbose, "verbose", "v", false, "log each library attached")
+	fs.StringVar(&f.cpuProfile, "cpu-profile", "", "write a Go CPU profile of the agent to `FILE` when it stops (go tool pprof FILE), for a report of its CPU use")
 	f.th.register(fs)
 	return c
 }
@@ -140,6 +143,17 @@ func (f *agentFlags) run(ctx context.Context, c *cobra.Command) error {
 		}
 		defer ln.Close()
 		log.Info("metrics", "addr", ln.Addr().String())
+	}
+	if f.cpuProfile != "" {
+		out, err := os.Create(f.cpuProfile)
+		if err != nil {
+			return fmt.Errorf("--cpu-profile: %w", err)
+		}
+		defer out.Close()
+		if err := pprof.StartCPUProfile(out); err != nil {
+			return fmt.Errorf("--cpu-profile: %w", err)
+		}
+		defer pprof.StopCPUProfile()
 	}
 	err = agent.Run(ctx, agent.Config{
 		Catalog:       cat,
