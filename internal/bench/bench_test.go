@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -56,12 +57,12 @@ func workloadOutput(b *testing.B, argv []string) []byte {
 }
 
 // summaryEvents sums the event counts of the JSON summary that
-// `mpiprobe --json` prints at the end of out, over every rank and event.
-func summaryEvents(b *testing.B, out []byte) uint64 {
+// `mpiprobe --json -o file` wrote to file, over every rank and event.
+func summaryEvents(b *testing.B, file string) uint64 {
 	b.Helper()
-	i := bytes.LastIndex(out, []byte("\n{\n"))
-	if i < 0 {
-		b.Fatalf("no JSON summary in:\n%s", out)
+	out, err := os.ReadFile(file)
+	if err != nil {
+		b.Fatalf("no JSON summary: %v", err)
 	}
 	var s struct {
 		Jobs []struct {
@@ -72,8 +73,8 @@ func summaryEvents(b *testing.B, out []byte) uint64 {
 			} `json:"ranks"`
 		} `json:"jobs"`
 	}
-	if err := json.Unmarshal(out[i+1:], &s); err != nil {
-		b.Fatalf("decode summary: %v\n%s", err, out[i+1:])
+	if err := json.Unmarshal(out, &s); err != nil {
+		b.Fatalf("decode summary: %v\n%s", err, out)
 	}
 	var n uint64
 	for _, j := range s.Jobs {
@@ -162,8 +163,9 @@ func BenchmarkDefaultOverhead(b *testing.B) {
 				if v == 1 {
 					return workloadSeconds(b, w.argv)
 				}
-				out := workloadOutput(b, append([]string{bin, "--json", "--"}, w.argv...))
-				events = append(events, float64(summaryEvents(b, out)))
+				sum := filepath.Join(b.TempDir(), "summary.json")
+				out := workloadOutput(b, append([]string{bin, "--json", "-o", sum, "--"}, w.argv...))
+				events = append(events, float64(summaryEvents(b, sum)))
 				return workloadSecondsOf(b, out)
 			})
 			traced, plain := times[0], times[1]
