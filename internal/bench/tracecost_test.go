@@ -110,9 +110,10 @@ func (p *traceParts) attach(b *testing.B, objs *bpf.MpiprobeObjects, cookie uint
 func mpiPLib() string { return os.Getenv("MPIPROBE_MPIP") }
 
 // withPreload returns an Open MPI job's command line with LD_PRELOAD=lib
-// exported to its ranks.
+// exported to its ranks, and mpiP's reports sent to the temporary
+// directory rather than the benchmark's working directory.
 func withPreload(argv []string, lib string) []string {
-	out := []string{argv[0], "-x", "LD_PRELOAD=" + lib}
+	out := []string{argv[0], "-x", "LD_PRELOAD=" + lib, "-x", "MPIP=-f " + os.TempDir()}
 	return append(out, argv[1:]...)
 }
 
