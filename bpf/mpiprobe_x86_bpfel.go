@@ -321,7 +321,7 @@ type MpiprobeTraceEvent struct {
 
 type MpiprobeTraceThread struct {
 	_         structs.HostLayout
-	Site      uint64
+	Mm        uint64
 	EnterNs   uint64
 	Count     int64
 	Peer      int32
@@ -448,6 +448,7 @@ type MpiprobeMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type MpiprobeVariableSpecs struct {
+	TraceWakeMark        *ebpf.VariableSpec `ebpf:"trace_wake_mark"`
 	UnusedArgLimit       *ebpf.VariableSpec `ebpf:"unused_arg_limit"`
 	UnusedCmpOp          *ebpf.VariableSpec `ebpf:"unused_cmp_op"`
 	UnusedCollComm       *ebpf.VariableSpec `ebpf:"unused_coll_comm"`
@@ -550,6 +551,7 @@ func (m *MpiprobeMaps) Close() error {
 //
 // It can be passed to LoadMpiprobeObjects or ebpf.CollectionSpec.LoadAndAssign.
 type MpiprobeVariables struct {
+	TraceWakeMark        *ebpf.Variable `ebpf:"trace_wake_mark"`
 	UnusedArgLimit       *ebpf.Variable `ebpf:"unused_arg_limit"`
 	UnusedCmpOp          *ebpf.Variable `ebpf:"unused_cmp_op"`
 	UnusedCollComm       *ebpf.Variable `ebpf:"unused_coll_comm"`

@@ -37,7 +37,7 @@ struct trace_event {
 // Fortran binding's handle conversions and the C function it implements,
 // or the MPI calls a collective makes inside libmpi.
 struct trace_thread {
-	__u64 site;     // return address of the outermost call, in the application
+	__u64 mm;       // the task's mm when the state was set up: another after an exec
 	__u64 enter_ns;
 	__s64 count;
 	__s32 peer;
@@ -143,14 +143,25 @@ static __always_inline void trace_lose(__u32 tgid)
 		bpf_map_update_elem(&trace_lost, &tgid, &one, BPF_NOEXIST);
 }
 
-// trace_submit hands a filled event to the reader. Waking the reader for
-// every call costs more than the probe itself: it is woken once the ring is
-// an eighth full, and reads on a timer otherwise.
+// trace_wake_mark is set by the loader to an eighth of the ring buffer's
+// size; 0 (counting mode) never wakes the reader.
+volatile const __u64 trace_wake_mark = 0;
+
+// trace_submit hands a filled event to the reader. The reader reads on a
+// timer; waking it for every call costs more than the probe itself, and so
+// does forcing a wakeup for every call while the ring stays above a mark
+// (when the reader lags). It is woken once, by the call that makes the
+// ring cross an eighth full (a window of two records, for calls of other
+// CPUs in between); a crossing missed is read at the timer.
 static __always_inline void trace_submit(struct trace_event *e)
 {
-	__u64 avail = bpf_ringbuf_query(&trace_events, BPF_RB_AVAIL_DATA);
-	__u64 size = bpf_ringbuf_query(&trace_events, BPF_RB_RING_SIZE);
-	bpf_ringbuf_submit(e, avail > size / 8 ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP);
+	__u64 flags = BPF_RB_NO_WAKEUP;
+	if (trace_wake_mark) {
+		__u64 avail = bpf_ringbuf_query(&trace_events, BPF_RB_AVAIL_DATA);
+		if (avail >= trace_wake_mark && avail < trace_wake_mark + 2 * (sizeof(*e) + 8))
+			flags = BPF_RB_FORCE_WAKEUP;
+	}
+	bpf_ringbuf_submit(e, flags);
 }
 
 // trace_args reads the recorded arguments of the function just entered,
@@ -174,20 +185,32 @@ static __always_inline int do_trace_enter(struct pt_regs *ctx, int fortran)
 {
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	__u32 tgid = pid_tgid >> 32;
-	__u32 *flags = bpf_map_lookup_elem(&traced, &tgid);
-	if (!flags)
-		return 0;
-	if (!(*flags & TRACED_SEEN)) {
-		// Tell mpiprobe at once, so that it reads who the process is and
-		// its memory map while it lives: the calls themselves may reach
-		// it only after a short program has exited.
-		*flags |= TRACED_SEEN; // two threads may both notify: harmless
-		notify(PROC_MPI, tgid, 0, 0);
+	struct task_struct *task = bpf_get_current_task_btf();
+	__u64 mm = (__u64)task->mm;
+	struct trace_thread *th = bpf_task_storage_get(&trace_threads, task, 0, 0);
+	if (!th || th->mm != mm) {
+		// The thread's first MPI call of this program (state is made
+		// only for traced processes, and an exec changes the mm): is
+		// the process traced? The lookup is not made on every call.
+		__u32 *flags = bpf_map_lookup_elem(&traced, &tgid);
+		if (!flags)
+			return 0;
+		if (!(*flags & TRACED_SEEN)) {
+			// Tell mpiprobe at once, so that it reads who the process
+			// is and its memory map while it lives: the calls
+			// themselves may reach it only after a short program has
+			// exited.
+			*flags |= TRACED_SEEN; // two threads may both notify: harmless
+			notify(PROC_MPI, tgid, 0, 0);
+		}
+		th = bpf_task_storage_get(&trace_threads, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+		if (!th)
+			return 0;
+		if (th->mm != mm) {
+			__builtin_memset(th, 0, sizeof(*th));
+			th->mm = mm;
+		}
 	}
-	struct trace_thread *th = bpf_task_storage_get(&trace_threads, bpf_get_current_task_btf(), 0,
-						       BPF_LOCAL_STORAGE_GET_F_CREATE);
-	if (!th)
-		return 0;
 	__u64 cookie = bpf_get_attach_cookie(ctx);
 	__u32 call = TRACE_CALL(cookie);
 	__u64 entry_only = BITS(cookie, TRACE_ENTRY_ONLY_SHIFT, 1);
@@ -206,8 +229,8 @@ static __always_inline int do_trace_enter(struct pt_regs *ctx, int fortran)
 			th->depth++;
 		return 0;
 	}
-	__u64 site = read_u64(PT_REGS_SP(ctx) + 8 * BITS(cookie, TRACE_FRAME_SHIFT, TRACE_FRAME_BITS));
 	if (entry_only && !fortran) {
+		__u64 site = read_u64(PT_REGS_SP(ctx) + 8 * BITS(cookie, TRACE_FRAME_SHIFT, TRACE_FRAME_BITS));
 		struct trace_event *e = bpf_ringbuf_reserve(&trace_events, sizeof(*e), 0);
 		if (!e) {
 			trace_lose(tgid);
@@ -230,8 +253,7 @@ static __always_inline int do_trace_enter(struct pt_regs *ctx, int fortran)
 		trace_submit(e);
 		return 0;
 	}
-	th->site = site;
-	th->call = call;
+	th->call = call; // the site is read at the return: where it returns to
 	th->fortran = fortran;
 	th->pending = fortran;
 	th->impl_depth = 0;
@@ -273,7 +295,9 @@ static __always_inline int do_trace_exit(struct pt_regs *ctx)
 	}
 	e->tgid = tgid;
 	e->tid = (__u32)pid_tgid;
-	e->site = th->site;
+	// At a return probe the kernel has put the return address back in
+	// the instruction pointer: the site, without reading the stack.
+	e->site = PT_REGS_IP(ctx);
 	e->enter_ns = th->enter_ns;
 	e->exit_ns = exit_ns;
 	e->count = th->count;

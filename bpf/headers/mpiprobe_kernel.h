@@ -24,7 +24,10 @@ struct uprobe_task {
 	struct return_instance *return_instances;
 } __attribute__((preserve_access_index));
 
+struct mm_struct;
+
 struct task_struct {
+	struct mm_struct *mm; // changes at an exec
 	int pid;
 	int tgid;
 	int exit_code;

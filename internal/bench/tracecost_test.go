@@ -13,6 +13,7 @@ import (
 	"github.com/mpiprobe/mpiprobe/bpf"
 	"github.com/mpiprobe/mpiprobe/internal/kernel"
 	"github.com/mpiprobe/mpiprobe/internal/mpitest"
+	"github.com/mpiprobe/mpiprobe/internal/session"
 	"github.com/mpiprobe/mpiprobe/probes"
 )
 
@@ -36,7 +37,7 @@ func newTraceParts(b *testing.B) *traceParts {
 	p := &traceParts{ex: openLibmpi(b)}
 	for _, size := range []uint32{64 << 20, 4096} {
 		objs := new(bpf.MpiprobeObjects)
-		if err := kernel.Load(objs, kernel.Options{MaxEntries: map[string]uint32{"trace_events": size}}); err != nil {
+		if err := kernel.Load(objs, kernel.Options{MaxEntries: map[string]uint32{"trace_events": size}, Variables: session.TraceVariables(size)}); err != nil {
 			b.Fatal(err)
 		}
 		b.Cleanup(func() { objs.Close() })

@@ -328,7 +328,7 @@ func (s *session) load() error {
 		maps.Copy(sizes, collstate.Sizes(slots))
 	}
 	if s.cfg.Trace != nil {
-		return s.loadTrace(kernel.Options{MaxEntries: sizes})
+		return s.loadTrace(kernel.Options{MaxEntries: sizes, Variables: TraceVariables(size)})
 	}
 	return kernel.Load(&s.objs, kernel.Options{MaxEntries: sizes})
 }
@@ -352,6 +352,12 @@ type traceObjects struct {
 	ProcEvents             *ebpf.Map     `ebpf:"proc_events"`
 	TraceEvents            *ebpf.Map     `ebpf:"trace_events"`
 	TraceLost              *ebpf.Map     `ebpf:"trace_lost"`
+}
+
+// TraceVariables are the BPF variables trace mode sets for a ring buffer
+// of ringBytes: the reader is woken when it becomes an eighth full.
+func TraceVariables(ringBytes uint32) map[string]any {
+	return map[string]any{"trace_wake_mark": uint64(ringBytes / 8)}
 }
 
 // loadTrace loads the traceObjects into the session's objects, whose
