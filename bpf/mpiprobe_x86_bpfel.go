@@ -298,6 +298,7 @@ const (
 	MpiprobeTraceCookieTRACE_KIND_SHIFT       MpiprobeTraceCookie = 32
 	MpiprobeTraceCookieTRACE_KIND_BITS        MpiprobeTraceCookie = 2
 	MpiprobeTraceCookieTRACE_ENTRY_ONLY_SHIFT MpiprobeTraceCookie = 34
+	MpiprobeTraceCookieTRACE_TYPES_SHIFT      MpiprobeTraceCookie = 35
 	MpiprobeTraceCookieTRACE_FRAME_SHIFT      MpiprobeTraceCookie = 40
 	MpiprobeTraceCookieTRACE_FRAME_BITS       MpiprobeTraceCookie = 8
 )
@@ -333,7 +334,9 @@ type MpiprobeTraceThread struct {
 	Call      uint16
 	Fortran   uint8
 	Pending   uint8
-	Pad       uint32
+	DtSize    int32
+	Dt        uint64
+	DtGen     uint64
 }
 
 type MpiprobeTracedFlag uint32
@@ -438,6 +441,7 @@ type MpiprobeMapSpecs struct {
 	ProcEvents   *ebpf.MapSpec `ebpf:"proc_events"`
 	Startups     *ebpf.MapSpec `ebpf:"startups"`
 	StatusCalls  *ebpf.MapSpec `ebpf:"status_calls"`
+	TraceDtGen   *ebpf.MapSpec `ebpf:"trace_dt_gen"`
 	TraceEvents  *ebpf.MapSpec `ebpf:"trace_events"`
 	TraceLost    *ebpf.MapSpec `ebpf:"trace_lost"`
 	TraceThreads *ebpf.MapSpec `ebpf:"trace_threads"`
@@ -516,6 +520,7 @@ type MpiprobeMaps struct {
 	ProcEvents   *ebpf.Map `ebpf:"proc_events"`
 	Startups     *ebpf.Map `ebpf:"startups"`
 	StatusCalls  *ebpf.Map `ebpf:"status_calls"`
+	TraceDtGen   *ebpf.Map `ebpf:"trace_dt_gen"`
 	TraceEvents  *ebpf.Map `ebpf:"trace_events"`
 	TraceLost    *ebpf.Map `ebpf:"trace_lost"`
 	TraceThreads *ebpf.Map `ebpf:"trace_threads"`
@@ -540,6 +545,7 @@ func (m *MpiprobeMaps) Close() error {
 		m.ProcEvents,
 		m.Startups,
 		m.StatusCalls,
+		m.TraceDtGen,
 		m.TraceEvents,
 		m.TraceLost,
 		m.TraceThreads,

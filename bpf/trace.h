@@ -49,7 +49,9 @@ struct trace_thread {
 	__u16 call;       // call index of the outermost call
 	__u8 fortran;     // the outermost call is a Fortran binding
 	__u8 pending;     // ... whose C call has not started yet
-	__u32 pad;
+	__s32 dt_size;    // the size last read of datatype dt ...
+	__u64 dt;
+	__u64 dt_gen;     // ... while trace_dt_gen was this
 };
 
 // The trace cookie (64 bits), written by probes.TraceCookie: the call
@@ -70,6 +72,9 @@ enum trace_cookie {
 	// (MPI_Wtime, MPI_Comm_rank) whose duration is a few ns, where a return
 	// probe would cost a hundred times the call.
 	TRACE_ENTRY_ONLY_SHIFT = 34,
+	// The function may free or make datatypes (MPI_Type_*): the sizes
+	// threads keep of the datatypes they passed may be stale after it.
+	TRACE_TYPES_SHIFT = 35,
 	// The probe sits this many 8-byte words into the function's stack frame
 	// (entry-only probes placed after a prologue the kernel would have
 	// to single-step): the return address is at sp + 8 * words.
@@ -108,6 +113,16 @@ struct {
 	__type(key, int);
 	__type(value, struct trace_thread);
 } trace_threads SEC(".maps");
+
+// trace_dt_gen[0] moves at every call that may free or make a datatype:
+// a thread reads a datatype's size again when it moved (or the datatype
+// differs), instead of at every call.
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} trace_dt_gen SEC(".maps");
 
 // Calls that could not be recorded (ring buffer full), per process.
 struct {
@@ -173,8 +188,25 @@ static __always_inline void trace_args(struct pt_regs *ctx, struct trace_thread 
 		th->peer = (__s32)arg(ctx, a);
 	if ((a = TRACE_ARG(cookie, TRACE_COUNT_SHIFT)))
 		th->count = (__s32)arg(ctx, a);
-	if ((a = TRACE_ARG(cookie, TRACE_DATATYPE_SHIFT)))
-		th->elem_size = elem_size(arg(ctx, a), BITS(cookie, TRACE_KIND_SHIFT, TRACE_KIND_BITS));
+	if ((a = TRACE_ARG(cookie, TRACE_DATATYPE_SHIFT))) {
+		__u64 dt = arg(ctx, a);
+		__u32 kind = BITS(cookie, TRACE_KIND_SHIFT, TRACE_KIND_BITS);
+		if (kind == DT_OMPI) {
+			// The size is a user-memory read (~60 ns), and a loop
+			// passes the same datatype again and again.
+			__u32 zero = 0;
+			__u64 *g = bpf_map_lookup_elem(&trace_dt_gen, &zero);
+			__u64 gen = g ? *g : 0;
+			if (dt != th->dt || gen != th->dt_gen) {
+				th->dt_size = elem_size(dt, kind);
+				th->dt = dt;
+				th->dt_gen = gen;
+			}
+			th->elem_size = th->dt_size;
+		} else {
+			th->elem_size = elem_size(dt, kind); // no memory read
+		}
+	}
 	if ((a = TRACE_ARG(cookie, TRACE_ROOT_SHIFT)))
 		th->root = (__s32)arg(ctx, a);
 }
@@ -214,6 +246,12 @@ static __always_inline int do_trace_enter(struct pt_regs *ctx, int fortran)
 	__u64 cookie = bpf_get_attach_cookie(ctx);
 	__u32 call = TRACE_CALL(cookie);
 	__u64 entry_only = BITS(cookie, TRACE_ENTRY_ONLY_SHIFT, 1);
+	if (BITS(cookie, TRACE_TYPES_SHIFT, 1)) {
+		__u32 zero = 0;
+		__u64 *g = bpf_map_lookup_elem(&trace_dt_gen, &zero);
+		if (g)
+			__sync_fetch_and_add(g, 1);
+	}
 	if (th->depth > 0) {
 		// Called from inside MPI: not recorded. The first call of the
 		// C function a Fortran binding implements gives the binding's

@@ -119,6 +119,17 @@ func TraceCookie(call int, a ArgSpec, kind DatatypeKind) (uint64, error) {
 		uint64(kind&kindMask)<<bpf.MpiprobeTraceCookieTRACE_KIND_SHIFT, nil
 }
 
+// ChangesDatatypes says whether an MPI function may free or make
+// datatypes (MPI_Type_*): trace mode's threads then read the sizes of the
+// datatypes they pass again, instead of using the size they keep.
+func ChangesDatatypes(call string) bool { return strings.HasPrefix(call, "MPI_Type_") }
+
+// TypesCookie marks a trace cookie as the cookie of a function that
+// ChangesDatatypes.
+func TypesCookie(cookie uint64) uint64 {
+	return cookie | 1<<bpf.MpiprobeTraceCookieTRACE_TYPES_SHIFT
+}
+
 // EntryOnly says whether trace mode records an MPI function at its entry
 // only, as a call of no duration and result 0, without a return probe:
 // the local queries and handle conversions, which take a few ns, where a
@@ -361,6 +372,9 @@ func (a *TraceAttacher) attachC(t Target) ([]link.Link, error) {
 		if err != nil {
 			return nil, fmt.Errorf("attach %s:%s: %w", t.Display, fn.Name, err)
 		}
+		if ChangesDatatypes(fn.Call) {
+			cookie = TypesCookie(cookie)
+		}
 		// Only entry-only probes move: with a return probe at the same
 		// place past the entry, Linux 6.18 gave the entry program a
 		// return address already replaced by the uretprobe trampoline
@@ -526,6 +540,9 @@ func (a *TraceAttacher) attachFortran(t Target) ([]link.Link, error) {
 		cookie, err := TraceCookie(a.callIndex(fn.Call), ArgSpec{}, DatatypeUnknown)
 		if err != nil {
 			return nil, fmt.Errorf("attach %s:%s: %w", t.Display, fn.Name, err)
+		}
+		if ChangesDatatypes(fn.Call) {
+			cookie = TypesCookie(cookie) // whatever its C call is
 		}
 		// The file offset, passed on, saves the link package a second
 		// parse of the library's symbols (tens of ms for MPICH's 41 MB
