@@ -84,7 +84,10 @@ struct {
 	__uint(max_entries, 256 * 1024);
 } proc_events SEC(".maps");
 
-static __always_inline void notify(__u32 type, __u32 tgid, __u32 ppid, __s32 code)
+// notify_flags tells user space about a process; flags are
+// bpf_ringbuf_submit's (BPF_RB_NO_WAKEUP leaves the record for the
+// reader's next read instead of waking it).
+static __always_inline void notify_flags(__u32 type, __u32 tgid, __u32 ppid, __s32 code, __u64 flags)
 {
 	struct proc_event *e = bpf_ringbuf_reserve(&proc_events, sizeof(*e), 0);
 	if (!e) {
@@ -96,7 +99,16 @@ static __always_inline void notify(__u32 type, __u32 tgid, __u32 ppid, __s32 cod
 	e->ppid = ppid;
 	e->exit_code = code;
 	e->ts_ns = bpf_ktime_get_ns();
-	bpf_ringbuf_submit(e, 0);
+	bpf_ringbuf_submit(e, flags);
+}
+
+// notify tells user space at once. The wakeup is forced: records left
+// without one (the agent's execs) may precede this one, and the kernel's
+// adaptive wakeup would then assume the reader busy with them, while a
+// short process's identity must be read before it exits.
+static __always_inline void notify(__u32 type, __u32 tgid, __u32 ppid, __s32 code)
+{
+	notify_flags(type, tgid, ppid, code, BPF_RB_FORCE_WAKEUP);
 }
 
 // Children of a traced process with the follow flag are traced from their
@@ -126,8 +138,11 @@ int BPF_PROG(on_exec, struct task_struct *p)
 	__u32 tgid = BPF_CORE_READ(p, tgid);
 	__u32 *flags = bpf_map_lookup_elem(&traced, &tgid);
 	if (!flags) {
+		// Every exec of the node: the agent reads them in batches (its
+		// reader reads on a timer), a wakeup each would cost it more than
+		// the rest of its work on a busy node.
 		if (watch_all)
-			notify(PROC_EXEC, tgid, BPF_CORE_READ(p, real_parent, tgid), 0);
+			notify_flags(PROC_EXEC, tgid, BPF_CORE_READ(p, real_parent, tgid), 0, BPF_RB_NO_WAKEUP);
 		return 0;
 	}
 	*flags &= ~TRACED_SEEN; // a new program: its first MPI call is news again

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net"
 	"os"
@@ -90,6 +91,7 @@ type Config struct {
 type agent struct {
 	cfg   Config
 	cat   probes.Catalog
+	libs  []probes.Library // the library kinds it probes, made once: every exec on the node is scanned for them
 	rules map[string]thresholds.Rule
 	k     *pinned
 	att   *probes.Attacher
@@ -241,6 +243,7 @@ func newAgent(cfg Config) (*agent, error) {
 	a := &agent{
 		cfg:     cfg,
 		cat:     cfg.Catalog,
+		libs:    libraries(cfg.Catalog),
 		rules:   map[string]thresholds.Rule{},
 		store:   jobstore.Store{Dir: filepath.Join(cfg.StateDir, "jobs"), Keep: cfg.RetentionJobs, MaxAge: cfg.RetentionAge, Now: cfg.Clock.Now},
 		t:       newTracker(),
@@ -283,7 +286,7 @@ func (a *agent) start() error {
 	for _, err := range errs {
 		a.cfg.Log.Warn("library path unreadable", "err", err)
 	}
-	targets, err := discover.SystemTargets(a.libraries(), files)
+	targets, err := discover.SystemTargets(a.libs, files)
 	if err != nil {
 		a.cfg.Log.Warn("no MPI library installed where ldconfig looks; libraries are found in the processes that map them", "err", err)
 	}
@@ -296,10 +299,10 @@ func (a *agent) start() error {
 	return nil
 }
 
-// libraries are the library kinds the agent probes: the catalog's and the
-// startup probes'.
-func (a *agent) libraries() []probes.Library {
-	return append(a.cat.Libraries(), probes.StartupLibraries()...)
+// libraries are the library kinds a catalog's agent probes: the
+// catalog's and the startup probes'.
+func libraries(cat probes.Catalog) []probes.Library {
+	return append(cat.Libraries(), probes.StartupLibraries()...)
 }
 
 // attach attaches the catalog and the startup probes to new library files.
@@ -352,25 +355,30 @@ func (a *agent) scanAll() {
 }
 
 // scan looks at one process: if it maps an MPI library, the library is
-// attached and the process traced.
-func (a *agent) scan(pid int) {
+// attached and the process traced. It returns false when the process is
+// gone, so that it is not looked at again.
+func (a *agent) scan(pid int) bool {
 	if p, ok := a.t.procs[pid]; ok && p.End.Kind == agg.Running {
-		return
+		return true
 	}
-	targets, errs, ok := discover.Scan(a.cfg.Proc, pid, a.libraries())
+	maps, err := a.cfg.Proc.Maps(pid)
+	if err != nil {
+		return !errors.Is(err, fs.ErrNotExist)
+	}
+	targets, errs, ok := discover.ScanMaps(a.cfg.Proc, pid, maps, a.libs)
 	if !ok {
-		return
+		return true
 	}
 	st, err := a.cfg.Proc.Stat(pid)
 	if err != nil {
-		return // gone already
+		return false // gone already
 	}
 	proc := discover.Proc{PID: pid, Comm: st.Comm, StartTime: st.StartTime}
 	gone := func() error { return discover.Recheck(a.cfg.Proc, proc, "attaching") }
 	if len(errs) > 0 {
 		if race := gone(); race != nil {
 			a.cfg.Log.Info("target gone", "err", race)
-			return
+			return false
 		}
 	}
 	for _, err := range errs {
@@ -378,15 +386,16 @@ func (a *agent) scan(pid int) {
 	}
 	if err := a.attach(targets, gone); discover.IsRace(err) {
 		a.cfg.Log.Info("target gone", "err", err)
-		return
+		return false
 	} else if err != nil {
 		a.cfg.Log.Error("cannot attach", "pid", pid, "err", err)
 	}
 	if err := a.k.objs.Traced.Update(uint32(pid), uint32(0), ebpf.UpdateNoExist); err != nil && !errors.Is(err, ebpf.ErrKeyExist) {
 		a.cfg.Log.Warn("cannot trace process", "pid", pid, "err", err)
-		return
+		return true
 	}
 	a.addProc(pid)
+	return true
 }
 
 // addProc registers a traced process with its identity.
@@ -439,7 +448,10 @@ func (a *agent) poll() {
 	for pid, due := range a.pending {
 		if len(due) > 0 && !now.Before(due[0]) {
 			a.pending[pid] = due[1:]
-			a.scan(pid)
+			if !a.scan(pid) {
+				delete(a.pending, pid) // gone: its later look is not needed
+				continue
+			}
 		}
 		if p, ok := a.t.procs[pid]; len(a.pending[pid]) == 0 || (ok && p.End.Kind == agg.Running) {
 			delete(a.pending, pid)

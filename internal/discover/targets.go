@@ -274,6 +274,12 @@ func Scan(pfs procfs.FS, pid int, want []probes.Library) (targets []probes.Targe
 	if err != nil {
 		return nil, nil, false // gone, or a kernel thread
 	}
+	return ScanMaps(pfs, pid, maps, want)
+}
+
+// ScanMaps is Scan of a process whose memory map the caller read: it can
+// tell a process gone (the read failed) from one that maps no MPI library.
+func ScanMaps(pfs procfs.FS, pid int, maps []procfs.Mapping, want []probes.Library) (targets []probes.Target, errs []error, ok bool) {
 	libs := Discover(maps)
 	if !IsMPI(libs) {
 		return nil, nil, false

@@ -1,9 +1,10 @@
 package kernel
 
 import (
-	"bytes"
 	"encoding/binary"
+	"errors"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/cilium/ebpf"
@@ -39,21 +40,43 @@ func ProcEvents(m *ebpf.Map, buffer int) (events <-chan bpf.MpiprobeProcEvent, s
 	return out, func() { _ = rd.Close() }, nil
 }
 
+// procEventsEvery is the longest a notification submitted without a
+// wakeup (the agent's exec of any process) waits in the ring buffer.
+const procEventsEvery = 250 * time.Millisecond
+
 // readProcEvents decodes the process notifications of the ring buffer
-// into out until the reader is closed, then closes out.
+// into out until the reader is closed, then closes out. It reads what
+// arrived at least every procEventsEvery, and at once when woken.
 func readProcEvents(rd *ringbuf.Reader, out chan<- bpf.MpiprobeProcEvent) {
+	var rec ringbuf.Record
+	rd.SetDeadline(time.Now().Add(procEventsEvery))
 	for {
-		rec, err := rd.Read()
+		err := rd.ReadInto(&rec)
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			rd.SetDeadline(time.Now().Add(procEventsEvery))
+			continue
+		}
 		if err != nil {
 			close(out)
 			return
 		}
-		var e bpf.MpiprobeProcEvent
-		if err := binary.Read(bytes.NewReader(rec.RawSample), binary.NativeEndian, &e); err != nil {
-			continue
+		if e, ok := DecodeProcEvent(rec.RawSample); ok {
+			out <- e
 		}
-		out <- e
 	}
+}
+
+// DecodeProcEvent reads a struct proc_event of bpf/lifecycle.h; false
+// when b is too short.
+func DecodeProcEvent(b []byte) (bpf.MpiprobeProcEvent, bool) {
+	if len(b) < 24 {
+		return bpf.MpiprobeProcEvent{}, false
+	}
+	ne := binary.NativeEndian
+	return bpf.MpiprobeProcEvent{
+		Type: ne.Uint32(b[0:]), Tgid: ne.Uint32(b[4:]), Ppid: ne.Uint32(b[8:]),
+		ExitCode: int32(ne.Uint32(b[12:])), TsNs: ne.Uint64(b[16:]),
+	}, true
 }
 
 // DecodeExit turns a task's exit_code into how the process ended.

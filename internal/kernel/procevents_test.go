@@ -1,6 +1,8 @@
 package kernel
 
 import (
+	"bytes"
+	"encoding/binary"
 	"syscall"
 	"testing"
 	"time"
@@ -62,5 +64,24 @@ func TestDropNamesMatchBPF(t *testing.T) {
 	}
 	if n := spec.Maps["drops"].MaxEntries; int(n) != len(DropReasons()) {
 		t.Errorf("the drops map has %d entries, DropReasons names %d", n, len(DropReasons()))
+	}
+}
+
+// DecodeProcEvent reads what binary.Read reads of the generated type.
+func TestDecodeProcEvent(t *testing.T) {
+	want := bpf.MpiprobeProcEvent{Type: ProcExit, Tgid: 4242, Ppid: 1, ExitCode: -9, TsNs: 123456789012}
+	var buf bytes.Buffer
+	if err := binary.Write(&buf, binary.NativeEndian, want); err != nil {
+		t.Fatal(err)
+	}
+	if buf.Len() != 24 {
+		t.Fatalf("struct proc_event is %d bytes, DecodeProcEvent reads 24", buf.Len())
+	}
+	got, ok := DecodeProcEvent(buf.Bytes())
+	if !ok || got != want {
+		t.Errorf("DecodeProcEvent = %+v, %v; want %+v", got, ok, want)
+	}
+	if _, ok := DecodeProcEvent(buf.Bytes()[:23]); ok {
+		t.Error("DecodeProcEvent of 23 bytes: ok")
 	}
 }
