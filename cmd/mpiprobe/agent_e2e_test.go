@@ -358,19 +358,28 @@ func jobOf(t *testing.T, pid int) string {
 	return env["PMIX_NAMESPACE"]
 }
 
+// floodUnderAgent starts an agent on directories of its own and, under it,
+// the capped flood under Open MPI (2 ranks, rounds rounds of floodMessages,
+// the receiver 600 ms late), for the agent restart tests.
+func floodUnderAgent(t *testing.T, rounds int) (bin string, d mpitest.AgentDirs, ag *mpitest.Agent, job *mpitest.Job) {
+	t.Helper()
+	ompi := mpitest.OpenMPI()
+	mpitest.RequireE2E(t, ompi)
+	bin = mpitest.BuildMpiprobe(t)
+	flood := mpitest.Build(t, ompi, "flood")
+	d = mpitest.NewAgentDirs(t)
+	ag = mpitest.StartAgent(t, bin, d, "")
+	argv := ompi.Command(2, floodMCA(true), flood, "-n", strconv.Itoa(floodMessages), "-d", "600", "-r", strconv.Itoa(rounds))
+	job = mpitest.StartJob(t, argv, flood, 2, "libmpi.so.40")
+	return bin, d, ag, job
+}
+
 // TestAgentRestart stops the agent in the middle of a job, once cleanly
 // and once with SIGKILL, and starts it again: the job's summary still has
 // every queued send. A second agent on the same state refuses to start.
 func TestAgentRestart(t *testing.T) {
-	ompi := mpitest.OpenMPI()
-	mpitest.RequireE2E(t, ompi)
-	bin := mpitest.BuildMpiprobe(t)
-	flood := mpitest.Build(t, ompi, "flood")
-	d := mpitest.NewAgentDirs(t)
-
-	ag := mpitest.StartAgent(t, bin, d, "")
 	const rounds = 10
-	job := mpitest.StartJob(t, ompi.Command(2, floodMCA(true), flood, "-n", strconv.Itoa(floodMessages), "-d", "600", "-r", strconv.Itoa(rounds)), flood, 2, "libmpi.so.40")
+	bin, d, ag, job := floodUnderAgent(t, rounds)
 	jobID := jobOf(t, job.Ranks[0])
 	waitCounts := func(a *mpitest.Agent) {
 		t.Helper()

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
-	"strconv"
 	"syscall"
 	"testing"
 	"time"
@@ -69,15 +68,8 @@ func summaryStart(t *testing.T, d mpitest.AgentDirs, pid int) (time.Time, bool) 
 // when its ranks started, not when the second agent came, and its counts
 // must survive.
 func TestAgentRestartKeepsJobStart(t *testing.T) {
-	ompi := mpitest.OpenMPI()
-	mpitest.RequireE2E(t, ompi)
-	bin := mpitest.BuildMpiprobe(t)
-	flood := mpitest.Build(t, ompi, "flood")
-	d := mpitest.NewAgentDirs(t)
-
-	ag := mpitest.StartAgent(t, bin, d, "")
 	const rounds = 8
-	job := mpitest.StartJob(t, ompi.Command(2, floodMCA(true), flood, "-n", strconv.Itoa(floodMessages), "-d", "600", "-r", strconv.Itoa(rounds)), flood, 2, "libmpi.so.40")
+	bin, d, ag, job := floodUnderAgent(t, rounds)
 	want := rankStarted(t, job.Ranks[0])
 	if w1 := rankStarted(t, job.Ranks[1]); w1.Before(want) {
 		want = w1

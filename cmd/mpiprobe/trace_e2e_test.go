@@ -292,10 +292,7 @@ func lowOf(high string) string {
 func TestTraceFortran(t *testing.T) {
 	for _, impl := range []mpitest.Impl{mpitest.OpenMPI(), mpitest.MPICH()} {
 		t.Run(impl.Name, func(t *testing.T) {
-			mpitest.RequireE2E(t, impl)
-			if _, err := exec.LookPath(impl.FC); err != nil {
-				mpitest.Require(t, impl.FC+" not installed")
-			}
+			mpitest.RequireFortran(t, impl)
 			bin := mpitest.BuildMpiprobe(t)
 			prog := mpitest.Build(t, impl, "loopsf")
 			s, _ := traceAndShow(t, bin, nil, append([]string{"--"}, impl.Command(2, nil, prog, "6")...)...)
@@ -574,10 +571,7 @@ func callCounts(tr *tracefile.Trace) map[string]map[string]int {
 func TestTraceApplicationCallsOnly(t *testing.T) {
 	for _, impl := range []mpitest.Impl{mpitest.OpenMPI(), mpitest.MPICH()} {
 		t.Run(impl.Name, func(t *testing.T) {
-			mpitest.RequireE2E(t, impl)
-			if _, err := exec.LookPath(impl.FC); err != nil {
-				mpitest.Require(t, impl.FC+" not installed")
-			}
+			mpitest.RequireFortran(t, impl)
 			bin := mpitest.BuildMpiprobe(t)
 			prog := mpitest.Build(t, impl, "callsf")
 			const iters = 7

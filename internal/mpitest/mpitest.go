@@ -77,6 +77,16 @@ func RequireE2E(t testing.TB, impls ...Impl) {
 	Require(t, missing...)
 }
 
+// RequireFortran is RequireE2E for a test that also compiles Fortran with
+// impl's compiler wrapper (impl.FC).
+func RequireFortran(t testing.TB, impl Impl) {
+	t.Helper()
+	RequireE2E(t, impl)
+	if _, err := exec.LookPath(impl.FC); err != nil {
+		Require(t, impl.FC+" not installed")
+	}
+}
+
 // Require skips the test when anything is missing, naming it, and fails it
 // instead when MPIPROBE_E2E=require: what CI installs must never be
 // silently absent.
