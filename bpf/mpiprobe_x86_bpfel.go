@@ -285,6 +285,12 @@ type MpiprobeTaskRegs struct {
 	RetOrig  [8]uint64
 }
 
+type MpiprobeTraceBatch uint32
+
+const (
+	MpiprobeTraceBatchTRACE_BATCH MpiprobeTraceBatch = 8
+)
+
 type MpiprobeTraceCookie uint32
 
 const (
@@ -318,6 +324,14 @@ type MpiprobeTraceEvent struct {
 	Call     uint16
 	Flags    uint16
 	Pad      uint32
+}
+
+type MpiprobeTraceStage struct {
+	_    structs.HostLayout
+	N    uint32
+	Pad  uint32
+	Busy uint64
+	Ev   [8]MpiprobeTraceEvent
 }
 
 type MpiprobeTraceThread struct {
@@ -444,6 +458,7 @@ type MpiprobeMapSpecs struct {
 	TraceDtGen   *ebpf.MapSpec `ebpf:"trace_dt_gen"`
 	TraceEvents  *ebpf.MapSpec `ebpf:"trace_events"`
 	TraceLost    *ebpf.MapSpec `ebpf:"trace_lost"`
+	TraceStages  *ebpf.MapSpec `ebpf:"trace_stages"`
 	TraceThreads *ebpf.MapSpec `ebpf:"trace_threads"`
 	Traced       *ebpf.MapSpec `ebpf:"traced"`
 }
@@ -478,8 +493,10 @@ type MpiprobeVariableSpecs struct {
 	UnusedReqVal         *ebpf.VariableSpec `ebpf:"unused_req_val"`
 	UnusedStartup        *ebpf.VariableSpec `ebpf:"unused_startup"`
 	UnusedTaskRegs       *ebpf.VariableSpec `ebpf:"unused_task_regs"`
+	UnusedTraceBatch     *ebpf.VariableSpec `ebpf:"unused_trace_batch"`
 	UnusedTraceCookie    *ebpf.VariableSpec `ebpf:"unused_trace_cookie"`
 	UnusedTraceEvent     *ebpf.VariableSpec `ebpf:"unused_trace_event"`
+	UnusedTraceStage     *ebpf.VariableSpec `ebpf:"unused_trace_stage"`
 	UnusedTracedFlag     *ebpf.VariableSpec `ebpf:"unused_traced_flag"`
 	WatchAll             *ebpf.VariableSpec `ebpf:"watch_all"`
 }
@@ -523,6 +540,7 @@ type MpiprobeMaps struct {
 	TraceDtGen   *ebpf.Map `ebpf:"trace_dt_gen"`
 	TraceEvents  *ebpf.Map `ebpf:"trace_events"`
 	TraceLost    *ebpf.Map `ebpf:"trace_lost"`
+	TraceStages  *ebpf.Map `ebpf:"trace_stages"`
 	TraceThreads *ebpf.Map `ebpf:"trace_threads"`
 	Traced       *ebpf.Map `ebpf:"traced"`
 }
@@ -548,6 +566,7 @@ func (m *MpiprobeMaps) Close() error {
 		m.TraceDtGen,
 		m.TraceEvents,
 		m.TraceLost,
+		m.TraceStages,
 		m.TraceThreads,
 		m.Traced,
 	)
@@ -583,8 +602,10 @@ type MpiprobeVariables struct {
 	UnusedReqVal         *ebpf.Variable `ebpf:"unused_req_val"`
 	UnusedStartup        *ebpf.Variable `ebpf:"unused_startup"`
 	UnusedTaskRegs       *ebpf.Variable `ebpf:"unused_task_regs"`
+	UnusedTraceBatch     *ebpf.Variable `ebpf:"unused_trace_batch"`
 	UnusedTraceCookie    *ebpf.Variable `ebpf:"unused_trace_cookie"`
 	UnusedTraceEvent     *ebpf.Variable `ebpf:"unused_trace_event"`
+	UnusedTraceStage     *ebpf.Variable `ebpf:"unused_trace_stage"`
 	UnusedTracedFlag     *ebpf.Variable `ebpf:"unused_traced_flag"`
 	WatchAll             *ebpf.Variable `ebpf:"watch_all"`
 }

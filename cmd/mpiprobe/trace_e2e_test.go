@@ -378,7 +378,7 @@ func TestTraceKilledRank(t *testing.T) {
 	}
 	killedRank := m[1]
 	if !regexp.MustCompile(`^Init0 Comm_rank1 Bcast2 Barrier3 \(Allreduce4\)\[\d+\]`).MatchString(s.structure[killedRank]) {
-		t.Errorf("killed rank %s: %q, want its calls up to the kill", killedRank, s.structure[killedRank])
+		t.Errorf("killed rank %s: %q, want its calls up to the kill; trace show said:\n%s", killedRank, s.structure[killedRank], out)
 	}
 }
 

@@ -667,7 +667,7 @@ drain:
 		s.print(r)
 	}
 	if s.rec != nil {
-		st, err := s.rec.stop(s.objs.TraceLost, s.endOf)
+		st, err := s.rec.stop(s.objs.TraceLost, s.objs.TraceStages, s.endOf)
 		s.cfg.Trace.Stats = st
 		s.rec = nil
 		if err != nil {

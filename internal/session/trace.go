@@ -18,6 +18,7 @@ import (
 	"github.com/cilium/ebpf/ringbuf"
 
 	"github.com/mpiprobe/mpiprobe/agg"
+	"github.com/mpiprobe/mpiprobe/bpf"
 	"github.com/mpiprobe/mpiprobe/internal/collstate"
 	"github.com/mpiprobe/mpiprobe/internal/identity"
 	"github.com/mpiprobe/mpiprobe/internal/kernel"
@@ -73,6 +74,7 @@ type recorder struct {
 
 	ranks    map[uint32]int    // tgid -> rank index in the file
 	sites    map[siteKey]int   // (tgid, address) -> site index
+	last     [8]lastSite       // the last site of a few processes, by tgid modulo 8
 	siteIdx  map[[2]string]int // (object, offset) -> site index
 	maps     map[uint32][]procfs.Mapping
 	resolver *symbolize.Resolver
@@ -88,6 +90,17 @@ type recorder struct {
 type siteKey struct {
 	tgid uint32
 	addr uint64
+}
+
+// lastSite is a process's rank and last call's site: a loop calls from the
+// same few sites, and consecutive calls of a process mostly repeat one, so
+// most records are placed without a map lookup (the recorder's CPU is
+// taken from the ranks it traces).
+type lastSite struct {
+	valid      bool
+	tgid       uint32
+	rank, site int
+	addr       uint64
 }
 
 func newRecorder(rd *ringbuf.Reader, out io.Writer, hdr tracefile.Header, calls []string, monoZero uint64, proc procfs.FS, log *slog.Logger) (*recorder, error) {
@@ -125,10 +138,7 @@ func (r *recorder) run() {
 		if err != nil {
 			break
 		}
-		if len(rec.RawSample) < traceEventSize {
-			continue
-		}
-		if err = r.add(rec.RawSample); err != nil {
+		if err = r.addRecord(rec.RawSample); err != nil {
 			break
 		}
 	}
@@ -160,6 +170,18 @@ func decodeTraceEvent(b []byte) (tgid uint32, addr uint64, e tracefile.Event) {
 	}
 }
 
+// addRecord adds the calls of a ring buffer record: one struct
+// trace_event, or a CPU's stage of bpf.MpiprobeTraceBatchTRACE_BATCH of
+// them.
+func (r *recorder) addRecord(b []byte) error {
+	for ; len(b) >= traceEventSize; b = b[traceEventSize:] {
+		if err := r.add(b[:traceEventSize]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 func (r *recorder) add(b []byte) error {
 	tgid, addr, e := decodeTraceEvent(b)
 	e.Enter -= int64(r.monoZero)
@@ -167,17 +189,55 @@ func (r *recorder) add(b []byte) error {
 	if e.Call >= len(r.calls) {
 		return nil
 	}
-	rank, err := r.rank(tgid)
-	if err != nil {
-		return err
+	l := &r.last[tgid%uint32(len(r.last))]
+	if !l.valid || l.tgid != tgid {
+		rank, err := r.rank(tgid)
+		if err != nil {
+			return err
+		}
+		*l = lastSite{tgid: tgid, rank: rank, site: -1}
 	}
-	e.Rank = rank
-	if e.Site, err = r.site(tgid, addr); err != nil {
-		return err
+	e.Rank = l.rank
+	if l.site < 0 || l.addr != addr {
+		site, err := r.site(tgid, addr)
+		if err != nil {
+			return err
+		}
+		l.valid, l.site, l.addr = true, site, addr
 	}
+	e.Site = l.site
 	r.batch = append(r.batch, e)
 	r.stats.Events++
 	if len(r.batch) >= 4096 {
+		err := r.w.WriteEvents(r.batch)
+		r.batch = r.batch[:0]
+		return err
+	}
+	return nil
+}
+
+// addStaged adds the calls still staged per CPU (bpf/trace.h's
+// trace_stages): the last calls of each CPU, fewer than a batch. A call a
+// program stages meanwhile (the probes are still attached) is not read,
+// as any call made after stop.
+func (r *recorder) addStaged(stages *ebpf.Map) error {
+	var per []bpf.MpiprobeTraceStage
+	if err := stages.Lookup(uint32(0), &per); err != nil {
+		return fmt.Errorf("read staged calls: %w", err)
+	}
+	var buf []byte
+	for _, st := range per {
+		for _, ev := range st.Ev[:min(int(st.N), len(st.Ev))] {
+			var err error
+			if buf, err = binary.Append(buf[:0], binary.NativeEndian, ev); err != nil {
+				return fmt.Errorf("read staged calls: %w", err)
+			}
+			if err := r.add(buf); err != nil {
+				return err
+			}
+		}
+	}
+	if len(r.batch) > 0 {
 		err := r.w.WriteEvents(r.batch)
 		r.batch = r.batch[:0]
 		return err
@@ -275,14 +335,17 @@ func (r *recorder) site(tgid uint32, addr uint64) (int, error) {
 	return i, nil
 }
 
-// stop lets the reader drain what the ring buffer holds, then closes the
-// file with each rank's losses and end.
-func (r *recorder) stop(lost *ebpf.Map, end func(pid int) string) (TraceStats, error) {
+// stop lets the reader drain what the ring buffer holds, adds what the
+// CPUs' stages hold, then closes the file with each rank's losses and end.
+func (r *recorder) stop(lost, stages *ebpf.Map, end func(pid int) string) (TraceStats, error) {
 	if ferr := r.rd.Flush(); ferr != nil {
 		_ = r.rd.Close() // unblocks the reader; what it held is lost
 		r.log.Warn("trace ring buffer could not be drained", "err", ferr)
 	}
 	err := <-r.done
+	if err == nil {
+		err = r.addStaged(stages)
+	}
 	var ends []tracefile.RankEnd
 	for _, tgid := range r.tgids {
 		var n uint64
@@ -352,6 +415,7 @@ type traceObjects struct {
 	ProcEvents             *ebpf.Map     `ebpf:"proc_events"`
 	TraceEvents            *ebpf.Map     `ebpf:"trace_events"`
 	TraceLost              *ebpf.Map     `ebpf:"trace_lost"`
+	TraceStages            *ebpf.Map     `ebpf:"trace_stages"`
 }
 
 // TraceVariables are the BPF variables trace mode sets for a ring buffer
@@ -372,6 +436,7 @@ func (s *session) loadTrace(opts kernel.Options) error {
 	p.TraceEnter, p.TraceEnterMulti, p.TraceExit, p.TraceExitMulti = o.TraceEnter, o.TraceEnterMulti, o.TraceExit, o.TraceExitMulti
 	p.TraceFortranEnter, p.TraceFortranEnterMulti = o.TraceFortranEnter, o.TraceFortranEnterMulti
 	m.Traced, m.Counts, m.Drops, m.ProcEvents, m.TraceEvents, m.TraceLost = o.Traced, o.Counts, o.Drops, o.ProcEvents, o.TraceEvents, o.TraceLost
+	m.TraceStages = o.TraceStages
 	return nil
 }
 

@@ -3,9 +3,11 @@ package session
 import (
 	"bytes"
 	"encoding/binary"
+	"log/slog"
 	"testing"
 
 	"github.com/mpiprobe/mpiprobe/bpf"
+	"github.com/mpiprobe/mpiprobe/internal/procfs"
 	"github.com/mpiprobe/mpiprobe/internal/trace/tracefile"
 )
 
@@ -28,5 +30,68 @@ func TestDecodeTraceEvent(t *testing.T) {
 		Peer: 3, Root: tracefile.NoValue, Count: tracefile.NoValue, ElemSize: 8, Ret: -2}
 	if tgid != 4242 || addr != 0x55aa00112233 || e != want {
 		t.Errorf("decodeTraceEvent = %d, %#x, %+v; want 4242, 0x55aa00112233, %+v", tgid, addr, e, want)
+	}
+}
+
+// TestRecorderRecords feeds the recorder ring buffer records as the BPF
+// side writes them (one call, or a CPU's stage of several) for two
+// processes whose tgids share a slot of its last-site cache, and checks
+// that every call lands with its own process and call site.
+func TestRecorderRecords(t *testing.T) {
+	var out bytes.Buffer
+	r, err := newRecorder(nil, &out, tracefile.Header{Host: "h"}, []string{"Send", "Recv"}, 1000,
+		procfs.FS{Root: t.TempDir()}, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	type call struct {
+		tgid uint32
+		addr uint64
+		call uint16
+	}
+	records := [][]call{
+		{{1, 0x10, 0}},
+		{{9, 0x20, 1}, {1, 0x10, 0}, {1, 0x30, 1}, {9, 0x20, 0}, {17, 0x10, 1}, {1, 0x10, 0}, {9, 0x30, 1}, {1, 0x30, 0}},
+		{{9, 0x20, 1}},
+	}
+	var want []call
+	for i, rec := range records {
+		var b []byte
+		for j, c := range rec {
+			ev := bpf.MpiprobeTraceEvent{Tgid: c.tgid, Tid: c.tgid, Site: c.addr, EnterNs: uint64(2000 + 10*i + j), ExitNs: uint64(2005 + 10*i + j),
+				Count: -2147483648, Peer: -2147483648, Root: -2147483648, Call: c.call}
+			if b, err = binary.Append(b, binary.NativeEndian, ev); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := r.addRecord(b); err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, rec...)
+	}
+	if err := r.w.WriteEvents(r.batch); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.w.Close(nil); err != nil {
+		t.Fatal(err)
+	}
+	tr, err := tracefile.Read(&out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tr.Events) != len(want) {
+		t.Fatalf("%d calls written, want %d", len(tr.Events), len(want))
+	}
+	for i, e := range tr.Events {
+		w := want[i]
+		if pid := tr.Ranks[e.Rank].PID; pid != int(w.tgid) {
+			t.Errorf("call %d: pid %d, want %d", i, pid, w.tgid)
+		}
+		if off := tr.Sites[e.Site].Offset; off != w.addr {
+			t.Errorf("call %d: site at %#x, want %#x", i, off, w.addr)
+		}
+		if tr.Calls[e.Call] != []string{"Send", "Recv"}[w.call] {
+			t.Errorf("call %d: %s, want call %d", i, tr.Calls[e.Call], w.call)
+		}
 	}
 }
