@@ -6,8 +6,9 @@
 //
 // In trace mode (Config.Trace) it attaches the trace programs instead of the
 // catalog and records every MPI call of the targets to a trace file: a
-// recorder goroutine drains the trace ring buffer, symbolizes call sites and
-// writes the file; processes are read (identity, memory map, code files) on
+// recorder goroutine drains the trace ring buffer (and, at the end, the
+// calls still staged per CPU), symbolizes call sites and writes the file;
+// processes are read (identity, memory map, code files) on
 // their first MPI call, while they live.
 //
 // Everything that can be decided without the kernel lives in other packages
