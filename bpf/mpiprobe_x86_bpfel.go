@@ -337,6 +337,7 @@ type MpiprobeTraceStage struct {
 type MpiprobeTraceThread struct {
 	_         structs.HostLayout
 	Mm        uint64
+	PidTgid   uint64
 	EnterNs   uint64
 	Count     int64
 	Peer      int32

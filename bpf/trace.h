@@ -39,6 +39,7 @@ struct trace_event {
 // or the MPI calls a collective makes inside libmpi.
 struct trace_thread {
 	__u64 mm;       // the task's mm when the state was set up: another after an exec
+	__u64 pid_tgid; // the task's, when the state was set up (an exec resets it)
 	__u64 enter_ns;
 	__s64 count;
 	__s32 peer;
@@ -212,22 +213,33 @@ static __always_inline __u64 trace_wake(__u64 size)
 	return BPF_RB_NO_WAKEUP;
 }
 
-// trace_emit records one call: into this CPU's stage, and the stage into
-// the ring buffer once it holds TRACE_BATCH calls. When the stage is busy
-// (a program of another task preempted on this CPU holds it), the call
-// goes to the ring buffer alone.
-static __always_inline void trace_emit(const struct trace_event *ev)
+// trace_slot returns where to write one call: the next slot of this CPU's
+// stage, taken (*st set), or spare (*st NULL) when the stage is busy (a
+// program of another task, preempted on this CPU, holds it). The caller
+// fills every field and calls trace_commit.
+static __always_inline struct trace_event *trace_slot(struct trace_stage **st, struct trace_event *spare)
 {
 	__u32 zero = 0;
-	struct trace_stage *st = bpf_map_lookup_elem(&trace_stages, &zero);
-	if (!st || __sync_lock_test_and_set(&st->busy, 1)) {
-		if (bpf_ringbuf_output(&trace_events, (void *)ev, sizeof(*ev), trace_wake(sizeof(*ev))))
-			trace_lose(ev->tgid);
+	struct trace_stage *s = bpf_map_lookup_elem(&trace_stages, &zero);
+	if (!s || __sync_lock_test_and_set(&s->busy, 1)) {
+		*st = 0;
+		return spare;
+	}
+	*st = s;
+	return &s->ev[s->n & (TRACE_BATCH - 1)];
+}
+
+// trace_commit hands the call written at trace_slot's slot on: the stage
+// goes to the ring buffer once it holds TRACE_BATCH calls; a spare call
+// goes alone.
+static __always_inline void trace_commit(struct trace_stage *st, struct trace_event *e)
+{
+	if (!st) {
+		if (bpf_ringbuf_output(&trace_events, e, sizeof(*e), trace_wake(sizeof(*e))))
+			trace_lose(e->tgid);
 		return;
 	}
-	__u32 n = st->n & (TRACE_BATCH - 1);
-	st->ev[n] = *ev;
-	n++;
+	__u32 n = (st->n & (TRACE_BATCH - 1)) + 1;
 	if (n < TRACE_BATCH) {
 		st->n = n;
 		st->busy = 0;
@@ -277,8 +289,6 @@ static __always_inline void trace_args(struct pt_regs *ctx, struct trace_thread 
 // Fortran binding (fortran 1).
 static __always_inline int do_trace_enter(struct pt_regs *ctx, int fortran)
 {
-	__u64 pid_tgid = bpf_get_current_pid_tgid();
-	__u32 tgid = pid_tgid >> 32;
 	struct task_struct *task = bpf_get_current_task_btf();
 	__u64 mm = (__u64)task->mm;
 	struct trace_thread *th = bpf_task_storage_get(&trace_threads, task, 0, 0);
@@ -286,6 +296,8 @@ static __always_inline int do_trace_enter(struct pt_regs *ctx, int fortran)
 		// The thread's first MPI call of this program (state is made
 		// only for traced processes, and an exec changes the mm): is
 		// the process traced? The lookup is not made on every call.
+		__u64 pid_tgid = bpf_get_current_pid_tgid();
+		__u32 tgid = pid_tgid >> 32;
 		__u32 *flags = bpf_map_lookup_elem(&traced, &tgid);
 		if (!flags)
 			return 0;
@@ -303,6 +315,7 @@ static __always_inline int do_trace_enter(struct pt_regs *ctx, int fortran)
 		if (th->mm != mm) {
 			__builtin_memset(th, 0, sizeof(*th));
 			th->mm = mm;
+			th->pid_tgid = pid_tgid;
 		}
 	}
 	__u64 cookie = bpf_get_attach_cookie(ctx);
@@ -330,19 +343,25 @@ static __always_inline int do_trace_enter(struct pt_regs *ctx, int fortran)
 		return 0;
 	}
 	if (entry_only && !fortran) {
+		__u64 site = read_u64(PT_REGS_SP(ctx) + 8 * BITS(cookie, TRACE_FRAME_SHIFT, TRACE_FRAME_BITS));
 		__u64 now = bpf_ktime_get_ns();
-		struct trace_event e = {
-			.tgid = tgid,
-			.tid = (__u32)pid_tgid,
-			.site = read_u64(PT_REGS_SP(ctx) + 8 * BITS(cookie, TRACE_FRAME_SHIFT, TRACE_FRAME_BITS)),
-			.enter_ns = now,
-			.exit_ns = now,
-			.count = TRACE_NONE,
-			.peer = TRACE_NONE,
-			.root = TRACE_NONE,
-			.call = call,
-		};
-		trace_emit(&e);
+		struct trace_stage *st;
+		struct trace_event spare;
+		struct trace_event *e = trace_slot(&st, &spare);
+		e->tgid = th->pid_tgid >> 32;
+		e->tid = (__u32)th->pid_tgid;
+		e->site = site;
+		e->enter_ns = now;
+		e->exit_ns = now;
+		e->count = TRACE_NONE;
+		e->peer = TRACE_NONE;
+		e->root = TRACE_NONE;
+		e->elem_size = 0;
+		e->ret = 0;
+		e->call = call;
+		e->flags = 0;
+		e->pad = 0;
+		trace_commit(st, e);
 		return 0;
 	}
 	th->call = call; // the site is read at the return: where it returns to
@@ -378,26 +397,26 @@ static __always_inline int do_trace_exit(struct pt_regs *ctx)
 	}
 	__u64 exit_ns = bpf_ktime_get_ns();
 	th->depth = 0;
-	__u64 pid_tgid = bpf_get_current_pid_tgid();
-	struct trace_event e = {
-		.tgid = pid_tgid >> 32,
-		.tid = (__u32)pid_tgid,
-		// At a return probe the kernel has put the return address
-		// back in the instruction pointer: the site, without reading
-		// the stack.
-		.site = PT_REGS_IP(ctx),
-		.enter_ns = th->enter_ns,
-		.exit_ns = exit_ns,
-		.count = th->count,
-		.peer = th->peer,
-		.root = th->root,
-		.elem_size = th->elem_size,
-		// A Fortran binding returns nothing: its C call's result
-		// stands for it.
-		.ret = th->fortran ? th->ret : (__s32)PT_REGS_RC(ctx),
-		.call = th->call,
-	};
-	trace_emit(&e);
+	struct trace_stage *st;
+	struct trace_event spare;
+	struct trace_event *e = trace_slot(&st, &spare);
+	e->tgid = th->pid_tgid >> 32;
+	e->tid = (__u32)th->pid_tgid;
+	// At a return probe the kernel has put the return address back in
+	// the instruction pointer: the site, without reading the stack.
+	e->site = PT_REGS_IP(ctx);
+	e->enter_ns = th->enter_ns;
+	e->exit_ns = exit_ns;
+	e->count = th->count;
+	e->peer = th->peer;
+	e->root = th->root;
+	e->elem_size = th->elem_size;
+	// A Fortran binding returns nothing: its C call's result stands for it.
+	e->ret = th->fortran ? th->ret : (__s32)PT_REGS_RC(ctx);
+	e->call = th->call;
+	e->flags = 0;
+	e->pad = 0;
+	trace_commit(st, e);
 	return 0;
 }
 
