@@ -392,8 +392,9 @@ func state(r *rstate, g *group, plural bool) string {
 // It returns the clauses, Waiting, Odd, the odd ranks whose count of the
 // group's collective the verdict states, and the absent members. A
 // secondary group (not the verdict's first) leaves out what the first
-// already said about WORLD.
-func (d *diag) groupVerdict(g *group, secondary bool) ([]string, []int, []int, map[int]bool, []Absence) {
+// already said about WORLD, and names only the call of an absent member
+// whose call an earlier clause gave (described).
+func (d *diag) groupVerdict(g *group, secondary bool, described map[int]bool) ([]string, []int, []int, map[int]bool, []Absence) {
 	first := d.byN[g.ranks[0]]
 	comm := d.display[g.key]
 	if first.call.Comm != nil {
@@ -444,6 +445,10 @@ func (d *diag) groupVerdict(g *group, secondary bool) ([]string, []int, []int, m
 			one, many = "finished (in MPI_Finalize) without "+text.Line(g.name), "finished (in MPI_Finalize) without "+text.Line(g.name)
 		case "done":
 			one, many = "made the call and finished (in MPI_Finalize)", "made the call and finished (in MPI_Finalize)"
+		case "elsewhere":
+			if described[n] && r.call != nil {
+				one, many = "is in "+text.Line(r.call.Name)+" (above)", "are in "+text.Line(r.call.Name)+" (above)"
+			}
 		}
 		if r.counts != nil && a.State != "done" {
 			calls := countOf(r.counts[g.key][g.name], "call")

@@ -202,6 +202,7 @@ func mismatchText(m Mismatch, since time.Duration, atLeast bool) string {
 func (d *diag) blockedVerdict(rep *Report, gs []*group) []string {
 	var clauses []string
 	named := map[int]bool{}
+	described := map[int]bool{} // ranks whose call a clause already gave
 	suspects := map[int]bool{}
 	byKey := map[commKey][]*group{}
 	var keys []commKey
@@ -242,7 +243,20 @@ func (d *diag) blockedVerdict(rep *Report, gs []*group) []string {
 			continue
 		}
 		for _, g := range kgs {
-			cl, waiting, odd, stated, abs := d.groupVerdict(g, !primary)
+			cl, waiting, odd, stated, abs := d.groupVerdict(g, !primary, described)
+			if !primary && len(abs) > 0 && allIn(g.ranks, described) && allIn(odd, described) {
+				// Every rank of this group and every member it
+				// waits for were described by an earlier group
+				// (ranks waiting for each other on two
+				// communicators): say only that they wait in turn.
+				cl = []string{waitsInTurn(g, odd)}
+			}
+			for _, n := range g.ranks {
+				described[n] = true
+			}
+			for _, a := range abs {
+				described[a.Rank] = true
+			}
 			for _, n := range g.ranks {
 				named[n] = true
 			}
@@ -329,6 +343,24 @@ func (d *diag) blockedVerdict(rep *Report, gs []*group) []string {
 	}
 	rep.Suspects = slices.Sorted(mapKeys(suspects))
 	return clauses
+}
+
+// allIn reports whether every rank of rs is in set.
+func allIn(rs []int, set map[int]bool) bool {
+	for _, n := range rs {
+		if !set[n] {
+			return false
+		}
+	}
+	return true
+}
+
+// waitsInTurn says that the ranks of g, whose call an earlier clause gave
+// ("rank 1 is in MPI_Barrier on WORLD"), wait there for the members odd of
+// its communicator, also described already: "rank 1 in turn waits there
+// for rank 0".
+func waitsInTurn(g *group, odd []int) string {
+	return fmt.Sprintf("%s in turn %s there for %s", subject(g.ranks), verb(len(g.ranks) > 1, "waits", "wait"), subject(odd))
 }
 
 // CycleRanks returns the ranks of a cycle of the wait-for graph, in order.

@@ -73,12 +73,34 @@ func TestDiagnoseFacts(t *testing.T) {
 				}
 				return Rank{In: coll("MPI_Barrier", w2, 0, 8)}
 			}),
-			verdict:  "rank 0 waits in MPI_Win_fence on comm 3 (size 2) for 8.0 s; rank 1 is in MPI_Barrier on WORLD (size 2); rank 1 waits in MPI_Barrier on WORLD (size 2) for 8.0 s; rank 0 is in MPI_Win_fence on comm 3 (size 2)",
+			verdict:  "rank 0 waits in MPI_Win_fence on comm 3 (size 2) for 8.0 s; rank 1 is in MPI_Barrier on WORLD (size 2); rank 1 in turn waits there for rank 0",
 			suspects: []int{0, 1},
 			lead:     []int{0},
 			absent: []Absence{
 				{Rank: 1, Call: "MPI_Win_fence", Comm: win, Waiting: []int{0}, State: "elsewhere", In: "MPI_Barrier"},
 				{Rank: 0, Call: "MPI_Barrier", Comm: w2, Waiting: []int{1}, State: "elsewhere", In: "MPI_Win_fence"},
+			},
+		},
+		{
+			// Not every member of the second group was described by
+			// the first: it is explained in full.
+			name: "a second communicator with a rank not described yet is explained in full",
+			ranks: job(3, func(i int) Rank {
+				switch i {
+				case 0:
+					return Rank{In: coll("MPI_Win_fence", win, 0, 8)}
+				case 1:
+					return Rank{In: coll("MPI_Barrier", w3, 0, 8)}
+				}
+				return Rank{}
+			}),
+			verdict: "rank 0 waits in MPI_Win_fence on comm 3 (size 2) for 8.0 s; 1 of 2 ranks of comm 3 (size 2) is not identified; " +
+				"rank 1 waits in MPI_Barrier on WORLD (size 3) for 8.0 s; rank 0 is in MPI_Win_fence (above); rank 2 is computing",
+			suspects: []int{0, 2},
+			lead:     []int{0},
+			absent: []Absence{
+				{Rank: 0, Call: "MPI_Barrier", Comm: w3, Waiting: []int{1}, State: "elsewhere", In: "MPI_Win_fence"},
+				{Rank: 2, Call: "MPI_Barrier", Comm: w3, Waiting: []int{1}, State: "computing"},
 			},
 		},
 		{
