@@ -117,7 +117,7 @@ func (f *rootFlags) register(fs *pflag.FlagSet) {
 	f.th.register(fs)
 	fs.StringVar(&f.configFile, "config", "", "read C/T overrides from `FILE` (the command line wins)")
 	fs.StringVar(&f.events, "events", string(probes.Default), "comma-separated event `LEVELS` to enable: default, retries, messages, or all")
-	fs.StringArrayVar(&f.libs, "lib", nil, "with -- COMMAND, also attach to MPI library `FILE` (repeatable)")
+	fs.StringArrayVar(&f.libs, "lib", nil, "with -- COMMAND, also attach to MPI library `FILE` (repeatable); those ldconfig knows, those in $LD_LIBRARY_PATH and those in the lib directory beside the launcher's bin are found without it")
 	fs.StringArrayVar(&f.debugDirs, "debug-dir", nil, debugDirHelp)
 	fs.BoolVar(&f.collectives, "collectives", false, "also track every collective per communicator (hot path: about 0.1 µs per call on top of the probe; see make bench); mpiprobe status reads it")
 	fs.IntVar(&f.commSlots, "comm-slots", session.DefaultCommSlots, "with --collectives: how many communicators (`N`), over all processes, can be tracked at once")

@@ -151,7 +151,7 @@ func SystemTargets(want []probes.Library, extra []string) ([]probes.Target, erro
 	}
 	paths = append(paths, extra...)
 	var out []probes.Target
-	have := map[probes.Library]bool{}
+	seen := map[string]bool{}
 	for _, p := range paths {
 		lib, ok := Classify(p)
 		if !ok {
@@ -161,14 +161,19 @@ func SystemTargets(want []probes.Library, extra []string) ([]probes.Target, erro
 		if err != nil {
 			return nil, fmt.Errorf("library %s: %w", p, err)
 		}
+		if seen[real] {
+			continue // named twice (ldconfig's cache and --lib, or two links)
+		}
+		seen[real] = true
 		t, err := probes.FileTarget(lib, real, real)
 		if err != nil {
 			return nil, err
 		}
 		out = append(out, t)
-		have[lib] = true
 		if lib == probes.OMPILibMPI {
-			out = append(out, componentTargets(want, real, have, func(p string) string { return p })...)
+			// Each Open MPI installation has its own components (the
+			// attacher attaches a file once).
+			out = append(out, componentTargets(want, real, map[probes.Library]bool{}, func(p string) string { return p })...)
 		}
 	}
 	if len(out) == 0 {

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -218,7 +219,7 @@ func (s *session) run(ctx context.Context) error {
 	s.live = sel.Procs
 	var targets []probes.Target
 	if len(cfg.Command) > 0 {
-		t, err := discover.SystemTargets(s.cat.Libraries(), cfg.Libraries)
+		t, err := discover.SystemTargets(s.cat.Libraries(), append(commandLibraries(cfg), cfg.Libraries...))
 		if err != nil {
 			return err
 		}
@@ -390,6 +391,23 @@ func (s *session) targets() []probes.Target {
 		return s.cmdTargets
 	}
 	return discover.TargetsOf(s.live)
+}
+
+// commandLibraries returns the MPI libraries the command will find outside
+// the dynamic linker's cache (discover.CommandLibraryDirs): an MPI of a
+// module, Spack or a prefix install, which ldconfig -p does not list.
+func commandLibraries(cfg Config) []string {
+	launcher, err := exec.LookPath(cfg.Command[0])
+	if err != nil {
+		launcher = ""
+	} else if launcher, err = filepath.Abs(launcher); err != nil {
+		launcher = ""
+	}
+	files := discover.LibrariesIn(discover.CommandLibraryDirs(os.Getenv("LD_LIBRARY_PATH"), launcher))
+	if len(files) > 0 {
+		cfg.Log.Debug("MPI libraries of the command's environment", "files", files)
+	}
+	return files
 }
 
 // attachLive runs add (an attacher's Add) over the targets. When it fails
