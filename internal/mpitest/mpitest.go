@@ -21,7 +21,8 @@ import (
 	"github.com/mpiprobe/mpiprobe/internal/procfs"
 )
 
-// Impl is one MPI implementation as Debian installs it.
+// Impl is one MPI implementation as Debian installs it, or as built
+// elsewhere (MPIPROBE_OPENMPI_PREFIX, MPIPROBE_MPICH_PREFIX).
 type Impl struct {
 	// Name is "openmpi" or "mpich".
 	Name string
@@ -32,15 +33,31 @@ type Impl struct {
 	LauncherArgs []string
 }
 
-// OpenMPI is Debian's Open MPI (openmpi-bin, libopenmpi-dev).
+// OpenMPI is Debian's Open MPI (openmpi-bin, libopenmpi-dev), or the
+// Open MPI installed under $MPIPROBE_OPENMPI_PREFIX (its bin/mpicc,
+// bin/mpifort, bin/mpirun), to run the same tests on another build.
 func OpenMPI() Impl {
-	return Impl{Name: "openmpi", CC: "mpicc.openmpi", FC: "mpifort.openmpi", Launcher: "mpirun.openmpi",
+	i := Impl{Name: "openmpi", CC: "mpicc.openmpi", FC: "mpifort.openmpi", Launcher: "mpirun.openmpi",
 		LauncherArgs: []string{"--allow-run-as-root", "--oversubscribe"}}
+	return i.under(os.Getenv("MPIPROBE_OPENMPI_PREFIX"), "mpirun")
 }
 
-// MPICH is Debian's MPICH (mpich, libmpich-dev).
+// MPICH is Debian's MPICH (mpich, libmpich-dev), or the MPICH installed
+// under $MPIPROBE_MPICH_PREFIX (its bin/mpicc, bin/mpifort, bin/mpiexec).
 func MPICH() Impl {
-	return Impl{Name: "mpich", CC: "mpicc.mpich", FC: "mpifort.mpich", Launcher: "mpiexec.mpich"}
+	i := Impl{Name: "mpich", CC: "mpicc.mpich", FC: "mpifort.mpich", Launcher: "mpiexec.mpich"}
+	return i.under(os.Getenv("MPIPROBE_MPICH_PREFIX"), "mpiexec")
+}
+
+// under returns i with its compilers and launcher taken from prefix/bin,
+// or i itself when prefix is "".
+func (i Impl) under(prefix, launcher string) Impl {
+	if prefix == "" {
+		return i
+	}
+	bin := filepath.Join(prefix, "bin")
+	i.CC, i.FC, i.Launcher = filepath.Join(bin, "mpicc"), filepath.Join(bin, "mpifort"), filepath.Join(bin, launcher)
+	return i
 }
 
 // Command returns the launcher command line for np ranks of prog with args,
