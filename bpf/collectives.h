@@ -396,6 +396,28 @@ static __always_inline int do_coll_exit(struct pt_regs *ctx)
 			k.req = read_u32(rp);
 		else
 			k.req = read_u64(rp);
+		struct req_val *old = bpf_map_lookup_elem(&coll_reqs, &k);
+		if (old) {
+			// The library handed out a request that one of our
+			// operations still holds: that operation has completed.
+			// Both libraries give every nonblocking collective on a
+			// communicator of one rank the same predefined, already
+			// completed request (Open MPI's ompi_request_empty), and
+			// a request freed with MPI_Request_free is reused only
+			// once complete. Its start to completion is counted up to
+			// now, an upper bound.
+			__u32 oidx = old->idx;
+			struct coll_stat *ost = bpf_map_lookup_elem(&coll_stats, &oidx);
+			if (ost) {
+				ost->pending--;
+				ost->completed++;
+				ost->done_ns += th->enter_ns + dt - old->start_ns;
+			}
+			old->idx = idx;
+			old->start_ns = th->enter_ns;
+			st->pending++;
+			return 0;
+		}
 		struct req_val v = { .idx = idx, .start_ns = th->enter_ns };
 		if (bpf_map_update_elem(&coll_reqs, &k, &v, BPF_ANY) == 0) {
 			st->pending++;
