@@ -1,5 +1,13 @@
 package probes
 
+import (
+	"debug/elf"
+	"errors"
+	"fmt"
+
+	"github.com/mpiprobe/mpiprobe/internal/elfx"
+)
+
 // OB1Layout says where one build of Open MPI's ob1 point-to-point layer
 // (mca_pml_ob1.so) keeps what a request waits for. Offsets are in bytes
 // from the request object; class addresses are the file's virtual
@@ -37,8 +45,9 @@ var ob1Layouts = map[string]OB1Layout{
 	// Debian 12 Open MPI 4.1.4 (libopenmpi3 4.1.4-3+b1): class symbols from
 	// nm -D; offsets from offsetof() against the installed headers
 	// (ompi/mca/pml/base/pml_base_request.h, ompi/group/group.h,
-	// ompi/proc/proc.h; see testdata/p2p_layout.c) and checked on live
-	// blocked MPI_Recv, MPI_Send and MPI_Waitall requests.
+	// ompi/proc/proc.h; TestOB1LayoutFromDWARF reads them from
+	// testdata/ob1_layout.c's DWARF) and checked on live blocked MPI_Recv,
+	// MPI_Send and MPI_Waitall requests.
 	"cc5a7ec5e99993dcc0c52e06d8a1f2b4699cac25": {
 		RecvClass: 0x23ee0, SendClass: 0x23f20,
 		StateOff: 96, StateActive: 2, CompleteOff: 88, CompleteDone: 1,
@@ -179,4 +188,64 @@ var mpichFrameArgs = map[string]map[string]MPICHFrameArgs{
 func MPICHFrameArgsOf(buildID, call string) (MPICHFrameArgs, bool) {
 	a, ok := mpichFrameArgs[buildID][call]
 	return a, ok
+}
+
+// OB1LayoutFromDWARF reads the request layout of an Open MPI build from the
+// DWARF of its libmpi.so (libmpi) and the class symbols of its
+// mca_pml_ob1.so (ob1), for builds the table does not hold. Open MPI
+// compiles its debugger support (ompi/debuggers/ompi_debuggers.c) with -g
+// whatever the configure line says, so an unstripped libmpi.so describes
+// ompi_request_t, mca_pml_base_request_t, ompi_communicator_t, ompi_group_t
+// and opal_proc_t, and the enums of request states and types. What no
+// DWARF holds is taken from the MPI standard's constants as every Open MPI
+// release defines them: REQUEST_COMPLETED is (void *)1, MPI_ANY_SOURCE and
+// MPI_ANY_TAG are -1, and the vpid is the second 32-bit word of
+// opal_process_name_t. The error names the first thing missing.
+func OB1LayoutFromDWARF(libmpi, ob1 *elf.File) (OB1Layout, error) {
+	var l OB1Layout
+	syms, err := ob1.DynamicSymbols()
+	if err != nil {
+		return l, fmt.Errorf("mca_pml_ob1.so: dynamic symbols: %w", err)
+	}
+	for _, s := range syms {
+		switch s.Name {
+		case "mca_pml_ob1_recv_request_t_class":
+			l.RecvClass = s.Value
+		case "mca_pml_ob1_send_request_t_class":
+			l.SendClass = s.Value
+		}
+	}
+	if l.RecvClass == 0 || l.SendClass == 0 {
+		return l, errors.New("mca_pml_ob1.so defines no mca_pml_ob1_{recv,send}_request_t_class")
+	}
+	type want struct {
+		strct  string
+		fields []string
+		into   []*uint32
+	}
+	var procName uint32
+	for _, w := range []want{
+		{"ompi_request_t", []string{"req_complete", "req_state"}, []*uint32{&l.CompleteOff, &l.StateOff}},
+		{"mca_pml_base_request_t", []string{"req_type", "req_comm", "req_peer", "req_tag"}, []*uint32{&l.TypeOff, &l.CommOff, &l.PeerOff, &l.TagOff}},
+		{"ompi_communicator_t", []string{"c_remote_group"}, []*uint32{&l.RemoteGroupOff}},
+		{"ompi_group_t", []string{"grp_proc_count", "grp_proc_pointers"}, []*uint32{&l.CountOff, &l.ProcsOff}},
+		{"opal_proc_t", []string{"proc_name"}, []*uint32{&procName}},
+	} {
+		offs, err := elfx.StructFields(libmpi, w.strct, w.fields...)
+		if err != nil {
+			return OB1Layout{}, fmt.Errorf("libmpi.so: %w", err)
+		}
+		for i, o := range offs {
+			*w.into[i] = uint32(o)
+		}
+	}
+	l.VpidOff = procName + 4
+	vals, err := elfx.EnumValues(libmpi, "OMPI_REQUEST_ACTIVE", "MCA_PML_REQUEST_SEND", "MCA_PML_REQUEST_RECV", "MCA_PML_REQUEST_PROBE")
+	if err != nil {
+		return OB1Layout{}, fmt.Errorf("libmpi.so: %w", err)
+	}
+	l.StateActive, l.TypeSend, l.TypeRecv, l.TypeProbe = uint32(vals[0]), uint32(vals[1]), uint32(vals[2]), uint32(vals[3])
+	l.CompleteDone = 1
+	l.AnySource, l.AnyTag = -1, -1
+	return l, nil
 }

@@ -71,3 +71,59 @@ func fieldOffsets(st *dwarf.StructType, fields []string) ([]int64, error) {
 	}
 	return out, nil
 }
+
+// EnumValues returns the values of C enumerators (OMPI_REQUEST_ACTIVE, ...)
+// as f's DWARF defines them, in the order of names. The error names the
+// first one missing.
+func EnumValues(f *elf.File, names ...string) ([]int64, error) {
+	if f.Section(".debug_info") == nil && f.Section(".zdebug_info") == nil {
+		return nil, errors.New("no DWARF")
+	}
+	d, err := f.DWARF()
+	if err != nil {
+		return nil, fmt.Errorf("read DWARF: %w", err)
+	}
+	want := map[string]int{}
+	for i, n := range names {
+		want[n] = i
+	}
+	out := make([]int64, len(names))
+	found := make([]bool, len(names))
+	left := len(names)
+	r := d.Reader()
+	for left > 0 {
+		e, err := r.Next()
+		if err != nil {
+			return nil, fmt.Errorf("read DWARF: %w", err)
+		}
+		if e == nil {
+			break
+		}
+		switch e.Tag {
+		case dwarf.TagCompileUnit, dwarf.TagEnumerationType:
+			continue // enumerators are their children
+		case dwarf.TagEnumerator:
+			n, _ := e.Val(dwarf.AttrName).(string)
+			if i, ok := want[n]; ok && !found[i] {
+				switch v := e.Val(dwarf.AttrConstValue).(type) {
+				case int64:
+					out[i], found[i] = v, true
+					left--
+				case uint64:
+					out[i], found[i] = int64(v), true
+					left--
+				}
+			}
+			continue
+		}
+		if e.Children {
+			r.SkipChildren()
+		}
+	}
+	for i, ok := range found {
+		if !ok {
+			return nil, fmt.Errorf("no enumerator %s in its DWARF", names[i])
+		}
+	}
+	return out, nil
+}

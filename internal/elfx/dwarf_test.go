@@ -88,3 +88,28 @@ func FuzzStructFields(f *testing.F) {
 		}
 	})
 }
+
+// TestEnumValues reads enumerators of Open MPI's request enums from the
+// DWARF of a library built against the installed headers, in the order
+// asked, and names the one missing.
+func TestEnumValues(t *testing.T) {
+	if _, err := os.Stat("/usr/lib/x86_64-linux-gnu/openmpi/include/openmpi/ompi/mca/pml/base/pml_base_request.h"); err != nil {
+		mpitest.Require(t, "Open MPI's headers (libopenmpi-dev)")
+	}
+	f, err := elf.Open(mpitest.BuildLib(t, mpitest.OpenMPI(), "ob1_layout"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	got, err := EnumValues(f, "MCA_PML_REQUEST_PROBE", "OMPI_REQUEST_ACTIVE", "MCA_PML_REQUEST_NULL")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// ompi/request/request.h and ompi/mca/pml/base/pml_base_request.h.
+	if want := []int64{4, 2, 0}; !slices.Equal(got, want) {
+		t.Errorf("EnumValues = %v, want %v", got, want)
+	}
+	if _, err := EnumValues(f, "OMPI_REQUEST_ACTIVE", "NO_SUCH_ENUMERATOR"); err == nil || !strings.Contains(err.Error(), "no enumerator NO_SUCH_ENUMERATOR") {
+		t.Errorf("a missing enumerator: err %v", err)
+	}
+}

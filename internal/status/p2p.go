@@ -1,6 +1,7 @@
 package status
 
 import (
+	"debug/elf"
 	"encoding/binary"
 	"fmt"
 	"path"
@@ -9,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/mpiprobe/mpiprobe/agg"
+	"github.com/mpiprobe/mpiprobe/internal/procfs"
 	"github.com/mpiprobe/mpiprobe/internal/status/hang"
 	"github.com/mpiprobe/mpiprobe/internal/status/unwind"
 	"github.com/mpiprobe/mpiprobe/probes"
@@ -38,6 +40,7 @@ type p2pReader struct {
 // requests and their layouts.
 func newP2PReader(p *process) p2pReader {
 	r := p2pReader{kind: p.comms.layout.Kind, mem: p.read, comms: p.comms}
+	var found procfs.Mapping
 	find := func(prefix string) (string, uint64, bool) {
 		for _, m := range p.maps {
 			if m.Inode == 0 || !strings.HasPrefix(path.Base(m.Path), prefix) {
@@ -48,6 +51,7 @@ func newP2PReader(p *process) p2pReader {
 				continue
 			}
 			if b, ok := p.bias(m); ok {
+				found = m
 				return fi.build, b, true
 			}
 		}
@@ -66,8 +70,11 @@ func newP2PReader(p *process) p2pReader {
 		}
 		l, known := probes.OB1LayoutOf(build)
 		if !known {
-			r.note = fmt.Sprintf("peer unknown (layout not known for this build: mca_pml_ob1.so %s)", shortID(build))
-			return r
+			var err error
+			if l, err = p.ob1FromDWARF(found, build); err != nil {
+				r.note = fmt.Sprintf("peer unknown (layout not known for this build: mca_pml_ob1.so %s, and %v)", shortID(build), err)
+				return r
+			}
 		}
 		r.ob1, r.ob1Bias, r.ok = l, bias, true
 	case probes.LayoutMPICH:
@@ -91,6 +98,47 @@ func newP2PReader(p *process) p2pReader {
 		r.note = "peer unknown (layout not known for this build)"
 	}
 	return r
+}
+
+// ob1FromDWARF reads the ob1 request layout of a build the table does not
+// hold from the DWARF Open MPI builds into libmpi.so
+// (probes.OB1LayoutFromDWARF), once per pair of builds for all processes.
+func (p *process) ob1FromDWARF(ob1 procfs.Mapping, ob1Build string) (probes.OB1Layout, error) {
+	key := ob1Build + "/" + p.build
+	if res, ok := p.files.ob1[key]; ok {
+		return res.layout, res.err
+	}
+	l, err := p.readOB1FromDWARF(ob1)
+	if p.files.ob1 == nil {
+		p.files.ob1 = map[string]ob1Result{}
+	}
+	p.files.ob1[key] = ob1Result{l, err}
+	return l, err
+}
+
+func (p *process) readOB1FromDWARF(ob1 procfs.Mapping) (probes.OB1Layout, error) {
+	var lib procfs.Mapping
+	for _, m := range p.maps {
+		if m.Inode != 0 && m.Path == p.lib {
+			lib = m
+			break
+		}
+	}
+	if lib.Inode == 0 {
+		return probes.OB1Layout{}, fmt.Errorf("%s is not mapped", p.lib)
+	}
+	var files [2]*elf.File
+	for i, m := range []procfs.Mapping{lib, ob1} {
+		f, err := p.open(m)
+		if err != nil {
+			return probes.OB1Layout{}, err
+		}
+		defer f.Close()
+		if files[i], err = elf.NewFile(f); err != nil {
+			return probes.OB1Layout{}, fmt.Errorf("%s: %w", m.Path, err)
+		}
+	}
+	return probes.OB1LayoutFromDWARF(files[0], files[1])
 }
 
 func (r p2pReader) u32(addr uint64) (uint32, bool) {

@@ -30,6 +30,14 @@ type fileID struct {
 // all processes.
 type tables struct {
 	byFile map[fileID]*fileInfo
+	// ob1 holds the ob1 request layouts read from DWARF, by
+	// "ob1 build id/libmpi build id".
+	ob1 map[string]ob1Result
+}
+
+type ob1Result struct {
+	layout probes.OB1Layout
+	err    error
 }
 
 type fileInfo struct {
