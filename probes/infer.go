@@ -168,6 +168,10 @@ type CommInference struct {
 	// (0: none) or by the library's own definition.
 	worldSlot, selfSlot uint64
 	worldSym, selfSym   uint64
+	// dwarf holds the fields the library's own DWARF places, by field
+	// name (Open MPI's libmpi.so describes ompi_communicator_t for its
+	// debugger support unless stripped); nil without.
+	dwarf map[string]uint64
 }
 
 // PrepareCommInference decodes the accessors of an MPI C library file.
@@ -198,6 +202,7 @@ func PrepareCommInference(f *elf.File, lib Library) (*CommInference, error) {
 	}
 	ci := &CommInference{lib: lib, rank: analyze("PMPI_Comm_rank"), size: analyze("PMPI_Comm_size"), name: analyze("PMPI_Comm_get_name")}
 	if lib == OMPILibMPI {
+		ci.dwarf = ompiCommDWARF(f)
 		ci.c2f = analyze("PMPI_Comm_c2f")
 		ci.classSym = syms["ompi_communicator_t_class"].Value
 		for _, o := range []struct {
@@ -261,6 +266,9 @@ func (ci *CommInference) infer(p LiveProcess) (CommLayoutResult, error) {
 	if err != nil {
 		return out, fmt.Errorf("infer the communicator layout: %w", err)
 	}
+	if ci.dwarf != nil {
+		r.Confirm(ci.dwarf)
+	}
 	out.Fields = r.Fields
 	l, err := toCommLayout(ci.lib, r)
 	if err != nil {
@@ -268,6 +276,21 @@ func (ci *CommInference) infer(p LiveProcess) (CommLayoutResult, error) {
 	}
 	out.Layout = l
 	return out, nil
+}
+
+// ompiCommDWARF reads the communicator fields Open MPI's libmpi.so places
+// in its own DWARF, nil when it has none.
+func ompiCommDWARF(f *elf.File) map[string]uint64 {
+	c, err := elfx.StructFields(f, "ompi_communicator_t", "c_contextid", "c_my_rank", "c_local_group", "c_name")
+	if err != nil {
+		return nil
+	}
+	g, err := elfx.StructFields(f, "ompi_group_t", "grp_proc_count")
+	if err != nil {
+		return nil
+	}
+	return map[string]uint64{layout.FieldCID: uint64(c[0]), layout.FieldRank: uint64(c[1]), layout.FieldGroup: uint64(c[2]),
+		layout.FieldName: uint64(c[3]), layout.FieldSize: uint64(g[0])}
 }
 
 // objectAddr returns the runtime address of a data symbol of the library

@@ -26,6 +26,9 @@ const (
 	ObjectsOnly How = "inferred: objects only"
 	// AccessorOnly: only the accessor code says so.
 	AccessorOnly How = "inferred: accessor only"
+	// ObjectsDebugInfo: the predefined objects hold the known values
+	// there, and the library's own DWARF puts the field there.
+	ObjectsDebugInfo How = "inferred: objects+debug info"
 	// Unknown: not found; Note says why.
 	Unknown How = "unknown"
 )
@@ -75,6 +78,33 @@ func (r Result) Get(name string) Field {
 		}
 	}
 	return Field{Name: name, How: Unknown, Note: "not inferred"}
+}
+
+// Confirm checks the fields of r against offsets read from the library's
+// own DWARF (dwarf, by field name; Open MPI builds some into libmpi.so for
+// its debugger support): a field found by one method only and confirmed
+// becomes two (ObjectsOnly to ObjectsDebugInfo), one found by two says so
+// in its note, one the DWARF places elsewhere or one not found takes the
+// DWARF's value (DebugInfo), noting what inference said.
+func (r *Result) Confirm(dwarf map[string]uint64) {
+	for i := range r.Fields {
+		f := &r.Fields[i]
+		v, ok := dwarf[f.Name]
+		if !ok {
+			continue
+		}
+		switch {
+		case !f.Found():
+			f.Value, f.How, f.Note = v, DebugInfo, "not inferred ("+f.Note+")"
+		case f.Value != v:
+			f.Note = fmt.Sprintf("%s said %#x", f.How, f.Value)
+			f.Value, f.How = v, DebugInfo
+		case f.How == ObjectsOnly:
+			f.How = ObjectsDebugInfo
+		default:
+			f.Note = strings.TrimPrefix(f.Note+"; debug info agrees", "; ")
+		}
+	}
 }
 
 // Missing lists the named fields that were not found, with why.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -447,4 +448,26 @@ func FuzzInferMPICH(f *testing.F) {
 		m := fakeMem{0x5000: slots, 0x600000: objects, 0x610000: objects}
 		_, _ = InferMPICH(MPICH{Rank: rank, Name: name, Mem: m.read, Known: Known{int(r), int(n)}})
 	})
+}
+
+// TestConfirm checks each way a DWARF offset meets an inferred field.
+func TestConfirm(t *testing.T) {
+	r := Result{Fields: []Field{
+		{Name: FieldCID, Value: 0xe0, How: ObjectsOnly, Note: "PMPI_Comm_c2f's +0x128 excluded"},
+		{Name: FieldRank, Value: 0xe4, How: ObjectsAccessor},
+		{Name: FieldGroup, Value: 0x100, How: ObjectsAccessor},
+		{Name: FieldSize, How: Unknown, Note: "no object holds it"},
+		{Name: FieldClass, Value: 0xed1c0, How: ObjectsSymbol},
+	}}
+	r.Confirm(map[string]uint64{FieldCID: 0xe0, FieldRank: 0xe4, FieldGroup: 0xf8, FieldSize: 0x10})
+	want := []Field{
+		{Name: FieldCID, Value: 0xe0, How: ObjectsDebugInfo, Note: "PMPI_Comm_c2f's +0x128 excluded"},
+		{Name: FieldRank, Value: 0xe4, How: ObjectsAccessor, Note: "debug info agrees"},
+		{Name: FieldGroup, Value: 0xf8, How: DebugInfo, Note: "inferred: objects+accessor said 0x100"},
+		{Name: FieldSize, Value: 0x10, How: DebugInfo, Note: "not inferred (no object holds it)"},
+		{Name: FieldClass, Value: 0xed1c0, How: ObjectsSymbol},
+	}
+	if !slices.Equal(r.Fields, want) {
+		t.Errorf("Confirm:\n got %+v\nwant %+v", r.Fields, want)
+	}
 }
