@@ -40,6 +40,20 @@ type Target struct {
 // debugDirs returns where the separate debug file of t is looked up: dirs
 // (elfx.DefaultDebugDir when nil), then, for a file of another namespace,
 // the default directory inside that namespace.
+// sibling returns a path that opens the file name in the directory where
+// the target's process sees the target file: an installation keeps its
+// libraries together.
+func (t Target) sibling(name string) string {
+	dir := filepath.Dir(t.Display)
+	switch {
+	case t.Root != "":
+		return filepath.Join(t.Root, dir, name)
+	case !strings.HasPrefix(t.Path, "/proc/"):
+		return filepath.Join(filepath.Dir(t.Path), name)
+	}
+	return filepath.Join(dir, name)
+}
+
 func (t Target) debugDirs(dirs []string) []string {
 	if dirs == nil {
 		dirs = []string{elfx.DefaultDebugDir}
@@ -211,7 +225,7 @@ func (a *Attacher) attachFile(t Target) ([]link.Link, []Status, error) {
 	// from: resolved on first use, once per file.
 	freeList := sync.OnceValues(func() (cookieLayout, error) {
 		id, _ := elfx.BuildID(file)
-		l, src, err := resolveFreeListLayout(file, id, t.debugDirs(a.DebugDirs))
+		l, src, err := resolveFreeListLayout(file, id, t.debugDirs(a.DebugDirs), t.sibling(libmpiName))
 		if err != nil {
 			return cookieLayout{}, err
 		}

@@ -31,12 +31,19 @@ var freeListLayouts = map[string]freeListLayout{
 // freeListStruct is the C struct whose layout resolveFreeListLayout reads.
 const freeListStruct = "opal_free_list_t"
 
+// libmpiName is the name under which Open MPI installs libmpi.so beside
+// libopen-pal.so.
+const libmpiName = "libmpi.so.40"
+
 // resolveFreeListLayout returns the opal_free_list_t layout of one
 // libopen-pal file and where it came from: the table of verified builds,
 // else the DWARF of the file itself, else that of its separate debug file
-// found by build id under debugDirs. The error says what is missing and how
-// to provide it.
-func resolveFreeListLayout(f *elf.File, buildID string, debugDirs []string) (freeListLayout, string, error) {
+// found by build id under debugDirs, else that of libmpi (the libmpi.so of
+// the same installation, "" for none): Open MPI compiles its debugger
+// support into libmpi.so with -g whatever the configure line says, and
+// that DWARF describes opal_free_list_t as libopen-pal was built with it.
+// The error says what is missing and how to provide it.
+func resolveFreeListLayout(f *elf.File, buildID string, debugDirs []string, libmpi string) (freeListLayout, string, error) {
 	if l, ok := freeListLayouts[buildID]; ok && verifiedLayoutsOn() {
 		return l, "verified build " + buildID, nil
 	}
@@ -54,6 +61,15 @@ func resolveFreeListLayout(f *elf.File, buildID string, debugDirs []string) (fre
 			return freeListLayout{}, "", fmt.Errorf("debug file %s: %w", p, err)
 		}
 		return l, "debug file " + p, nil
+	}
+	if libmpi != "" {
+		if mf, err := elf.Open(libmpi); err == nil {
+			l, err := freeListLayoutFromDWARF(mf)
+			_ = mf.Close()
+			if err == nil {
+				return l, "the DWARF of " + libmpi, nil
+			}
+		}
 	}
 	id := buildID
 	if id == "" {

@@ -148,20 +148,28 @@ func TestResolveFreeListLayout(t *testing.T) {
 		file      *elf.File
 		id        string
 		dirs      []string
+		libmpi    string // the libmpi.so beside the file
 		wantFrom  string
 		wantError string
 	}{
-		{"verified build", pal, debianPalID, nil, "verified build " + debianPalID, ""},
-		{"own DWARF", openELF(t, lib), otherID, nil, "the library's own DWARF", ""},
-		{"debug file by build id", pal, otherID, []string{t.TempDir(), debugDir}, "debug file " + debugFile, ""},
-		{"no debug file", pal, otherID, []string{t.TempDir()}, "",
+		{"verified build", pal, debianPalID, nil, "", "verified build " + debianPalID, ""},
+		{"own DWARF", openELF(t, lib), otherID, nil, "", "the library's own DWARF", ""},
+		{"debug file by build id", pal, otherID, []string{t.TempDir(), debugDir}, lib, "debug file " + debugFile, ""},
+		// lib stands for a libmpi.so whose debugger support's DWARF
+		// describes opal_free_list_t, as Open MPI's does.
+		{"the DWARF of libmpi beside it", pal, otherID, []string{t.TempDir()}, lib, "the DWARF of " + lib, ""},
+		{"no debug file", pal, otherID, []string{t.TempDir()}, "", "",
 			"layout of opal_free_list_t unknown for this build (build id " + otherID + "): install its debug symbols"},
-		{"no build id", pal, "", []string{debugDir}, "", "(build id none)"},
-		{"debug file without the struct", pal, otherID, []string{wrongDir}, "", "no complete opal_free_list_t in its DWARF"},
+		{"a libmpi beside it without the struct", pal, otherID, []string{t.TempDir()}, unrelated, "",
+			"layout of opal_free_list_t unknown for this build"},
+		{"no libmpi beside it", pal, otherID, []string{t.TempDir()}, filepath.Join(t.TempDir(), "libmpi.so.40"), "",
+			"layout of opal_free_list_t unknown for this build"},
+		{"no build id", pal, "", []string{debugDir}, "", "", "(build id none)"},
+		{"debug file without the struct", pal, otherID, []string{wrongDir}, lib, "", "no complete opal_free_list_t in its DWARF"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			l, from, err := resolveFreeListLayout(tt.file, tt.id, tt.dirs)
+			l, from, err := resolveFreeListLayout(tt.file, tt.id, tt.dirs, tt.libmpi)
 			if tt.wantError != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantError) {
 					t.Fatalf("err %v, want it to contain %q", err, tt.wantError)
@@ -199,6 +207,26 @@ func TestTargetDebugDirs(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			if got := tt.target.debugDirs(tt.dirs); !slices.Equal(got, tt.want) {
 				t.Errorf("debugDirs(%q) = %q, want %q", tt.dirs, got, tt.want)
+			}
+		})
+	}
+}
+
+// TestTargetSibling: where the libmpi.so beside a libopen-pal target is
+// opened, for a file of the system, of a process, and of a container.
+func TestTargetSibling(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		target Target
+		want   string
+	}{
+		{"system file", Target{Path: "/opt/ompi/lib/libopen-pal.so.40.20.7", Display: "/opt/ompi/lib/libopen-pal.so.40.20.7"}, "/opt/ompi/lib/libmpi.so.40"},
+		{"a process's mapping", Target{Path: "/proc/42/map_files/7f00-7f10", Display: "/opt/ompi/lib/libopen-pal.so.40.20.7"}, "/opt/ompi/lib/libmpi.so.40"},
+		{"container", Target{Path: "/proc/42/map_files/7f00-7f10", Display: "/usr/lib/libopen-pal.so.40", Root: "/proc/42/root"}, "/proc/42/root/usr/lib/libmpi.so.40"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := tt.target.sibling(libmpiName); got != tt.want {
+				t.Errorf("sibling = %q, want %q", got, tt.want)
 			}
 		})
 	}

@@ -45,11 +45,12 @@ func CommLayoutStatus(f *elf.File, t Target, p LiveProcess) LayoutStatus {
 
 // FreeListLayoutStatus resolves the opal_free_list_t layout of a
 // libopen-pal file as the attacher does: the verified table, else DWARF
-// (the file's own or its debug file), else unknown.
+// (the file's own, its debug file, or the libmpi.so beside it), else
+// unknown.
 func FreeListLayoutStatus(f *elf.File, t Target, debugDirs []string) LayoutStatus {
 	st := LayoutStatus{File: t.Display, Struct: freeListStruct}
 	st.BuildID, _ = elfx.BuildID(f)
-	l, src, err := resolveFreeListLayout(f, st.BuildID, t.debugDirs(debugDirs))
+	l, src, err := resolveFreeListLayout(f, st.BuildID, t.debugDirs(debugDirs), t.sibling(libmpiName))
 	how, note := layout.DebugInfo, src
 	switch {
 	case err != nil:
