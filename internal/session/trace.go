@@ -145,9 +145,8 @@ func (r *recorder) run() {
 	if errors.Is(err, ringbuf.ErrFlushed) || errors.Is(err, ringbuf.ErrClosed) {
 		err = nil
 	}
-	if err == nil && len(r.batch) > 0 {
-		err = r.w.WriteEvents(r.batch)
-		r.batch = r.batch[:0]
+	if err == nil {
+		err = r.flush()
 	}
 	r.done <- err
 }
@@ -209,9 +208,7 @@ func (r *recorder) add(b []byte) error {
 	r.batch = append(r.batch, e)
 	r.stats.Events++
 	if len(r.batch) >= 4096 {
-		err := r.w.WriteEvents(r.batch)
-		r.batch = r.batch[:0]
-		return err
+		return r.flush()
 	}
 	return nil
 }
@@ -237,12 +234,17 @@ func (r *recorder) addStaged(stages *ebpf.Map) error {
 			}
 		}
 	}
-	if len(r.batch) > 0 {
-		err := r.w.WriteEvents(r.batch)
-		r.batch = r.batch[:0]
-		return err
+	return r.flush()
+}
+
+// flush writes the events batched so far.
+func (r *recorder) flush() error {
+	if len(r.batch) == 0 {
+		return nil
 	}
-	return nil
+	err := r.w.WriteEvents(r.batch)
+	r.batch = r.batch[:0]
+	return err
 }
 
 // procInfo is what the recorder needs to know of a process, read while
