@@ -22,12 +22,17 @@ type corpusCase struct {
 	name, src string
 	np        int
 	expects   []string
+	// implExpects are facts only one library gives ("expect-openmpi:
+	// ..."), by mpitest.Impl name.
+	implExpects map[string][]string
 	// history runs the job under mpiprobe --collectives ("history: yes").
 	history bool
 }
 
 // readCorpus reads the headers of testdata/deadlock: "np: N" and any
-// number of "expect: ..." lines in the leading comment ("//" or "!").
+// number of "expect: ..." lines in the leading comment ("//" or "!"), and
+// "expect-openmpi: ..." or "expect-mpich: ..." for what only one library
+// gives.
 // Files with neither are not corpus programs.
 func readCorpus(t *testing.T) []corpusCase {
 	t.Helper()
@@ -59,6 +64,14 @@ func readCorpus(t *testing.T) []corpusCase {
 				}
 				if v, ok := strings.CutPrefix(line, "expect:"); ok {
 					c.expects = append(c.expects, strings.TrimSpace(v))
+				}
+				for _, impl := range []string{"openmpi", "mpich"} {
+					if v, ok := strings.CutPrefix(line, "expect-"+impl+":"); ok {
+						if c.implExpects == nil {
+							c.implExpects = map[string][]string{}
+						}
+						c.implExpects[impl] = append(c.implExpects[impl], strings.TrimSpace(v))
+					}
 				}
 			}
 			fh.Close()
@@ -331,7 +344,7 @@ func runCorpusCase(t *testing.T, bin string, impl mpitest.Impl, c corpusCase) {
 	var problems []string
 	for try := 1; try <= 3; try++ {
 		st, raw := runStatus(t, bin, ranks, "--window", "500ms")
-		problems = corpusProblems(st, c)
+		problems = corpusProblems(st, c, impl.Name)
 		if len(problems) == 0 {
 			if try > 1 {
 				t.Logf("matched at sample %d of 3", try)
@@ -348,10 +361,11 @@ func runCorpusCase(t *testing.T, bin string, impl mpitest.Impl, c corpusCase) {
 	}
 }
 
-// corpusProblems lists how st differs from what corpus case c expects.
-func corpusProblems(st statusJSON, c corpusCase) []string {
+// corpusProblems lists how st differs from what corpus case c expects
+// under the library impl.
+func corpusProblems(st statusJSON, c corpusCase, impl string) []string {
 	var out []string
-	for _, e := range c.expects {
+	for _, e := range append(slices.Clone(c.expects), c.implExpects[impl]...) {
 		if msg := check(st, e); msg != "" {
 			out = append(out, fmt.Sprintf("expect %s: %s", e, msg))
 		}

@@ -220,11 +220,45 @@ func (r p2pReader) ompiRequest(addr uint64) (hang.Wait, bool) {
 // group for an intracommunicator) to a WORLD rank: the vpid of the process
 // the group names.
 func (r p2pReader) ompiWorldRank(comm uint64, rank int) (int, bool) {
-	l := r.ob1
-	g, ok := r.u64(comm + uint64(l.RemoteGroupOff))
+	g, ok := r.u64(comm + uint64(r.ob1.RemoteGroupOff))
 	if !ok || g == 0 {
 		return 0, false
 	}
+	return r.groupWorldRank(g, rank)
+}
+
+// maxMembers bounds the group read for a communicator's membership.
+const maxMembers = 1024
+
+// members returns the WORLD ranks of the communicator at comm's local
+// group (Open MPI, when ob1's layout is known: it says where a group keeps
+// its processes), in the group's order; nil if they cannot all be read or
+// the group is larger than maxMembers.
+func (r p2pReader) members(comm uint64, l probes.CommLayout) []int {
+	if !r.ok || r.kind != probes.LayoutOMPI || l.Kind != probes.LayoutOMPI {
+		return nil
+	}
+	g, ok := r.u64(comm + uint64(l.GroupOff))
+	if !ok || g == 0 {
+		return nil
+	}
+	n, ok := r.u32(g + uint64(r.ob1.CountOff))
+	if !ok || int32(n) <= 0 || n > maxMembers {
+		return nil
+	}
+	out := make([]int, n)
+	for i := range out {
+		if out[i], ok = r.groupWorldRank(g, i); !ok {
+			return nil
+		}
+	}
+	return out
+}
+
+// groupWorldRank returns the WORLD rank of member rank of the Open MPI
+// group at g.
+func (r p2pReader) groupWorldRank(g uint64, rank int) (int, bool) {
+	l := r.ob1
 	n, ok := r.u32(g + uint64(l.CountOff))
 	if !ok || rank >= int(int32(n)) {
 		return 0, false

@@ -200,6 +200,7 @@ type jsonRank struct {
 	Call         string       `json:"call"`
 	Via          string       `json:"via,omitempty"`
 	Comm         *agg.Comm    `json:"comm"`
+	Members      []int        `json:"members,omitempty"`
 	Seq          uint64       `json:"seq,omitempty"`
 	Site         string       `json:"site"`
 	SinceSeconds float64      `json:"since_seconds"`
@@ -301,7 +302,7 @@ func WriteJSON(w io.Writer, r Result) error {
 			}
 		}
 		if best != nil && rk.Ended == "" {
-			jr.Call, jr.Via, jr.Comm, jr.Seq, jr.Site = best.Call, best.Via, best.Comm, best.Seq, best.Site
+			jr.Call, jr.Via, jr.Comm, jr.Seq, jr.Site, jr.Members = best.Call, best.Via, best.Comm, best.Seq, best.Site, best.Members
 			jr.SinceSeconds, jr.AtLeast, jr.Moving = best.Since.Seconds(), best.AtLeast, best.Moving
 			if len(best.Waits) > 0 {
 				peer := waitsPeer(best.Waits)

@@ -63,6 +63,9 @@ type Thread struct {
 	// CommName is the name the application gave it (MPI_Comm_set_name),
 	// read from the stack's communicator object; "" if none.
 	CommName string `json:"comm_name,omitempty"`
+	// Members are the WORLD ranks of Comm's group, read from the library
+	// (Open MPI); nil if not read.
+	Members []int `json:"members,omitempty"`
 	// Seq numbers a collective on Comm (1-based), 0 if unknown.
 	Seq uint64 `json:"seq,omitempty"`
 	// Since is how long the thread has been inside; a lower bound when
@@ -290,6 +293,7 @@ func Collect(ctx context.Context, cfg Config) (Result, error) {
 					th.Comm, th.commRank = &c, cr
 					if c.Name == "" {
 						th.CommName = p.comms.userName(t.comm)
+						th.Members = p.p2p.members(t.comm, p.comms.layout)
 					}
 				}
 			}
@@ -310,13 +314,16 @@ func Collect(ctx context.Context, cfg Config) (Result, error) {
 				// this rank has not completed: that collective is what it
 				// waits for.
 				c := e.Comm
-				th.Via, th.Call, th.Comm, th.Seq = th.Call, st.Name, &c, st.Calls
+				th.Via, th.Call, th.Comm, th.Seq, th.Members = th.Call, st.Name, &c, st.Calls, nil
 				if st.PendingSince != 0 && st.PendingSince <= now {
 					th.Since, th.AtLeast = time.Duration(now-st.PendingSince), false
 				}
 			}
 			if e, st, ok := inFlight(hist, th); ok && !th.Moving {
 				c := e.Comm
+				if th.Comm == nil || th.Comm.ID != c.ID {
+					th.Members = nil // read from another communicator
+				}
 				th.Comm, th.Seq = &c, st.Calls
 				if st.Count >= 0 || st.Root >= 0 {
 					th.Args = &hang.Args{Root: int(st.Root), Count: st.Count}
@@ -595,7 +602,7 @@ func hangRank(r Rank) hang.Rank {
 	h.Unreadable = r.Unreadable
 	if best != nil {
 		call := &hang.Call{Name: best.Call, Comm: best.Comm, Seq: best.Seq, Peer: -1,
-			Since: best.Since, AtLeast: best.AtLeast, Site: best.Site, Args: best.Args}
+			Since: best.Since, AtLeast: best.AtLeast, Site: best.Site, Args: best.Args, Members: best.Members}
 		if len(best.Waits) > 0 {
 			call.Waits, call.Peer = best.Waits, waitsPeer(best.Waits)
 		}

@@ -28,6 +28,10 @@ type Call struct {
 	// Args are the collective's root, count and datatype when they were
 	// read at entry; nil if unknown.
 	Args *Args
+	// Members are the WORLD ranks of Comm's group when the library's group
+	// was read; nil if unknown. They name the members of a communicator
+	// that never called on it (the other half of a split).
+	Members []int
 	// Waits are the point-to-point operations the call waits for, read
 	// from the library or inferred (see waitfor.go); nil if unknown.
 	Waits []Wait
@@ -122,6 +126,7 @@ type diag struct {
 	ranks   []*rstate // sorted by rank
 	byN     map[int]*rstate
 	members map[commKey][]int    // known members of shared communicators other than WORLD
+	read    map[commKey][]int    // their members as the library's group says, nil when ranks disagree
 	display map[commKey]agg.Comm // how to print each key
 	worldSz int                  // the largest size of WORLD any rank reports
 	stated  map[int]bool         // odd ranks whose count the first group's clause states
@@ -196,6 +201,7 @@ func newDiag(in []Rank, minWait time.Duration) *diag {
 		minWait: minWait,
 		byN:     make(map[int]*rstate),
 		members: make(map[commKey][]int),
+		read:    make(map[commKey][]int),
 		display: make(map[commKey]agg.Comm),
 	}
 	for i := range in {
@@ -266,8 +272,25 @@ func newDiag(in []Rank, minWait time.Duration) *diag {
 		for _, k := range ks {
 			d.members[k] = append(d.members[k], r.n)
 		}
+		if c := r.call; c != nil && c.Comm != nil && len(c.Members) > 0 && r.key.kind == shared && !r.key.isWorld() {
+			d.readMembers(r.key, c.Members)
+		}
 	}
 	return d
+}
+
+// readMembers records the members of k one rank read from its library;
+// ranks that disagree (two communicators sharing the key) leave k with
+// none.
+func (d *diag) readMembers(k commKey, ms []int) {
+	ms = slices.Sorted(slices.Values(ms))
+	old, seen := d.read[k]
+	switch {
+	case !seen:
+		d.read[k] = ms
+	case old != nil && !slices.Equal(old, ms):
+		d.read[k] = nil
+	}
 }
 
 // note records c as a way to print k.
@@ -295,6 +318,17 @@ func (d *diag) membersOf(k commKey) []int {
 	case k.kind != shared:
 		return []int{k.owner}
 	default:
+		// The group read from the library, when the ranks on k agree on
+		// it and it holds every rank seen on k.
+		if rm := d.read[k]; len(rm) == k.size && !d.ambiguous(k) {
+			ok := true
+			for _, n := range d.members[k] {
+				ok = ok && slices.Contains(rm, n)
+			}
+			if ok {
+				return rm
+			}
+		}
 		return d.members[k]
 	}
 }

@@ -104,6 +104,27 @@ func TestDiagnoseFacts(t *testing.T) {
 			},
 		},
 		{
+			// The odd half of a split, which rank 3 never joins: the
+			// group read from the library names rank 3 as its other
+			// member, where the ranks seen on it alone could not.
+			name: "a split communicator's member read from the library is named",
+			ranks: job(4, func(i int) Rank {
+				if i == 1 {
+					c := coll("MPI_Allreduce", half, 0, 5)
+					c.Members = []int{3, 1}
+					return Rank{In: c}
+				}
+				return Rank{In: coll("MPI_Barrier", w4, 0, 5)}
+			}),
+			verdict:  "ranks 0,2-3 wait in MPI_Barrier on WORLD (size 4) for 5.0 s; rank 1 is in MPI_Allreduce on comm 3 (size 2); rank 1 in turn waits there for rank 3",
+			suspects: []int{1, 3},
+			lead:     []int{0, 2, 3},
+			absent: []Absence{
+				{Rank: 1, Call: "MPI_Barrier", Comm: w4, Waiting: []int{0, 2, 3}, State: "elsewhere", In: "MPI_Allreduce"},
+				{Rank: 3, Call: "MPI_Allreduce", Comm: half, Waiting: []int{1}, State: "elsewhere", In: "MPI_Barrier"},
+			},
+		},
+		{
 			// Issue 15, pattern 3: one call, two sites.
 			name: "the same collective at two call sites is a mismatch",
 			ranks: job(2, func(i int) Rank {
@@ -227,6 +248,41 @@ func TestDiagnoseFacts(t *testing.T) {
 				})
 			}) {
 				t.Errorf("Mismatches = %+v, want %+v", rep.Mismatches, tc.mismatches)
+			}
+		})
+	}
+}
+
+// TestReadMembers: the group read from the library names a communicator's
+// members only when the ranks on it agree and it holds every rank seen on
+// it.
+func TestReadMembers(t *testing.T) {
+	half := agg.Comm{ID: 3, Size: 2}
+	in := func(members ...[]int) []Rank {
+		return job(4, func(i int) Rank {
+			if i < len(members) {
+				c := coll("MPI_Allreduce", half, 0, 5)
+				c.Members = members[i]
+				return Rank{In: c}
+			}
+			return Rank{}
+		})
+	}
+	for _, tt := range []struct {
+		name  string
+		ranks []Rank
+		want  []int
+	}{
+		{"one rank's read", in([]int{2, 0}), []int{0, 2}},
+		{"ranks agree", in([]int{0, 1}, []int{1, 0}), []int{0, 1}},
+		{"ranks disagree: the ranks seen", in([]int{0, 2}, []int{1, 3}), []int{0, 1}},
+		{"a read without a rank seen on it", in([]int{2, 3}), []int{0}},
+		{"nothing read", in(nil), []int{0}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			d := newDiag(tt.ranks, 0)
+			if got := d.membersOf(keyOf(half, 0)); !slices.Equal(got, tt.want) {
+				t.Errorf("membersOf = %v, want %v", got, tt.want)
 			}
 		})
 	}
