@@ -2,10 +2,12 @@ package probes
 
 import (
 	"debug/elf"
+	"errors"
 	"fmt"
 
 	"github.com/mpiprobe/mpiprobe/bpf"
 	"github.com/mpiprobe/mpiprobe/internal/elfx"
+	"github.com/mpiprobe/mpiprobe/internal/layout"
 )
 
 // freeListLayout says where one libopen-pal build keeps the opal_free_list_t
@@ -41,8 +43,10 @@ const libmpiName = "libmpi.so.40"
 // found by build id under debugDirs, else that of libmpi (the libmpi.so of
 // the same installation, "" for none): Open MPI compiles its debugger
 // support into libmpi.so with -g whatever the configure line says, and
-// that DWARF describes opal_free_list_t as libopen-pal was built with it.
-// The error says what is missing and how to provide it.
+// that DWARF describes opal_free_list_t as libopen-pal was built with it;
+// else inferred from the machine code of opal_free_list_grow_st
+// (layout.InferFreeList). The error says what is missing and how to
+// provide it.
 func resolveFreeListLayout(f *elf.File, buildID string, debugDirs []string, libmpi string) (freeListLayout, string, error) {
 	if l, ok := freeListLayouts[buildID]; ok && verifiedLayoutsOn() {
 		return l, "verified build " + buildID, nil
@@ -70,6 +74,13 @@ func resolveFreeListLayout(f *elf.File, buildID string, debugDirs []string, libm
 				return l, "the DWARF of " + libmpi, nil
 			}
 		}
+	}
+	if l, seen, err := freeListLayoutFromCode(f); err == nil {
+		how := "fl_frag_class by declaration order"
+		if seen {
+			how = "fl_frag_class by declaration order, loaded there too"
+		}
+		return l, "the code of opal_free_list_grow_st (" + how + ")", nil
 	}
 	id := buildID
 	if id == "" {
@@ -109,6 +120,32 @@ func freeListLayoutFromDWARF(f *elf.File) (freeListLayout, error) {
 		*fld.off = uint32(offs[i])
 	}
 	return l, l.check()
+}
+
+// freeListLayoutFromCode infers the layout from the machine code of
+// opal_free_list_grow_st (layout.InferFreeList), for a build without any
+// DWARF; seen says the code also loads fl_frag_class where it is placed.
+func freeListLayoutFromCode(f *elf.File) (freeListLayout, bool, error) {
+	syms, err := f.DynamicSymbols()
+	if err != nil {
+		return freeListLayout{}, false, err
+	}
+	for _, s := range syms {
+		if s.Name != "opal_free_list_grow_st" || elf.ST_TYPE(s.Info) != elf.STT_FUNC || s.Section == elf.SHN_UNDEF {
+			continue
+		}
+		code, err := textCode(f)
+		if err != nil {
+			return freeListLayout{}, false, err
+		}
+		fl, err := layout.InferFreeList(code, s.Value, int(s.Size))
+		if err != nil {
+			return freeListLayout{}, false, err
+		}
+		l := freeListLayout{MaxToAlloc: uint32(fl.MaxToAlloc), NumAllocated: uint32(fl.NumAllocated), FragClass: uint32(fl.FragClass)}
+		return l, fl.ClassSeen, l.check()
+	}
+	return freeListLayout{}, false, errors.New("no opal_free_list_grow_st")
 }
 
 // flWord is the unit of the offsets a free-list cookie carries.

@@ -143,6 +143,7 @@ func TestResolveFreeListLayout(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	noPal := openELF(t, unrelated)
 	tests := []struct {
 		name      string
 		file      *elf.File
@@ -158,13 +159,18 @@ func TestResolveFreeListLayout(t *testing.T) {
 		// lib stands for a libmpi.so whose debugger support's DWARF
 		// describes opal_free_list_t, as Open MPI's does.
 		{"the DWARF of libmpi beside it", pal, otherID, []string{t.TempDir()}, lib, "the DWARF of " + lib, ""},
-		{"no debug file", pal, otherID, []string{t.TempDir()}, "", "",
+		// Debian's stripped libopen-pal under another build id: its
+		// code gives the table's layout.
+		{"inferred from the code", pal, otherID, []string{t.TempDir()}, "",
+			"the code of opal_free_list_grow_st (fl_frag_class by declaration order, loaded there too)", ""},
+		// A file with neither the struct in its DWARF nor the function.
+		{"nothing to read it from", noPal, otherID, []string{t.TempDir()}, "", "",
 			"layout of opal_free_list_t unknown for this build (build id " + otherID + "): install its debug symbols"},
-		{"a libmpi beside it without the struct", pal, otherID, []string{t.TempDir()}, unrelated, "",
+		{"a libmpi beside it without the struct", noPal, otherID, []string{t.TempDir()}, unrelated, "",
 			"layout of opal_free_list_t unknown for this build"},
-		{"no libmpi beside it", pal, otherID, []string{t.TempDir()}, filepath.Join(t.TempDir(), "libmpi.so.40"), "",
+		{"no libmpi beside it", noPal, otherID, []string{t.TempDir()}, filepath.Join(t.TempDir(), "libmpi.so.40"), "",
 			"layout of opal_free_list_t unknown for this build"},
-		{"no build id", pal, "", []string{debugDir}, "", "", "(build id none)"},
+		{"no build id", noPal, "", []string{debugDir}, "", "", "(build id none)"},
 		{"debug file without the struct", pal, otherID, []string{wrongDir}, lib, "", "no complete opal_free_list_t in its DWARF"},
 	}
 	for _, tt := range tests {

@@ -46,7 +46,7 @@ func CommLayoutStatus(f *elf.File, t Target, p LiveProcess) LayoutStatus {
 // FreeListLayoutStatus resolves the opal_free_list_t layout of a
 // libopen-pal file as the attacher does: the verified table, else DWARF
 // (the file's own, its debug file, or the libmpi.so beside it), else
-// unknown.
+// inferred from its code, else unknown.
 func FreeListLayoutStatus(f *elf.File, t Target, debugDirs []string) LayoutStatus {
 	st := LayoutStatus{File: t.Display, Struct: freeListStruct}
 	st.BuildID, _ = elfx.BuildID(f)
@@ -57,6 +57,8 @@ func FreeListLayoutStatus(f *elf.File, t Target, debugDirs []string) LayoutStatu
 		how, note = layout.Unknown, err.Error()
 	case strings.HasPrefix(src, "verified build"):
 		how, note = layout.Verified, ""
+	case strings.HasPrefix(src, "the code of"):
+		how = layout.AccessorOnly
 	}
 	for _, fld := range []struct {
 		name string

@@ -607,12 +607,14 @@ func TestCatalogDefaultQuiet(t *testing.T) {
 
 // TestFreeListLayoutOfAnUnknownBuild runs the free-list trigger with the
 // ranks loading a copy of Debian's libopen-pal whose build id mpiprobe does
-// not know (LD_LIBRARY_PATH; --lib attaches to it). Given the separate debug file (a library built
-// against the installed Open MPI headers, under --debug-dir), mpiprobe
-// reads the layout from it and the list's maximum reads back as
-// btl_vader_free_list_max. Without it the free-list events are unavailable,
-// logged once with the build id, and nothing else is lost: the queued sends
-// are still counted.
+// not know (LD_LIBRARY_PATH; --lib attaches to it). Given the separate
+// debug file (a library built against the installed Open MPI headers,
+// under --debug-dir), mpiprobe reads the layout from it, and without it
+// infers it from the copy's code: either way the list's maximum reads back
+// as btl_vader_free_list_max. When the code cannot be read either (the
+// function's size hidden in the symbol table) the free-list events are
+// unavailable, logged once with the build id, and nothing else is lost:
+// the queued sends are still counted.
 func TestFreeListLayoutOfAnUnknownBuild(t *testing.T) {
 	impl := mpitest.OpenMPI()
 	mpitest.RequireE2E(t, impl)
@@ -633,11 +635,19 @@ func TestFreeListLayoutOfAnUnknownBuild(t *testing.T) {
 			e, ok, floodFLMax, why)
 	}
 
-	c = runCatalog(t, bin, impl, progs, "no debug file", run, "--lib", pal.Lib)
+	c = runCatalog(t, bin, impl, progs, "layout inferred from the code", run, "--lib", pal.Lib)
+	e, ok = c.s.detail("0", "pal.free_list.at_max", "mca_btl_vader_frag_t")
+	if !ok || e.Peak != floodFLMax {
+		c.failf("rank 0 pal.free_list.at_max[mca_btl_vader_frag_t] = %+v (present %v), want peak %d = btl_vader_free_list_max: %s",
+			e, ok, floodFLMax, why)
+	}
+
+	mpitest.HideFunctionSize(t, pal.Lib, "opal_free_list_grow_st")
+	c = runCatalog(t, bin, impl, progs, "no layout", run, "--lib", pal.Lib)
 	// Debian's own libopen-pal, whose layout is known, is attached too: the
 	// events staying silent also shows that the ranks ran the copy.
-	c.silent("pal.free_list.at_max", "the copy's layout is unknown without its debug file")
-	c.silent("pal.free_list.grow", "the copy's layout is unknown without its debug file")
+	c.silent("pal.free_list.at_max", "the copy's layout is unknown without its debug file or readable code")
+	c.silent("pal.free_list.grow", "the copy's layout is unknown without its debug file or readable code")
 	c.atLeast("0", "ob1.send_pending.new", 1, why+": the rest of the catalog still counts")
 	unavailable := 0
 	for _, line := range strings.Split(c.stderr, "\n") {

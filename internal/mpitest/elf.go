@@ -95,3 +95,39 @@ func NewForeignPal(t testing.TB) ForeignPal {
 	}
 	return p
 }
+
+// HideFunctionSize sets the size of the dynamic symbol sym of the ELF file
+// at path to 0, in place: the code and the dynamic linking are unchanged,
+// but nothing can tell where the function ends, so mpiprobe cannot read
+// its code (as with a library whose symbols carry no sizes).
+func HideFunctionSize(t testing.TB, path, sym string) {
+	t.Helper()
+	f, err := elf.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sec := f.Section(".dynsym")
+	syms, err := f.DynamicSymbols()
+	_ = f.Close()
+	if err != nil || sec == nil {
+		t.Fatalf("%s: dynamic symbols: %v", path, err)
+	}
+	for i, s := range syms {
+		if s.Name != sym {
+			continue
+		}
+		// Entry i+1 of .dynsym (DynamicSymbols skips the null entry);
+		// st_size is the last 8 bytes of an Elf64_Sym.
+		off := int64(sec.Offset) + int64(i+1)*elf.Sym64Size + 16
+		fh, err := os.OpenFile(path, os.O_WRONLY, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer fh.Close()
+		if _, err := fh.WriteAt(make([]byte, 8), off); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	t.Fatalf("%s has no dynamic symbol %s", path, sym)
+}
