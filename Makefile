@@ -91,6 +91,10 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzSites -fuzztime 30s ./internal/elfx/
 	$(GO) test -run '^$$' -fuzz FuzzFindBuildID -fuzztime 30s ./internal/elfx/
 	$(GO) test -run '^$$' -fuzz FuzzStructFields -fuzztime 30s ./internal/elfx/
+	$(GO) test -run '^$$' -fuzz FuzzInferFreeList -fuzztime 30s ./internal/layout/
+	$(GO) test -run '^$$' -fuzz '^FuzzAnalyze$$' -fuzztime 30s ./internal/layout/
+	$(GO) test -run '^$$' -fuzz '^FuzzInferOMPI$$' -fuzztime 30s ./internal/layout/
+	$(GO) test -run '^$$' -fuzz '^FuzzInferMPICH$$' -fuzztime 30s ./internal/layout/
 	$(GO) test -run '^$$' -fuzz FuzzLoad -fuzztime 30s ./internal/status/unwind/
 	$(GO) test -run '^$$' -fuzz FuzzEhFrame -fuzztime 30s ./internal/status/unwind/
 	$(GO) test -run '^$$' -fuzz FuzzStack -fuzztime 30s ./internal/status/unwind/
