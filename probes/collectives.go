@@ -338,6 +338,12 @@ func (a *CollAttacher) attach(t Target) ([]link.Link, CollLibrary, error) {
 	}
 	fns, ferr := MPIFunctions(f)
 	lib.BuildID, _ = elfx.BuildID(f)
+	var fromDWARF *CommLayoutResult
+	if _, known := CommLayoutOf(lib.BuildID); !known && t.Library == OMPILibMPI {
+		if r, err := OMPICommLayoutFromDWARF(f); err == nil {
+			fromDWARF = &r
+		}
+	}
 	_ = f.Close()
 	if ferr != nil {
 		return nil, lib, fmt.Errorf("%s: %w", t.Display, ferr)
@@ -351,7 +357,13 @@ func (a *CollAttacher) attach(t Target) ([]link.Link, CollLibrary, error) {
 	lib.LayoutIndex = len(a.libs) + 1
 	if l, ok := CommLayoutOf(lib.BuildID); ok {
 		lib.Layout, lib.Fields = l, verifiedFields(l)
-		if err := a.install(lib.LayoutIndex, l); err != nil {
+	} else if fromDWARF != nil {
+		// Known before any rank runs: no collective is keyed by its
+		// local handle while a layout is inferred.
+		lib.Layout, lib.Fields = fromDWARF.Layout, fromDWARF.Fields
+	}
+	if lib.Layout.Kind != LayoutUnknown {
+		if err := a.install(lib.LayoutIndex, lib.Layout); err != nil {
 			return nil, lib, fmt.Errorf("attach %s: write communicator layout: %w", t.Display, err)
 		}
 	}

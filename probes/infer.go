@@ -278,10 +278,22 @@ func (ci *CommInference) infer(p LiveProcess) (CommLayoutResult, error) {
 	return out, nil
 }
 
+// ompiCIDField is the field of ompi_communicator_t that holds the 32-bit
+// context id every member agrees on: c_contextid up to 4.1, c_index from
+// 5.0, where c_contextid became an extended id (a 64-bit base, 0 for the
+// communicators MPI-3 calls make, and a sub-id).
+func ompiCIDField(f *elf.File) string {
+	if _, err := elfx.StructFields(f, "ompi_communicator_t", "c_index"); err == nil {
+		return "c_index"
+	}
+	return "c_contextid"
+}
+
 // ompiCommDWARF reads the communicator fields Open MPI's libmpi.so places
-// in its own DWARF, nil when it has none.
+// in its own DWARF, nil when it has none. c_name is left out: an array in
+// 4.x, it is a pointer in 5.0, and the name is read as an array.
 func ompiCommDWARF(f *elf.File) map[string]uint64 {
-	c, err := elfx.StructFields(f, "ompi_communicator_t", "c_contextid", "c_my_rank", "c_local_group", "c_name")
+	c, err := elfx.StructFields(f, "ompi_communicator_t", ompiCIDField(f), "c_my_rank", "c_local_group")
 	if err != nil {
 		return nil
 	}
@@ -290,7 +302,7 @@ func ompiCommDWARF(f *elf.File) map[string]uint64 {
 		return nil
 	}
 	return map[string]uint64{layout.FieldCID: uint64(c[0]), layout.FieldRank: uint64(c[1]), layout.FieldGroup: uint64(c[2]),
-		layout.FieldName: uint64(c[3]), layout.FieldSize: uint64(g[0])}
+		layout.FieldSize: uint64(g[0])}
 }
 
 // objectAddr returns the runtime address of a data symbol of the library
@@ -342,4 +354,50 @@ func toCommLayout(lib Library, r layout.Result) (CommLayout, error) {
 		l.NameOff, l.NameLen = uint32(n.Value), u32(layout.FieldNameLen)
 	}
 	return l, nil
+}
+
+// OMPICommLayoutFromDWARF reads the communicator layout of an Open MPI
+// libmpi.so from its own DWARF, which every unstripped build carries for
+// its debugger support (ompi/debuggers is compiled with -g whatever the
+// configure line says): ompi_communicator_t's context id, rank and local
+// group, the group's size, and where an object keeps its class
+// (opal_object_t.obj_class: 0, or 8 in a debug build), with the class
+// symbol ompi_communicator_t_class. It needs no process, so the layout is
+// known before any rank starts. The name is left out (an array in 4.x, a
+// pointer in 5.0). The context id is c_contextid up to 4.1 and c_index
+// from 5.0 (ompiCIDField).
+func OMPICommLayoutFromDWARF(f *elf.File) (CommLayoutResult, error) {
+	c, err := elfx.StructFields(f, "ompi_communicator_t", ompiCIDField(f), "c_my_rank", "c_local_group")
+	if err != nil {
+		return CommLayoutResult{}, err
+	}
+	g, err := elfx.StructFields(f, "ompi_group_t", "grp_proc_count")
+	if err != nil {
+		return CommLayoutResult{}, err
+	}
+	o, err := elfx.StructFields(f, "opal_object_t", "obj_class")
+	if err != nil {
+		return CommLayoutResult{}, err
+	}
+	dyn, err := f.DynamicSymbols()
+	if err != nil {
+		return CommLayoutResult{}, fmt.Errorf("read dynamic symbols: %w", err)
+	}
+	var class uint64
+	for _, s := range dyn {
+		if s.Name == "ompi_communicator_t_class" && s.Section != elf.SHN_UNDEF {
+			class = s.Value
+		}
+	}
+	if class == 0 {
+		return CommLayoutResult{}, errors.New("the library defines no ompi_communicator_t_class")
+	}
+	l := CommLayout{Kind: LayoutOMPI, CIDOff: uint32(c[0]), CIDMask: 0xffffffff, RankOff: uint32(c[1]),
+		GroupOff: uint32(c[2]), SizeOff: uint32(g[0]), ClassAddr: class, ClassOff: uint32(o[0])}
+	var fields []LayoutField
+	for _, fv := range []namedValue{{layout.FieldClass, class}, {layout.FieldClassOff, uint64(o[0])}, {layout.FieldCID, uint64(c[0])},
+		{layout.FieldRank, uint64(c[1])}, {layout.FieldGroup, uint64(c[2])}, {layout.FieldSize, uint64(g[0])}} {
+		fields = append(fields, LayoutField{Name: fv.name, Value: fv.v, How: layout.DebugInfo, Note: "the library's own DWARF"})
+	}
+	return CommLayoutResult{Layout: l, Fields: fields}, nil
 }

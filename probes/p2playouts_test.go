@@ -23,16 +23,8 @@ func TestOB1LayoutFromDWARF(t *testing.T) {
 	if _, err := os.Stat(debianOb1File); err != nil {
 		mpitest.Require(t, "Debian's libopenmpi3 ("+debianOb1File+")")
 	}
-	open := func(p string) *elf.File {
-		f, err := elf.Open(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { f.Close() })
-		return f
-	}
-	withDWARF := open(mpitest.BuildLib(t, mpitest.OpenMPI(), "ob1_layout"))
-	ob1 := open(debianOb1File)
+	withDWARF := openELFFile(t, mpitest.BuildLib(t, mpitest.OpenMPI(), "ob1_layout"))
+	ob1 := openELFFile(t, debianOb1File)
 	got, err := probes.OB1LayoutFromDWARF(withDWARF, ob1)
 	if err != nil {
 		t.Fatal(err)
@@ -46,11 +38,54 @@ func TestOB1LayoutFromDWARF(t *testing.T) {
 		t.Errorf("from DWARF:\n%+v\nthe table:\n%+v", got, want)
 	}
 
-	stripped := open(mpitest.DebianPal)
+	stripped := openELFFile(t, mpitest.DebianPal)
 	if _, err := probes.OB1LayoutFromDWARF(stripped, ob1); err == nil || !strings.Contains(err.Error(), "no DWARF") {
 		t.Errorf("a libmpi without DWARF: err %v, want it to say no DWARF", err)
 	}
 	if _, err := probes.OB1LayoutFromDWARF(withDWARF, withDWARF); err == nil || !strings.Contains(err.Error(), "request_t_class") {
 		t.Errorf("an ob1 without the class symbols: err %v, want it to name them", err)
 	}
+}
+
+// TestOMPICommLayoutFromDWARF reads the communicator layout from the same
+// DWARF (testdata/ob1_layout.c, built against the installed headers, with
+// its own ompi_communicator_t_class) and checks it against the table's
+// entry for Debian's libmpi, whose headers they are; then a file without
+// DWARF.
+func TestOMPICommLayoutFromDWARF(t *testing.T) {
+	if _, err := os.Stat("/usr/lib/x86_64-linux-gnu/openmpi/include/openmpi/ompi/communicator/communicator.h"); err != nil {
+		mpitest.Require(t, "Open MPI's headers (libopenmpi-dev)")
+	}
+	got, err := probes.OMPICommLayoutFromDWARF(openELFFile(t, mpitest.BuildLib(t, mpitest.OpenMPI(), "ob1_layout")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const debianLibmpi = "2a2f4d8c4f8dc5dcc63f6789a50f3ab49f61e168"
+	want, ok := probes.CommLayoutOf(debianLibmpi)
+	if !ok {
+		t.Fatalf("the table lost Debian's libmpi %s", debianLibmpi)
+	}
+	// The fixture's class object is its own, and the DWARF leaves the
+	// name out.
+	want.ClassAddr, want.NameOff, want.NameLen = got.Layout.ClassAddr, 0, 0
+	if got.Layout.ClassAddr == 0 || got.Layout != want {
+		t.Errorf("from DWARF:\n%+v\nthe table:\n%+v", got.Layout, want)
+	}
+	if len(got.Fields) != 6 {
+		t.Errorf("fields %+v, want the six it reads", got.Fields)
+	}
+	if _, err := probes.OMPICommLayoutFromDWARF(openELFFile(t, mpitest.DebianPal)); err == nil || !strings.Contains(err.Error(), "no DWARF") {
+		t.Errorf("a file without DWARF: err %v", err)
+	}
+}
+
+// openELFFile opens an ELF file for the test's duration.
+func openELFFile(t *testing.T, p string) *elf.File {
+	t.Helper()
+	f, err := elf.Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return f
 }

@@ -5,8 +5,9 @@
  * as the installed Open MPI headers lay them out, as the DWARF Open MPI
  * always builds into libmpi.so for its debugger support does
  * (ompi/debuggers/ompi_debuggers.c is compiled with -g whatever CFLAGS
- * say). The probes tests read it to check that the ob1 request layout
- * read from DWARF equals the table of verified builds.
+ * say). The probes tests read it to check that the ob1 request and
+ * communicator layouts read from DWARF equal the table of verified builds;
+ * it defines ompi_communicator_t_class, as libmpi.so does, for the latter.
  */
 #include "ompi_config.h"
 #include "ompi/mca/pml/base/pml_base_request.h"
@@ -21,3 +22,4 @@ ompi_group_t mpiprobe_group;
 ompi_proc_t mpiprobe_proc;
 ompi_request_state_t mpiprobe_state;
 mca_pml_base_request_type_t mpiprobe_type;
+opal_class_t ompi_communicator_t_class;
