@@ -22,7 +22,7 @@ const (
 	OMPIPmlOb1 Library = "mca_pml_ob1"
 	// MPICHLib is MPICH's libmpich.so.12 (also installed as libmpi.so.12).
 	MPICHLib Library = "libmpich"
-	// OMPIPal is Open MPI's portability layer, libopen-pal.so.40.
+	// OMPIPal is Open MPI's portability layer, libopen-pal.so.40 (.80 from 5.0).
 	OMPIPal Library = "libopen-pal"
 	// OMPIBtlVader is Open MPI's shared-memory BTL, mca_btl_vader.so.
 	OMPIBtlVader Library = "mca_btl_vader"

@@ -48,7 +48,9 @@ func TestStatusP2P(t *testing.T) {
 			var opts []string
 			lib := "libmpich"
 			if impl.Name == "openmpi" {
-				opts, lib = []string{"--mca", "pml", "ob1"}, "mca_pml_ob1"
+				// libmpi.so, not mca_pml_ob1.so: Open MPI 5.0 builds ob1
+				// into libmpi (MPIPROBE_OPENMPI_PREFIX).
+				opts, lib = []string{"--mca", "pml", "ob1"}, "libmpi.so"
 			}
 			for _, c := range cases {
 				t.Run(c.mode, func(t *testing.T) {

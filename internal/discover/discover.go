@@ -32,7 +32,7 @@ func Classify(file string) (probes.Library, bool) {
 		return probes.MPICHFortran, true
 	case strings.HasPrefix(base, "libucp.so"):
 		return probes.UCXLib, true
-	case strings.HasPrefix(base, "libopen-pal.so.40"):
+	case strings.HasPrefix(base, "libopen-pal.so.40"), strings.HasPrefix(base, "libopen-pal.so.80"): // Open MPI 4.x, 5.0
 		return probes.OMPIPal, true
 	case strings.HasPrefix(base, "libibverbs.so"):
 		return probes.IBVerbs, true

@@ -24,6 +24,9 @@ func TestClassify(t *testing.T) {
 		{"libmpich.so.12", probes.MPICHLib, true},
 		{"libmpi.so.12", probes.MPICHLib, true},
 		{"/usr/lib64/mpich/lib/libmpi.so.12.3.0", probes.MPICHLib, true},
+		// Open MPI's portability layer: .40 up to 4.1, .80 from 5.0.
+		{"/usr/lib/x86_64-linux-gnu/libopen-pal.so.40.30.2", probes.OMPIPal, true},
+		{"/opt/ompi-5.0.10/lib/libopen-pal.so.80.0.5", probes.OMPIPal, true},
 		// Open MPI MCA components are named after themselves.
 		{"mca_pml_ob1.so", probes.OMPIPmlOb1, true},
 		{"/usr/lib/x86_64-linux-gnu/openmpi/lib/openmpi3/mca_pml_ob1.so", probes.Library("mca_pml_ob1"), true},

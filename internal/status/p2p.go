@@ -60,6 +60,10 @@ func newP2PReader(p *process) p2pReader {
 	switch r.kind {
 	case probes.LayoutOMPI:
 		build, bias, ok := find("mca_pml_ob1.so")
+		if !ok && p.definesOB1() {
+			// Open MPI 5.0 builds its components into libmpi.so.
+			build, bias, ok = find("libmpi.so")
+		}
 		if !ok {
 			if _, _, ucx := find("mca_pml_ucx.so"); ucx {
 				r.note = "peer unknown (Open MPI uses pml ucx here; only ob1's requests are read: --mca pml ob1)"
@@ -98,6 +102,37 @@ func newP2PReader(p *process) p2pReader {
 		r.note = "peer unknown (layout not known for this build)"
 	}
 	return r
+}
+
+// definesOB1 reports whether the process's libmpi.so has ob1 built in
+// (Open MPI 5.0 builds its components into it): it defines ob1's request
+// classes.
+func (p *process) definesOB1() bool {
+	for _, m := range p.maps {
+		if m.Inode == 0 || m.Path != p.lib {
+			continue
+		}
+		f, err := p.open(m)
+		if err != nil {
+			return false
+		}
+		defer f.Close()
+		ef, err := elf.NewFile(f)
+		if err != nil {
+			return false
+		}
+		syms, err := ef.DynamicSymbols()
+		if err != nil {
+			return false
+		}
+		for _, s := range syms {
+			if s.Name == "mca_pml_ob1_recv_request_t_class" && s.Section != elf.SHN_UNDEF {
+				return true
+			}
+		}
+		return false
+	}
+	return false
 }
 
 // ob1FromDWARF reads the ob1 request layout of a build the table does not
