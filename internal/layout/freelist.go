@@ -3,6 +3,7 @@ package layout
 import (
 	"errors"
 	"fmt"
+	"slices"
 
 	"golang.org/x/arch/x86/x86asm"
 )
@@ -37,9 +38,10 @@ const (
 // fl_max_to_alloc, and the next load through flist, which must be the
 // adjacent field, is fl_num_allocated. fl_frag_class is placed by the
 // declaration order; ClassSeen says whether the code loads that field too.
-// The code is decoded linearly from the entry (golang.org/x/arch), as far
-// as the first call; flist is followed through register copies. It never
-// panics on bad bytes: what it cannot decode is an error.
+// The code is decoded linearly from the entry to its end (golang.org/x/arch);
+// the two loads are looked for before the first call, flist is followed
+// through register copies, and the class load anywhere. It never panics on
+// bad bytes: what it cannot decode is an error.
 func InferFreeList(code Code, entry uint64, size int) (FreeList, error) {
 	if size <= 0 || size > 1<<16 {
 		return FreeList{}, fmt.Errorf("function size %d", size)
@@ -95,7 +97,7 @@ func InferFreeList(code Code, entry uint64, size int) (FreeList, error) {
 		return FreeList{}, errors.New("no load through the list tested against zero before the first call: not opal_free_list_grow_st's known shape")
 	}
 	l.MaxToAlloc = tested[0]
-	i := slicesIndex(loads, l.MaxToAlloc)
+	i := slices.Index(loads, l.MaxToAlloc)
 	for _, d := range loads[i+1:] {
 		if d != l.MaxToAlloc {
 			l.NumAllocated = d
@@ -147,6 +149,7 @@ func updateAliases(flist map[x86asm.Reg]bool, in x86asm.Inst) {
 	delete(flist, full)
 }
 
+// is64 reports whether r is a 64-bit general register.
 func is64(r x86asm.Reg) bool { return r >= x86asm.RAX && r <= x86asm.R15 }
 
 // fullReg maps a 32-bit register to its 64-bit one; others are returned as is.
@@ -155,13 +158,4 @@ func fullReg(r x86asm.Reg) x86asm.Reg {
 		return x86asm.RAX + (r - x86asm.EAX)
 	}
 	return r
-}
-
-func slicesIndex(s []int64, v int64) int {
-	for i, x := range s {
-		if x == v {
-			return i
-		}
-	}
-	return -1
 }
