@@ -338,10 +338,13 @@ func (a *CollAttacher) attach(t Target) ([]link.Link, CollLibrary, error) {
 	}
 	fns, ferr := MPIFunctions(f)
 	lib.BuildID, _ = elfx.BuildID(f)
-	var fromDWARF *CommLayoutResult
-	if _, known := CommLayoutOf(lib.BuildID); !known && t.Library == OMPILibMPI {
+	if l, ok := CommLayoutOf(lib.BuildID); ok {
+		lib.Layout, lib.Fields = l, verifiedFields(l)
+	} else if t.Library == OMPILibMPI {
+		// Known before any rank runs: no collective is keyed by its
+		// local handle while a layout is inferred.
 		if r, err := OMPICommLayoutFromDWARF(f); err == nil {
-			fromDWARF = &r
+			lib.Layout, lib.Fields = r.Layout, r.Fields
 		}
 	}
 	_ = f.Close()
@@ -355,13 +358,6 @@ func (a *CollAttacher) attach(t Target) ([]link.Link, CollLibrary, error) {
 	// Every file gets its slot; an unknown build's stays the unknown
 	// layout until SetLayout installs an inferred one.
 	lib.LayoutIndex = len(a.libs) + 1
-	if l, ok := CommLayoutOf(lib.BuildID); ok {
-		lib.Layout, lib.Fields = l, verifiedFields(l)
-	} else if fromDWARF != nil {
-		// Known before any rank runs: no collective is keyed by its
-		// local handle while a layout is inferred.
-		lib.Layout, lib.Fields = fromDWARF.Layout, fromDWARF.Fields
-	}
 	if lib.Layout.Kind != LayoutUnknown {
 		if err := a.install(lib.LayoutIndex, lib.Layout); err != nil {
 			return nil, lib, fmt.Errorf("attach %s: write communicator layout: %w", t.Display, err)

@@ -293,16 +293,27 @@ func ompiCIDField(f *elf.File) string {
 // in its own DWARF, nil when it has none. c_name is left out: an array in
 // 4.x, it is a pointer in 5.0, and the name is read as an array.
 func ompiCommDWARF(f *elf.File) map[string]uint64 {
-	c, err := elfx.StructFields(f, "ompi_communicator_t", ompiCIDField(f), "c_my_rank", "c_local_group")
+	m, err := ompiIdentityDWARF(f)
 	if err != nil {
 		return nil
+	}
+	return m
+}
+
+// ompiIdentityDWARF reads the fields that identify a communicator (context
+// id, rank, local group, the group's size) from Open MPI's DWARF, by field
+// name.
+func ompiIdentityDWARF(f *elf.File) (map[string]uint64, error) {
+	c, err := elfx.StructFields(f, "ompi_communicator_t", ompiCIDField(f), "c_my_rank", "c_local_group")
+	if err != nil {
+		return nil, err
 	}
 	g, err := elfx.StructFields(f, "ompi_group_t", "grp_proc_count")
 	if err != nil {
-		return nil
+		return nil, err
 	}
 	return map[string]uint64{layout.FieldCID: uint64(c[0]), layout.FieldRank: uint64(c[1]), layout.FieldGroup: uint64(c[2]),
-		layout.FieldSize: uint64(g[0])}
+		layout.FieldSize: uint64(g[0])}, nil
 }
 
 // objectAddr returns the runtime address of a data symbol of the library
@@ -367,11 +378,7 @@ func toCommLayout(lib Library, r layout.Result) (CommLayout, error) {
 // pointer in 5.0). The context id is c_contextid up to 4.1 and c_index
 // from 5.0 (ompiCIDField).
 func OMPICommLayoutFromDWARF(f *elf.File) (CommLayoutResult, error) {
-	c, err := elfx.StructFields(f, "ompi_communicator_t", ompiCIDField(f), "c_my_rank", "c_local_group")
-	if err != nil {
-		return CommLayoutResult{}, err
-	}
-	g, err := elfx.StructFields(f, "ompi_group_t", "grp_proc_count")
+	id, err := ompiIdentityDWARF(f)
 	if err != nil {
 		return CommLayoutResult{}, err
 	}
@@ -392,11 +399,11 @@ func OMPICommLayoutFromDWARF(f *elf.File) (CommLayoutResult, error) {
 	if class == 0 {
 		return CommLayoutResult{}, errors.New("the library defines no ompi_communicator_t_class")
 	}
-	l := CommLayout{Kind: LayoutOMPI, CIDOff: uint32(c[0]), CIDMask: 0xffffffff, RankOff: uint32(c[1]),
-		GroupOff: uint32(c[2]), SizeOff: uint32(g[0]), ClassAddr: class, ClassOff: uint32(o[0])}
+	l := CommLayout{Kind: LayoutOMPI, CIDOff: uint32(id[layout.FieldCID]), CIDMask: 0xffffffff, RankOff: uint32(id[layout.FieldRank]),
+		GroupOff: uint32(id[layout.FieldGroup]), SizeOff: uint32(id[layout.FieldSize]), ClassAddr: class, ClassOff: uint32(o[0])}
 	var fields []LayoutField
-	for _, fv := range []namedValue{{layout.FieldClass, class}, {layout.FieldClassOff, uint64(o[0])}, {layout.FieldCID, uint64(c[0])},
-		{layout.FieldRank, uint64(c[1])}, {layout.FieldGroup, uint64(c[2])}, {layout.FieldSize, uint64(g[0])}} {
+	for _, fv := range []namedValue{{layout.FieldClass, class}, {layout.FieldClassOff, uint64(o[0])}, {layout.FieldCID, id[layout.FieldCID]},
+		{layout.FieldRank, id[layout.FieldRank]}, {layout.FieldGroup, id[layout.FieldGroup]}, {layout.FieldSize, id[layout.FieldSize]}} {
 		fields = append(fields, LayoutField{Name: fv.name, Value: fv.v, How: layout.DebugInfo, Note: "the library's own DWARF"})
 	}
 	return CommLayoutResult{Layout: l, Fields: fields}, nil
