@@ -27,7 +27,8 @@ type Target struct {
 	Path string
 	// Display is the file's path as the traced process sees it.
 	Display string
-	// Dev and Inode identify the file; a file is attached once.
+	// Dev and Inode identify the file; a file is attached once per
+	// Library (Open MPI 5.0's libmpi.so is also its ob1 component).
 	Dev   uint64
 	Inode uint64
 	// Root, when set, is the root of the mount namespace the file was
@@ -161,7 +162,7 @@ type Attacher struct {
 
 // Skip marks a file as attached already, e.g. by an earlier agent whose
 // pinned links still run.
-func (a *Attacher) Skip(dev, ino uint64) { a.files.skip(dev, ino) }
+func (a *Attacher) Skip(dev, ino uint64) { a.files.skipFile(dev, ino) }
 
 // NewAttacher returns an Attacher for the catalog, which must be valid.
 func NewAttacher(progs Programs, cat Catalog) (*Attacher, error) {
@@ -342,18 +343,36 @@ type cookieLayout struct {
 }
 
 // fileLinks holds the links made in library files, each file (device,
-// inode) attached once: the bookkeeping every attacher shares.
+// inode) attached once as each library it is: the bookkeeping every
+// attacher shares.
 type fileLinks struct {
-	done  map[[2]uint64]bool
+	done  map[fileAs]bool
+	files map[[2]uint64]bool // attached as every library (skipFile)
 	links []link.Link
 }
 
-// skip marks a file as attached already.
-func (s *fileLinks) skip(dev, ino uint64) {
-	if s.done == nil {
-		s.done = map[[2]uint64]bool{}
+// fileAs is a file as one library.
+type fileAs struct {
+	dev, ino uint64
+	lib      Library
+}
+
+func (t Target) fileAs() fileAs { return fileAs{t.Dev, t.Inode, t.Library} }
+
+// skipFile marks a file as attached already, as whatever library.
+func (s *fileLinks) skipFile(dev, ino uint64) {
+	if s.files == nil {
+		s.files = map[[2]uint64]bool{}
 	}
-	s.done[[2]uint64{dev, ino}] = true
+	s.files[[2]uint64{dev, ino}] = true
+}
+
+// skip marks a file as attached already as the target's library.
+func (s *fileLinks) skip(t Target) {
+	if s.done == nil {
+		s.done = map[fileAs]bool{}
+	}
+	s.done[t.fileAs()] = true
 }
 
 // add attaches each target not attached before with attach, which returns
@@ -365,7 +384,7 @@ func (s *fileLinks) add(targets []Target, attach func(Target) (links []link.Link
 	var made []link.Link
 	var attached []Target
 	for _, t := range targets {
-		if s.done[[2]uint64{t.Dev, t.Inode}] || slices.ContainsFunc(attached, func(o Target) bool { return o.Dev == t.Dev && o.Inode == t.Inode }) {
+		if s.done[t.fileAs()] || s.files[[2]uint64{t.Dev, t.Inode}] || slices.ContainsFunc(attached, func(o Target) bool { return o.fileAs() == t.fileAs() }) {
 			continue
 		}
 		links, ok, err := attach(t)
@@ -379,7 +398,7 @@ func (s *fileLinks) add(targets []Target, attach func(Target) (links []link.Link
 		}
 	}
 	for _, t := range attached {
-		s.skip(t.Dev, t.Inode)
+		s.skip(t)
 	}
 	s.links = append(s.links, made...)
 	return nil

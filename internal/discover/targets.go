@@ -1,6 +1,7 @@
 package discover
 
 import (
+	"debug/elf"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -120,9 +121,15 @@ func ProcessTargets(pfs procfs.FS, pid int, libs []Mapped, want []probes.Library
 }
 
 // componentTargets finds the Open MPI components of want that are not in
-// have, in the component directories next to libmpi.
+// have, in the component directories next to libmpi, else built into
+// libmpi or the libopen-pal beside it (Open MPI 5.0 builds its components
+// into the libraries by default: ob1 and the colls into libmpi, the btls
+// into libopen-pal), where the library defines the component's
+// mca_<framework>_<name>_component.
 func componentTargets(want []probes.Library, libmpi string, have map[probes.Library]bool, open func(string) string) []probes.Target {
 	var out []probes.Target
+	var builtin []string // the libraries that may hold components, read once
+	defines := map[string]map[string]bool{}
 	for _, lib := range want {
 		file, ok := ComponentFile(lib)
 		if !ok || have[lib] {
@@ -136,6 +143,46 @@ func componentTargets(want []probes.Library, libmpi string, have map[probes.Libr
 				have[lib] = true
 				break
 			}
+		}
+		if have[lib] {
+			continue
+		}
+		if builtin == nil {
+			builtin = []string{libmpi, path.Join(path.Dir(libmpi), "libopen-pal.so.80"), path.Join(path.Dir(libmpi), "libopen-pal.so.40")}
+			for _, b := range builtin {
+				defines[b] = DefinedSymbols(open(b))
+			}
+		}
+		for _, b := range builtin {
+			if !defines[b][string(lib)+"_component"] {
+				continue
+			}
+			if t, err := probes.FileTarget(lib, open(b), b); err == nil {
+				out = append(out, t)
+				have[lib] = true
+				break
+			}
+		}
+	}
+	return out
+}
+
+// DefinedSymbols returns the names of the dynamic symbols an ELF file
+// defines; none when it cannot be read.
+func DefinedSymbols(file string) map[string]bool {
+	f, err := elf.Open(file)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	syms, err := f.DynamicSymbols()
+	if err != nil {
+		return nil
+	}
+	out := make(map[string]bool, len(syms))
+	for _, s := range syms {
+		if s.Section != elf.SHN_UNDEF {
+			out[s.Name] = true
 		}
 	}
 	return out
