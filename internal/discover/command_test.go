@@ -1,10 +1,15 @@
 package discover
 
 import (
+	"maps"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"testing"
+
+	"github.com/mpiprobe/mpiprobe/internal/mpitest"
+	"github.com/mpiprobe/mpiprobe/probes"
 )
 
 func TestCommandLibraryDirs(t *testing.T) {
@@ -57,5 +62,41 @@ func TestLibrariesIn(t *testing.T) {
 	want := []string{"libmpi.so.40", "libmpich.so.12.2.0", "libopen-pal.so.40", "libucp.so.0"}
 	if !slices.Equal(base, want) {
 		t.Errorf("LibrariesIn = %q, want %q", base, want)
+	}
+}
+
+// TestBuiltinComponents lays out an Open MPI 5.0 install, whose components
+// are built into libmpi.so and libopen-pal.so.80 (made here with gcc, each
+// defining its components' mca_*_component), beside a 4.x-style component
+// file: each wanted component is found where it is, as its own target.
+func TestBuiltinComponents(t *testing.T) {
+	if _, err := exec.LookPath("gcc"); err != nil {
+		mpitest.Require(t, "gcc, to make the libraries")
+	}
+	dir := t.TempDir()
+	lib := filepath.Join(dir, "lib")
+	if err := os.MkdirAll(filepath.Join(lib, "openmpi"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	build := func(name, src string) {
+		c := filepath.Join(dir, filepath.Base(name)+".c")
+		if err := os.WriteFile(c, []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if out, err := exec.Command("gcc", "-shared", "-fPIC", "-o", filepath.Join(lib, name), c).CombinedOutput(); err != nil {
+			t.Fatalf("gcc: %v\n%s", err, out)
+		}
+	}
+	build("libmpi.so.40", "int mca_pml_ob1_component; int mca_coll_tuned_component;\n")
+	build("libopen-pal.so.80", "int mca_btl_tcp_component;\n")
+	build("openmpi/mca_btl_self.so", "int mca_btl_self_component;\n")
+	want := []probes.Library{probes.OMPIPmlOb1, "mca_btl_tcp", "mca_btl_self", "mca_btl_vader"}
+	got := map[probes.Library]string{}
+	for _, tg := range componentTargets(want, filepath.Join(lib, "libmpi.so.40"), map[probes.Library]bool{}, func(p string) string { return p }) {
+		got[tg.Library] = filepath.Base(tg.Display)
+	}
+	wantGot := map[probes.Library]string{probes.OMPIPmlOb1: "libmpi.so.40", "mca_btl_tcp": "libopen-pal.so.80", "mca_btl_self": "mca_btl_self.so"}
+	if !maps.Equal(got, wantGot) {
+		t.Errorf("components found in %v, want %v (vader in none)", got, wantGot)
 	}
 }
