@@ -183,15 +183,9 @@ func PrepareCommInference(f *elf.File, lib Library) (*CommInference, error) {
 	if err != nil {
 		return nil, err
 	}
-	dyn, err := f.DynamicSymbols()
+	syms, err := elfx.Defined(f)
 	if err != nil {
-		return nil, fmt.Errorf("read dynamic symbols: %w", err)
-	}
-	syms := map[string]elf.Symbol{}
-	for _, s := range dyn {
-		if s.Section != elf.SHN_UNDEF && s.Value != 0 {
-			syms[s.Name] = s
-		}
+		return nil, err
 	}
 	analyze := func(name string) layout.Facts {
 		s, ok := syms[name]
@@ -386,16 +380,11 @@ func OMPICommLayoutFromDWARF(f *elf.File) (CommLayoutResult, error) {
 	if err != nil {
 		return CommLayoutResult{}, err
 	}
-	dyn, err := f.DynamicSymbols()
+	syms, err := elfx.Defined(f)
 	if err != nil {
-		return CommLayoutResult{}, fmt.Errorf("read dynamic symbols: %w", err)
+		return CommLayoutResult{}, err
 	}
-	var class uint64
-	for _, s := range dyn {
-		if s.Name == "ompi_communicator_t_class" && s.Section != elf.SHN_UNDEF {
-			class = s.Value
-		}
-	}
+	class := syms["ompi_communicator_t_class"].Value
 	if class == 0 {
 		return CommLayoutResult{}, errors.New("the library defines no ompi_communicator_t_class")
 	}

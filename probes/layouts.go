@@ -126,26 +126,24 @@ func freeListLayoutFromDWARF(f *elf.File) (freeListLayout, error) {
 // opal_free_list_grow_st (layout.InferFreeList), for a build without any
 // DWARF; seen says the code also loads fl_frag_class where it is placed.
 func freeListLayoutFromCode(f *elf.File) (freeListLayout, bool, error) {
-	syms, err := f.DynamicSymbols()
+	syms, err := elfx.Defined(f)
 	if err != nil {
 		return freeListLayout{}, false, err
 	}
-	for _, s := range syms {
-		if s.Name != "opal_free_list_grow_st" || elf.ST_TYPE(s.Info) != elf.STT_FUNC || s.Section == elf.SHN_UNDEF {
-			continue
-		}
-		code, err := textCode(f)
-		if err != nil {
-			return freeListLayout{}, false, err
-		}
-		fl, err := layout.InferFreeList(code, s.Value, int(s.Size))
-		if err != nil {
-			return freeListLayout{}, false, err
-		}
-		l := freeListLayout{MaxToAlloc: uint32(fl.MaxToAlloc), NumAllocated: uint32(fl.NumAllocated), FragClass: uint32(fl.FragClass)}
-		return l, fl.ClassSeen, l.check()
+	s, ok := syms["opal_free_list_grow_st"]
+	if !ok || elf.ST_TYPE(s.Info) != elf.STT_FUNC {
+		return freeListLayout{}, false, errors.New("no opal_free_list_grow_st")
 	}
-	return freeListLayout{}, false, errors.New("no opal_free_list_grow_st")
+	code, err := textCode(f)
+	if err != nil {
+		return freeListLayout{}, false, err
+	}
+	fl, err := layout.InferFreeList(code, s.Value, int(s.Size))
+	if err != nil {
+		return freeListLayout{}, false, err
+	}
+	l := freeListLayout{MaxToAlloc: uint32(fl.MaxToAlloc), NumAllocated: uint32(fl.NumAllocated), FragClass: uint32(fl.FragClass)}
+	return l, fl.ClassSeen, l.check()
 }
 
 // flWord is the unit of the offsets a free-list cookie carries.

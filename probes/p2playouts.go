@@ -203,18 +203,12 @@ func MPICHFrameArgsOf(buildID, call string) (MPICHFrameArgs, bool) {
 // opal_process_name_t. The error names the first thing missing.
 func OB1LayoutFromDWARF(libmpi, ob1 *elf.File) (OB1Layout, error) {
 	var l OB1Layout
-	syms, err := ob1.DynamicSymbols()
+	syms, err := elfx.Defined(ob1)
 	if err != nil {
-		return l, fmt.Errorf("mca_pml_ob1.so: dynamic symbols: %w", err)
+		return l, fmt.Errorf("mca_pml_ob1.so: %w", err)
 	}
-	for _, s := range syms {
-		switch s.Name {
-		case "mca_pml_ob1_recv_request_t_class":
-			l.RecvClass = s.Value
-		case "mca_pml_ob1_send_request_t_class":
-			l.SendClass = s.Value
-		}
-	}
+	l.RecvClass = syms["mca_pml_ob1_recv_request_t_class"].Value
+	l.SendClass = syms["mca_pml_ob1_send_request_t_class"].Value
 	if l.RecvClass == 0 || l.SendClass == 0 {
 		return l, errors.New("mca_pml_ob1.so defines no mca_pml_ob1_{recv,send}_request_t_class")
 	}

@@ -17,13 +17,10 @@ import (
 // it equals the table's entry for that build, field by field; then the
 // failures: a file without DWARF, an ob1 without the class symbols.
 func TestOB1LayoutFromDWARF(t *testing.T) {
-	if _, err := os.Stat("/usr/lib/x86_64-linux-gnu/openmpi/include/openmpi/ompi/mca/pml/base/pml_base_request.h"); err != nil {
-		mpitest.Require(t, "Open MPI's headers (libopenmpi-dev)")
-	}
+	withDWARF := ob1LayoutFixture(t)
 	if _, err := os.Stat(debianOb1File); err != nil {
 		mpitest.Require(t, "Debian's libopenmpi3 ("+debianOb1File+")")
 	}
-	withDWARF := openELFFile(t, mpitest.BuildLib(t, mpitest.OpenMPI(), "ob1_layout"))
 	ob1 := openELFFile(t, debianOb1File)
 	got, err := probes.OB1LayoutFromDWARF(withDWARF, ob1)
 	if err != nil {
@@ -53,10 +50,7 @@ func TestOB1LayoutFromDWARF(t *testing.T) {
 // entry for Debian's libmpi, whose headers they are; then a file without
 // DWARF.
 func TestOMPICommLayoutFromDWARF(t *testing.T) {
-	if _, err := os.Stat("/usr/lib/x86_64-linux-gnu/openmpi/include/openmpi/ompi/communicator/communicator.h"); err != nil {
-		mpitest.Require(t, "Open MPI's headers (libopenmpi-dev)")
-	}
-	got, err := probes.OMPICommLayoutFromDWARF(openELFFile(t, mpitest.BuildLib(t, mpitest.OpenMPI(), "ob1_layout")))
+	got, err := probes.OMPICommLayoutFromDWARF(ob1LayoutFixture(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,6 +71,16 @@ func TestOMPICommLayoutFromDWARF(t *testing.T) {
 	if _, err := probes.OMPICommLayoutFromDWARF(openELFFile(t, mpitest.DebianPal)); err == nil || !strings.Contains(err.Error(), "no DWARF") {
 		t.Errorf("a file without DWARF: err %v", err)
 	}
+}
+
+// ob1LayoutFixture builds testdata/ob1_layout.c against the installed Open
+// MPI headers and opens it.
+func ob1LayoutFixture(t *testing.T) *elf.File {
+	t.Helper()
+	if _, err := os.Stat("/usr/lib/x86_64-linux-gnu/openmpi/include/openmpi/ompi/mca/pml/base/pml_base_request.h"); err != nil {
+		mpitest.Require(t, "Open MPI's headers (libopenmpi-dev)")
+	}
+	return openELFFile(t, mpitest.BuildLib(t, mpitest.OpenMPI(), "ob1_layout"))
 }
 
 // openELFFile opens an ELF file for the test's duration.

@@ -4,7 +4,6 @@ import (
 	"debug/elf"
 	"errors"
 	"fmt"
-	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -719,18 +718,18 @@ func EntryPoints(path string, syms []string, entryOnly bool) (map[string]uint64,
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
 	defer f.Close()
-	dyn, err := f.DynamicSymbols()
+	dyn, err := elfx.Defined(f)
 	if err != nil {
-		return nil, fmt.Errorf("read dynamic symbols of %s: %w", path, err)
+		return nil, fmt.Errorf("read %s: %w", path, err)
 	}
 	code := textReader(f)
 	out := map[string]uint64{}
 	for _, name := range syms {
-		i := slices.IndexFunc(dyn, func(s elf.Symbol) bool { return s.Name == name && s.Value != 0 })
-		if i < 0 {
+		d, ok := dyn[name]
+		if !ok {
 			return nil, fmt.Errorf("%s: no symbol %s", path, name)
 		}
-		out[name], _ = EntryPoint(code(Function{Name: name, Value: dyn[i].Value, Size: dyn[i].Size}), entryOnly)
+		out[name], _ = EntryPoint(code(Function{Name: name, Value: d.Value, Size: d.Size}), entryOnly)
 	}
 	return out, nil
 }

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 
+	"github.com/mpiprobe/mpiprobe/internal/elfx"
 	"github.com/mpiprobe/mpiprobe/internal/identity"
 	"github.com/mpiprobe/mpiprobe/internal/procfs"
 	"github.com/mpiprobe/mpiprobe/internal/text"
@@ -129,7 +130,7 @@ func ProcessTargets(pfs procfs.FS, pid int, libs []Mapped, want []probes.Library
 func componentTargets(want []probes.Library, libmpi string, have map[probes.Library]bool, open func(string) string) []probes.Target {
 	var out []probes.Target
 	var builtin []string // the libraries that may hold components, read once
-	defines := map[string]map[string]bool{}
+	defines := map[string]map[string]elf.Symbol{}
 	for _, lib := range want {
 		file, ok := ComponentFile(lib)
 		if !ok || have[lib] {
@@ -150,11 +151,11 @@ func componentTargets(want []probes.Library, libmpi string, have map[probes.Libr
 		if builtin == nil {
 			builtin = []string{libmpi, path.Join(path.Dir(libmpi), "libopen-pal.so.80"), path.Join(path.Dir(libmpi), "libopen-pal.so.40")}
 			for _, b := range builtin {
-				defines[b] = DefinedSymbols(open(b))
+				defines[b] = definedSymbols(open(b))
 			}
 		}
 		for _, b := range builtin {
-			if !defines[b][string(lib)+"_component"] {
+			if _, ok := defines[b][string(lib)+"_component"]; !ok {
 				continue
 			}
 			if t, err := probes.FileTarget(lib, open(b), b); err == nil {
@@ -167,25 +168,16 @@ func componentTargets(want []probes.Library, libmpi string, have map[probes.Libr
 	return out
 }
 
-// DefinedSymbols returns the names of the dynamic symbols an ELF file
-// defines; none when it cannot be read.
-func DefinedSymbols(file string) map[string]bool {
+// definedSymbols returns the dynamic symbols an ELF file defines
+// (elfx.Defined); none when it cannot be read.
+func definedSymbols(file string) map[string]elf.Symbol {
 	f, err := elf.Open(file)
 	if err != nil {
 		return nil
 	}
 	defer f.Close()
-	syms, err := f.DynamicSymbols()
-	if err != nil {
-		return nil
-	}
-	out := make(map[string]bool, len(syms))
-	for _, s := range syms {
-		if s.Section != elf.SHN_UNDEF {
-			out[s.Name] = true
-		}
-	}
-	return out
+	syms, _ := elfx.Defined(f)
+	return syms
 }
 
 // SystemTargets returns attach targets for a command mpiprobe starts itself:

@@ -59,3 +59,23 @@ func (st Symbols) Offset(name string) (off uint64, found, versioned bool, err er
 	}
 	return off, true, len(defs) > 1, nil
 }
+
+// Defined returns the dynamic symbols f defines (not undefined, not at
+// address 0), by name; of a name defined more than once (symbol versions),
+// the first.
+func Defined(f *elf.File) (map[string]elf.Symbol, error) {
+	syms, err := f.DynamicSymbols()
+	if err != nil {
+		return nil, fmt.Errorf("dynamic symbols: %w", err)
+	}
+	out := make(map[string]elf.Symbol, len(syms))
+	for _, s := range syms {
+		if s.Section == elf.SHN_UNDEF || s.Value == 0 {
+			continue
+		}
+		if _, seen := out[s.Name]; !seen {
+			out[s.Name] = s
+		}
+	}
+	return out, nil
+}

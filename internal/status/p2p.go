@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/mpiprobe/mpiprobe/agg"
+	"github.com/mpiprobe/mpiprobe/internal/elfx"
 	"github.com/mpiprobe/mpiprobe/internal/procfs"
 	"github.com/mpiprobe/mpiprobe/internal/status/hang"
 	"github.com/mpiprobe/mpiprobe/internal/status/unwind"
@@ -121,16 +122,12 @@ func (p *process) definesOB1() bool {
 		if err != nil {
 			return false
 		}
-		syms, err := ef.DynamicSymbols()
+		syms, err := elfx.Defined(ef)
 		if err != nil {
 			return false
 		}
-		for _, s := range syms {
-			if s.Name == "mca_pml_ob1_recv_request_t_class" && s.Section != elf.SHN_UNDEF {
-				return true
-			}
-		}
-		return false
+		_, ok := syms["mca_pml_ob1_recv_request_t_class"]
+		return ok
 	}
 	return false
 }
