@@ -294,7 +294,6 @@ int stash_arg(struct pt_regs *ctx)
 #define FL_MAX_TO_ALLOC(c) FL_FIELD(c, FL_MAX_TO_ALLOC_SHIFT)
 #define FL_NUM_ALLOCATED(c) FL_FIELD(c, FL_NUM_ALLOCATED_SHIFT)
 #define FL_FRAG_CLASS(c) FL_FIELD(c, FL_FRAG_CLASS_SHIFT)
-#define OPAL_ERR_TEMP_OUT_OF_RESOURCE (-3)
 
 // free_list_grow: entry of opal_free_list_grow_st(flist, num_elements, ...)
 // on a list that was allocated before (the first allocation is not growth).
@@ -322,23 +321,25 @@ int free_list_grow(struct pt_regs *ctx)
 	return 0;
 }
 
-// free_list_at_max: return of opal_free_list_grow_st with
-// OPAL_ERR_TEMP_OUT_OF_RESOURCE, the list at its maximum; the list comes
-// from stash_arg's slot. Peak: the maximum.
-SEC("uretprobe")
+// free_list_at_max: entry of opal_free_list_grow_st(flist, num_elements,
+// ...) on a list at or past its maximum, which it refuses: at the maximum
+// it returns OPAL_ERR_TEMP_OUT_OF_RESOURCE; past it (seen on Open MPI
+// 5.0.10's sm BTL: 10 fragments allocated, maximum 8) the number of items
+// it computes wraps around and the caller gets no item either. Peak: the
+// maximum.
+SEC("uprobe")
 int free_list_at_max(struct pt_regs *ctx)
 {
 	__u32 tgid;
 	if (!traced_now(&tgid))
 		return 0;
-	if ((__s32)PT_REGS_RC(ctx) != OPAL_ERR_TEMP_OUT_OF_RESOURCE)
-		return 0;
 	__u64 cookie = bpf_get_attach_cookie(ctx);
-	__u64 fl = stashed(cookie);
-	if (!fl)
+	__u64 fl = PT_REGS_PARM1(ctx);
+	__u64 lim = read_u64(fl + FL_MAX_TO_ALLOC(cookie));
+	if (!lim || read_u64(fl + FL_NUM_ALLOCATED(cookie)) < lim)
 		return 0;
 	__u64 cls = read_u64(fl + FL_FRAG_CLASS(cookie));
-	count_hit(tgid, COOKIE_EVENT(cookie), cls, read_u64(fl + FL_MAX_TO_ALLOC(cookie)), cls ? read_u64(cls) : 0);
+	count_hit(tgid, COOKIE_EVENT(cookie), cls, lim, cls ? read_u64(cls) : 0);
 	return 0;
 }
 

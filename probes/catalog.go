@@ -26,6 +26,10 @@ const (
 	OMPIPal Library = "libopen-pal"
 	// OMPIBtlVader is Open MPI's shared-memory BTL, mca_btl_vader.so.
 	OMPIBtlVader Library = "mca_btl_vader"
+	// OMPIBtlSm is the same BTL from Open MPI 5.0, renamed sm
+	// (mca_btl_sm.so, or built into libopen-pal.so.80): its functions are
+	// vader's under the new prefix, and "vader" still selects it.
+	OMPIBtlSm Library = "mca_btl_sm"
 	// OMPIBtlTcp is Open MPI's TCP BTL, mca_btl_tcp.so.
 	OMPIBtlTcp Library = "mca_btl_tcp"
 	// IBVerbs is the InfiniBand verbs library, libibverbs.so.1, which
@@ -55,6 +59,10 @@ func (s Side) String() string {
 type Probe struct {
 	Library Library
 	Symbol  string
+	// Renamed is the function's name in the versions that renamed it
+	// (Open MPI 5.0 prefixed ob1's exported helpers with ompi_pml_ob1_),
+	// tried when the file does not define Symbol.
+	Renamed string
 	Side    Side
 	// CallTo makes the probe a call-site probe; Side must be Entry.
 	CallTo string
@@ -65,7 +73,7 @@ type Probe struct {
 	Program Program
 	// Param is the program's parameter (cookie bits 24-31): for Count the
 	// argument (1-5) whose pointee, a u32, is the hit's peak value, 0 for
-	// none; for Stash, FreeListAtMax and AsyncEventRet the stash slot
+	// none; for Stash and AsyncEventRet the stash slot
 	// (0-3); for GateOpen and GateCount the gate (0-63); for MPIError the
 	// library's layout (ErrorsOMPI, ErrorsMPICH).
 	Param uint8
@@ -84,8 +92,9 @@ const (
 	// FreeListGrow counts growth of an Open MPI free list that was
 	// allocated before, per item class, with the new size as peak.
 	FreeListGrow
-	// FreeListAtMax counts returns of opal_free_list_grow_st refused
-	// because the list is at its maximum; the list comes from a Stash.
+	// FreeListAtMax counts calls of opal_free_list_grow_st on a list at or
+	// past its maximum, which it refuses, per item class, with the maximum
+	// as peak.
 	FreeListAtMax
 	// MPIError counts MPI errors returned to the application, per error
 	// class and API name.
@@ -309,7 +318,8 @@ func Full() Catalog {
 			ID:      "ob1.out_of_sequence",
 			Layer:   "pml",
 			Level:   Default,
-			Probes:  []Probe{ob1("append_frag_to_ordered_list")},
+			Probes: []Probe{{Library: OMPIPmlOb1, Symbol: "append_frag_to_ordered_list",
+				Renamed: "ompi_pml_ob1_append_frag_to_ordered_list"}},
 			Message: "fragment arrived out of sequence and was held back: traffic to one peer is split over several BTLs",
 			Advice: "let one BTL carry each peer's traffic: check --mca btl, and give the fastest BTL the highest " +
 				"exclusivity (e.g. leave btl_vader_exclusivity above btl_tcp_exclusivity)",
@@ -358,9 +368,12 @@ func Full() Catalog {
 			ID:      "vader.sendi_refused",
 			Layer:   "btl",
 			Level:   Messages,
-			Probes:  []Probe{uret(OMPIBtlVader, "mca_btl_vader_sendi", minus2)},
+			Probes: []Probe{
+				uret(OMPIBtlVader, "mca_btl_vader_sendi", minus2),
+				uret(OMPIBtlSm, "mca_btl_sm_sendi", minus2),
+			},
 			Message: "shared-memory fast path refused a small message: the peer's fast box is full or sends are pending",
-			Advice:  "raise --mca btl_vader_fbox_size and btl_vader_fbox_max; lasting refusals mean a slow receiver",
+			Advice:  "raise --mca btl_vader_fbox_size and btl_vader_fbox_max (btl_sm_ from Open MPI 5.0); lasting refusals mean a slow receiver",
 			C:       10000,
 			T:       30 * time.Second,
 		},
@@ -368,9 +381,12 @@ func Full() Catalog {
 			ID:      "vader.alloc_failed",
 			Layer:   "btl",
 			Level:   Messages,
-			Probes:  []Probe{uret(OMPIBtlVader, "mca_btl_vader_alloc", Condition{Src: RetVal, Cmp: Eq, Value: 0})},
+			Probes: []Probe{
+				uret(OMPIBtlVader, "mca_btl_vader_alloc", Condition{Src: RetVal, Cmp: Eq, Value: 0}),
+				uret(OMPIBtlSm, "mca_btl_sm_alloc", Condition{Src: RetVal, Cmp: Eq, Value: 0}),
+			},
 			Message: "shared-memory BTL out of fragments: a send had to wait",
-			Advice:  "raise --mca btl_vader_free_list_max (default 512)",
+			Advice:  "raise --mca btl_vader_free_list_max (btl_sm_free_list_max from Open MPI 5.0; default 512)",
 			C:       1000,
 			T:       10 * time.Second,
 		},
@@ -456,10 +472,7 @@ func Full() Catalog {
 			ID:    "pal.free_list.at_max",
 			Layer: "pal",
 			Level: Retries,
-			Probes: []Probe{
-				{Library: OMPIPal, Symbol: "opal_free_list_grow_st", Program: Stash, Cond: Condition{Src: Arg(1)}, Param: 0},
-				{Library: OMPIPal, Symbol: "opal_free_list_grow_st", Side: Return, Program: FreeListAtMax, Param: 0},
-			},
+			Probes: []Probe{{Library: OMPIPal, Symbol: "opal_free_list_grow_st", Program: FreeListAtMax}},
 			Detail:  className,
 			Message: "free list at its maximum: an item was wanted and none could be allocated",
 			Advice:  "raise the list's *_free_list_max",
@@ -663,8 +676,8 @@ type Description struct {
 // checkProgram checks that the probe's program runs on the side it reads
 // and that its parameter is in range.
 func (p Probe) checkProgram() error {
-	returns := p.Program == FreeListAtMax || p.Program == AsyncEventRet
-	entries := p.Program == Stash || p.Program == FreeListGrow || p.Program == MPIError || p.Program == GateOpen
+	returns := p.Program == AsyncEventRet
+	entries := p.Program == Stash || p.Program == FreeListGrow || p.Program == FreeListAtMax || p.Program == MPIError || p.Program == GateOpen
 	switch {
 	case p.Program > GateClose:
 		return fmt.Errorf("unknown program %d", p.Program)

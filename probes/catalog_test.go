@@ -306,7 +306,7 @@ func TestLibraries(t *testing.T) {
 			{Probes: []Probe{p(MPICHLib), p(OMPIPmlOb1), p(OMPILibMPI)}},
 			{Probes: []Probe{p(OMPILibMPI), p("mca_btl_tcp"), p(MPICHLib)}},
 		}}, []Library{OMPIPmlOb1, MPICHLib, OMPILibMPI, "mca_btl_tcp"}},
-		{"Full", Full(), []Library{OMPIPmlOb1, OMPIBtlVader, OMPIBtlTcp, IBVerbs, OMPIPal, UCXLib, OMPILibMPI, MPICHLib}},
+		{"Full", Full(), []Library{OMPIPmlOb1, OMPIBtlVader, OMPIBtlSm, OMPIBtlTcp, IBVerbs, OMPIPal, UCXLib, OMPILibMPI, MPICHLib}},
 		{"DefaultCatalog", DefaultCatalog(), []Library{OMPIPmlOb1, IBVerbs, UCXLib, OMPILibMPI, MPICHLib}},
 	}
 	for _, tt := range tests {
@@ -343,7 +343,7 @@ func TestValidateProgramSides(t *testing.T) {
 		p    Probe
 		want string
 	}{
-		{"at max on entry", Probe{Library: OMPIPal, Symbol: "f", Program: FreeListAtMax}, "runs on a return"},
+		{"at max on return", Probe{Library: OMPIPal, Symbol: "f", Side: Return, Program: FreeListAtMax}, "runs on an entry"},
 		{"grow on return", Probe{Library: OMPIPal, Symbol: "f", Side: Return, Program: FreeListGrow}, "runs on an entry"},
 		{"stash slot 4", Probe{Library: OMPIPal, Symbol: "f", Program: Stash, Param: 4, Cond: Condition{Src: Arg(1)}}, "stash slot 4"},
 		{"stash without argument", Probe{Library: OMPIPal, Symbol: "f", Program: Stash}, "keeps an argument"},

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"os/exec"
 	"slices"
 	"sort"
 	"strconv"
@@ -267,9 +268,17 @@ type catalogCase struct {
 	checkControl func(c catCheck)
 }
 
-func catalogCases() []catalogCase {
+func catalogCases(t *testing.T) []catalogCase {
 	ompi, mpich := mpitest.OpenMPI(), mpitest.MPICH()
 	vader := ompiMCA("btl", "self,vader")
+	// The shared-memory BTL's fragments, and the parameters that turn its
+	// single copy off: Open MPI 5.0 renamed vader sm and moved single copy
+	// to the smsc framework, where btl_vader_single_copy_mechanism means
+	// nothing.
+	smFrag, noSingleCopy := "mca_btl_vader_frag_t", []string{"btl_vader_single_copy_mechanism", "none"}
+	if _, err := exec.LookPath(ompi.CC); err == nil && ompi.SharedMemoryBTL(t) == "sm" {
+		smFrag, noSingleCopy = "mca_btl_sm_frag_t", []string{"smsc", "^cma,knem,xpmem"}
+	}
 	unexpectedArgs := func(size int, more ...string) []string {
 		return append([]string{"-n", itoa(unexpectedN), "-s", itoa(size)}, more...)
 	}
@@ -355,16 +364,16 @@ func catalogCases() []catalogCase {
 			checkTrigger: func(c catCheck) {
 				why := fmt.Sprintf("flood -n %d posts more sends than btl_vader_free_list_max=%d fragments while rank 1 sleeps %d ms",
 					floodFLN, floodFLMax, floodFLDelay)
-				e, ok := c.s.detail("0", "pal.free_list.at_max", "mca_btl_vader_frag_t")
+				e, ok := c.s.detail("0", "pal.free_list.at_max", smFrag)
 				if !ok || e.Count == 0 {
-					c.failf("rank 0 has no pal.free_list.at_max[mca_btl_vader_frag_t]: %s", why)
+					c.failf("rank 0 has no pal.free_list.at_max[%s]: %s", smFrag, why)
 				}
 				for _, r := range c.s.ranks() {
-					if e, ok := c.s.detail(r, "pal.free_list.at_max", "mca_btl_vader_frag_t"); ok && e.Peak != floodFLMax {
-						c.failf("rank %s pal.free_list.at_max[mca_btl_vader_frag_t] peak = %d, want %d = btl_vader_free_list_max", r, e.Peak, floodFLMax)
+					if e, ok := c.s.detail(r, "pal.free_list.at_max", smFrag); ok && e.Peak != floodFLMax {
+						c.failf("rank %s pal.free_list.at_max[%s] peak = %d, want %d = btl_vader_free_list_max", r, smFrag, e.Peak, floodFLMax)
 					}
-					if e, ok := c.s.detail(r, "pal.free_list.grow", "mca_btl_vader_frag_t"); ok && e.Peak > floodFLMax {
-						c.failf("rank %s pal.free_list.grow[mca_btl_vader_frag_t] peak = %d, want ≤ %d = btl_vader_free_list_max", r, e.Peak, floodFLMax)
+					if e, ok := c.s.detail(r, "pal.free_list.grow", smFrag); ok && e.Peak > floodFLMax {
+						c.failf("rank %s pal.free_list.grow[%s] peak = %d, want ≤ %d = btl_vader_free_list_max", r, smFrag, e.Peak, floodFLMax)
 					}
 				}
 			},
@@ -379,8 +388,8 @@ func catalogCases() []catalogCase {
 			name: "ompi_rndv_stall_vader",
 			impl: ompi,
 			trigger: catalogRun{"flood", floodArgs(rndvN, rndvVaderSize, floodFLDelay, 1),
-				ompiMCA("btl", "self,vader", "btl_vader_single_copy_mechanism", "none",
-					"btl_vader_free_list_max", itoa(rndvFreeListMax)), "default,retries,messages"},
+				ompiMCA(append([]string{"btl", "self,vader", "btl_vader_free_list_max", itoa(rndvFreeListMax)}, noSingleCopy...)...),
+				"default,retries,messages"},
 			checkTrigger: func(c catCheck) {
 				c.atLeast("0", "ob1.rndv.stall", 1, fmt.Sprintf("flood -n %d -s %d pipelines %d large messages through %d vader fragments",
 					rndvN, rndvVaderSize, rndvN, rndvFreeListMax))
@@ -388,13 +397,13 @@ func catalogCases() []catalogCase {
 				for _, r := range c.s.ranks() {
 					alloc := c.s.total(r, "vader.alloc_failed")
 					failed += alloc
-					atMax, _ := c.s.detail(r, "pal.free_list.at_max", "mca_btl_vader_frag_t")
+					atMax, _ := c.s.detail(r, "pal.free_list.at_max", smFrag)
 					if alloc > atMax.Count {
-						c.failf("rank %s vader.alloc_failed = %d > pal.free_list.at_max[mca_btl_vader_frag_t] = %d: an allocation fails only when the fragment list is at its maximum",
-							r, alloc, atMax.Count)
+						c.failf("rank %s vader.alloc_failed = %d > pal.free_list.at_max[%s] = %d: an allocation fails only when the fragment list is at its maximum",
+							r, alloc, smFrag, atMax.Count)
 					}
 					if atMax.Count > 0 && atMax.Peak != rndvFreeListMax {
-						c.failf("rank %s pal.free_list.at_max[mca_btl_vader_frag_t] peak = %d, want %d = btl_vader_free_list_max", r, atMax.Peak, rndvFreeListMax)
+						c.failf("rank %s pal.free_list.at_max[%s] peak = %d, want %d = btl_vader_free_list_max", r, smFrag, atMax.Peak, rndvFreeListMax)
 					}
 				}
 				if failed == 0 {
@@ -563,7 +572,7 @@ func TestCatalogTriggers(t *testing.T) {
 		sendiControlN*(sendiSize+catHeaderBound) > sendiControlFbox {
 		t.Fatal("a control's parameters exceed the limit that keeps it silent")
 	}
-	for _, tc := range catalogCases() {
+	for _, tc := range catalogCases(t) {
 		t.Run(tc.name, func(t *testing.T) {
 			mpitest.RequireE2E(t, tc.impl)
 			progs := map[string]string{}

@@ -3,7 +3,6 @@ package discover
 import (
 	"maps"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -70,23 +69,8 @@ func TestLibrariesIn(t *testing.T) {
 // defining its components' mca_*_component), beside a 4.x-style component
 // file: each wanted component is found where it is, as its own target.
 func TestBuiltinComponents(t *testing.T) {
-	if _, err := exec.LookPath("gcc"); err != nil {
-		mpitest.Require(t, "gcc, to make the libraries")
-	}
-	dir := t.TempDir()
-	lib := filepath.Join(dir, "lib")
-	if err := os.MkdirAll(filepath.Join(lib, "openmpi"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	build := func(name, src string) {
-		c := filepath.Join(dir, filepath.Base(name)+".c")
-		if err := os.WriteFile(c, []byte(src), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		if out, err := exec.Command("gcc", "-shared", "-fPIC", "-o", filepath.Join(lib, name), c).CombinedOutput(); err != nil {
-			t.Fatalf("gcc: %v\n%s", err, out)
-		}
-	}
+	lib := filepath.Join(t.TempDir(), "lib")
+	build := func(name, src string) { mpitest.GCCLib(t, filepath.Join(lib, name), src) }
 	build("libmpi.so.40", "int mca_pml_ob1_component; int mca_coll_tuned_component;\n")
 	build("libopen-pal.so.80", "int mca_btl_tcp_component;\n")
 	build("openmpi/mca_btl_self.so", "int mca_btl_self_component;\n")

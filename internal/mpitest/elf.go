@@ -4,6 +4,7 @@ import (
 	"debug/elf"
 	"encoding/hex"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"testing"
 )
@@ -17,6 +18,25 @@ func BuildLib(t testing.TB, impl Impl, name string) string {
 	out := filepath.Join(t.TempDir(), "lib"+name+".so")
 	run(t, impl.CC, "-g", "-shared", "-fPIC", "-o", out, src)
 	return out
+}
+
+// GCCLib compiles the C source src with gcc into the shared library path
+// (its directory made as needed): a stand-in for a library of a build
+// that only its symbols matter for. It fails the test, or skips it outside
+// MPIPROBE_E2E=require, when gcc is missing.
+func GCCLib(t testing.TB, path, src string) {
+	t.Helper()
+	if _, err := exec.LookPath("gcc"); err != nil {
+		Require(t, "gcc, to make the libraries")
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	c := path + ".c"
+	if err := os.WriteFile(c, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	run(t, "gcc", "-shared", "-fPIC", "-o", path, c)
 }
 
 // CopyWithBuildID copies the ELF file src to dst with every byte of its GNU

@@ -299,3 +299,21 @@ func (j *Job) Wait(t testing.TB) {
 		t.Fatalf("job: %v\n%s", err, j.out.String())
 	}
 }
+
+// SharedMemoryBTL returns the name this Open MPI gives its shared-memory
+// BTL in file, symbol and class names: "sm" from Open MPI 5.0, whose
+// libopen-pal is libopen-pal.so.80, "vader" before. Both accept "vader" in
+// --mca btl and in btl_vader_* parameter names.
+func (i Impl) SharedMemoryBTL(t testing.TB) string {
+	t.Helper()
+	out, err := exec.Command(i.CC, "--showme:libdirs").Output()
+	if err != nil {
+		t.Fatalf("%s --showme:libdirs: %v", i.CC, err)
+	}
+	for _, dir := range strings.Fields(string(out)) {
+		if _, err := os.Stat(filepath.Join(dir, "libopen-pal.so.80")); err == nil {
+			return "sm"
+		}
+	}
+	return "vader"
+}
