@@ -239,47 +239,69 @@ func (a *Attacher) attachFile(t Target) ([]link.Link, []Status, error) {
 		}
 		return nil, nil, err
 	}
-	// attach returns false when the symbol (or the call) is not in this build.
-	attach := func(p Probe, cookie uint64) (bool, error) {
+	// resolve finds p's function in this file, under the name a later
+	// version gave it if the file lacks the first.
+	resolve := func(p Probe) (symbol string, off uint64, found, versioned bool, err error) {
+		off, found, versioned, err = syms.Offset(p.Symbol)
+		if err == nil && !found && p.Renamed != "" {
+			off, found, versioned, err = syms.Offset(p.Renamed)
+			return p.Renamed, off, found, versioned, err
+		}
+		return p.Symbol, off, found, versioned, err
+	}
+	sites := newCallSites(file, a.cat, t.Library, func(p Probe) string {
+		symbol, _, _, _, _ := resolve(p)
+		return symbol
+	})
+	// attach returns false when the symbol (or the call) is not in this
+	// build, and then why when it is for another reason.
+	attach := func(p Probe, id int, cookie uint64) (bool, string, error) {
 		prog := a.progs.of(p.Program)
 		if prog == nil {
-			return false, fmt.Errorf("attach %s:%s: no BPF program %s loaded", t.Display, p, p.Program)
+			return false, "", fmt.Errorf("attach %s:%s: no BPF program %s loaded", t.Display, p, p.Program)
 		}
-		offsets := []uint64{0}
-		var address uint64
-		off, found, versioned, err := syms.Offset(p.Symbol)
+		symbol, off, found, versioned, err := resolve(p)
 		if err != nil {
-			return false, fmt.Errorf("attach %s:%s: %w", t.Display, p, err)
+			return false, "", fmt.Errorf("attach %s:%s: %w", t.Display, p, err)
 		}
 		if !found {
-			return false, nil
+			return false, "", nil
 		}
+		// Where each link goes, as a file offset: 0 for the function's
+		// start found by name, its offset when the name has several
+		// versions, or each call site's.
+		addresses := []uint64{0}
 		if versioned {
-			address = off
+			addresses[0] = off
 		}
 		if p.CallTo != "" {
-			if offsets, err = elfx.Sites(file, p.Symbol, p.CallTo); err != nil || len(offsets) == 0 {
-				return false, nil
+			offsets, ok, shared := sites.take(a.cat.Events[id].ID, cookie, symbol, p.CallTo)
+			if !ok && len(shared) > 0 {
+				return false, "its calls are in code shared with " + strings.Join(shared, ", "), nil
 			}
+			if !ok {
+				return false, "", nil
+			}
+			addresses = offsets
 		}
-		for _, off := range offsets {
-			opts := &link.UprobeOptions{Cookie: cookie, Offset: off, Address: address}
+		for _, addr := range addresses {
+			opts := &link.UprobeOptions{Cookie: cookie, Address: addr}
 			var l link.Link
 			var err error
 			if p.Side == Return {
-				l, err = ex.Uretprobe(p.Symbol, prog, opts)
+				l, err = ex.Uretprobe(symbol, prog, opts)
 			} else {
-				l, err = ex.Uprobe(p.Symbol, prog, opts)
+				l, err = ex.Uprobe(symbol, prog, opts)
 			}
 			if errors.Is(err, link.ErrNoSymbol) {
-				return false, nil
+				return false, "", nil
 			}
 			if err != nil {
-				return false, fmt.Errorf("attach %s:%s: %w", t.Display, p, err)
+				return false, "", fmt.Errorf("attach %s:%s: %w", t.Display, p, err)
 			}
 			made = append(made, l)
 		}
-		return true, nil
+		return true, "", nil
 	}
 
 	for id, e := range a.cat.Events {
@@ -307,7 +329,7 @@ func (a *Attacher) attachFile(t Target) ([]link.Link, []Status, error) {
 			}
 			operand, st.Layout = cl.operand, cl.note
 		}
-		var missing []string
+		var missing, unusable []string
 		for _, p := range mine {
 			c := p.Cond
 			if p.Program.readsFreeList() {
@@ -317,19 +339,23 @@ func (a *Attacher) attachFile(t Target) ([]link.Link, []Status, error) {
 			if err != nil {
 				return closeMade(fmt.Errorf("event %s: %w", e.ID, err))
 			}
-			ok, err := attach(p, cookie)
-			if err != nil {
+			ok, why, err := attach(p, id, cookie)
+			switch {
+			case err != nil:
 				return closeMade(err)
-			}
-			if ok {
+			case ok:
 				st.Attached = true
-			} else {
+			case why != "":
+				unusable = append(unusable, p.String()+": "+why)
+			default:
 				missing = append(missing, p.String())
 			}
 		}
+		var reasons []string
 		if len(missing) > 0 {
-			st.Reason = "not in this build: " + strings.Join(missing, ", ")
+			reasons = append(reasons, "not in this build: "+strings.Join(missing, ", "))
 		}
+		st.Reason = strings.Join(append(reasons, unusable...), "; ")
 		status = append(status, st)
 	}
 	return made, status, nil

@@ -6,6 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"regexp"
+	"slices"
+	"strings"
 
 	"golang.org/x/arch/x86/x86asm"
 )
@@ -25,28 +28,9 @@ var ErrUnreliable = errors.New("call sites cannot be found reliably")
 // When they cannot all be found (ErrUnreliable) it returns none, even those
 // found before the problem, and an error naming fn and the offset.
 func Sites(f *elf.File, fn, callee string) ([]uint64, error) {
-	if f.Machine != elf.EM_X86_64 {
-		return nil, fmt.Errorf("machine %s: only x86-64 is supported", f.Machine)
-	}
-	syms, err := symbols(f)
-	if err != nil {
+	caller, targets, err := callTargets(f, fn, callee)
+	if err != nil || len(targets) == 0 {
 		return nil, err
-	}
-	caller, ok := syms[fn]
-	if !ok || caller.Size == 0 {
-		return nil, fmt.Errorf("%s: %w", fn, ErrNoFunction)
-	}
-	targets := map[uint64]bool{}
-	if c, ok := syms[callee]; ok && c.Value != 0 {
-		targets[c.Value] = true
-	}
-	if plt, ok, err := pltEntry(f, callee); err != nil {
-		return nil, err
-	} else if ok {
-		targets[plt] = true
-	}
-	if len(targets) == 0 {
-		return nil, nil
 	}
 	code, err := functionBytes(f, caller)
 	if err != nil {
@@ -59,13 +43,127 @@ func Sites(f *elf.File, fn, callee string) ([]uint64, error) {
 	return sites, nil
 }
 
-// scan decodes code (loaded at addr) and returns the offsets of the calls
-// and unconditional jumps whose destination is in targets. A conditional
-// jump to a target is an error: a probe on it would fire whether or not
-// it jumps, and leaving it out would miss calls.
-func scan(code []byte, addr uint64, targets map[uint64]bool) ([]uint64, error) {
+// callTargets returns function fn and the addresses that reach callee:
+// its definition in the file and its PLT entry. None is not an error.
+func callTargets(f *elf.File, fn, callee string) (elf.Symbol, map[uint64]bool, error) {
+	if f.Machine != elf.EM_X86_64 {
+		return elf.Symbol{}, nil, fmt.Errorf("machine %s: only x86-64 is supported", f.Machine)
+	}
+	syms, err := symbols(f)
+	if err != nil {
+		return elf.Symbol{}, nil, err
+	}
+	caller, ok := syms[fn]
+	if !ok || caller.Size == 0 {
+		return elf.Symbol{}, nil, fmt.Errorf("%s: %w", fn, ErrNoFunction)
+	}
+	targets := map[uint64]bool{}
+	if c, ok := syms[callee]; ok && c.Value != 0 {
+		targets[c.Value] = true
+	}
+	if plt, ok, err := pltEntry(f, callee); err != nil {
+		return elf.Symbol{}, nil, err
+	} else if ok {
+		targets[plt] = true
+	}
+	return caller, targets, nil
+}
+
+// CallSites returns the virtual addresses of the call and jump
+// instructions that reach function callee from fn and from the pieces of
+// fn the compiler moved out of it: its cold part (fn.cold, reached by
+// jumps) and the local clones it calls directly (name.constprop.N,
+// name.isra.N, name.part.N: an inline function the compiler kept out of
+// line, as GCC does with ob1's send path in Open MPI 5.0's libmpi.so), and
+// theirs in turn. Such a clone may also be called from other functions:
+// the caller decides what a site found from two functions means. Errors
+// are Sites'.
+func CallSites(f *elf.File, fn, callee string) ([]uint64, error) {
+	caller, targets, err := callTargets(f, fn, callee)
+	if err != nil || len(targets) == 0 {
+		return nil, err
+	}
+	parts := outOfLineParts(f)
 	var out []uint64
-	err := walk(code, func(off int, in x86asm.Inst) error {
+	seen := map[uint64]bool{}
+	var visit func(s elf.Symbol, depth int) error
+	visit = func(s elf.Symbol, depth int) error {
+		if seen[s.Value] || s.Size == 0 {
+			return nil
+		}
+		seen[s.Value] = true
+		code, err := functionBytes(f, s)
+		if err != nil {
+			return fmt.Errorf("%s: %w", s.Name, err)
+		}
+		sites, calls, err := scanCalls(code, s.Value, targets)
+		if err != nil {
+			return fmt.Errorf("%s%w", s.Name, err)
+		}
+		for _, off := range sites {
+			out = append(out, s.Value+off)
+		}
+		if cold, ok := parts.cold[s.Name]; ok {
+			if err := visit(cold, depth); err != nil {
+				return err
+			}
+		}
+		if depth == 0 {
+			return nil
+		}
+		for _, dest := range calls {
+			if clone, ok := parts.clones[dest]; ok {
+				if err := visit(clone, depth-1); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
+	// Three levels of clones: GCC clones a clone's callee in turn.
+	if err := visit(caller, 3); err != nil {
+		return nil, err
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+// outOfLine holds the local functions of a file that are pieces of other
+// functions: cold parts by the name of their function, clones by address.
+type outOfLine struct {
+	cold   map[string]elf.Symbol
+	clones map[uint64]elf.Symbol
+}
+
+// outOfLineParts reads the static symbol table for cold parts and clones;
+// a file without one (stripped) has none.
+func outOfLineParts(f *elf.File) outOfLine {
+	parts := outOfLine{cold: map[string]elf.Symbol{}, clones: map[uint64]elf.Symbol{}}
+	syms, err := f.Symbols()
+	if err != nil {
+		return parts
+	}
+	for _, s := range syms {
+		if elf.ST_TYPE(s.Info) != elf.STT_FUNC || elf.ST_BIND(s.Info) != elf.STB_LOCAL || s.Section == elf.SHN_UNDEF {
+			continue
+		}
+		if base, ok := strings.CutSuffix(s.Name, ".cold"); ok {
+			parts.cold[base] = s
+		} else if cloneName.MatchString(s.Name) {
+			parts.clones[s.Value] = s
+		}
+	}
+	return parts
+}
+
+// cloneName matches the names GCC gives the copies of a function it
+// specialises or splits: f.constprop.0, f.isra.0, f.part.0, and chains of them.
+var cloneName = regexp.MustCompile(`^[^.]+(\.(constprop|isra|part)\.[0-9]+)+$`)
+
+// scanCalls is scan, also returning the destinations of the direct calls
+// in code (to any function).
+func scanCalls(code []byte, addr uint64, targets map[uint64]bool) (sites, calls []uint64, err error) {
+	err = walk(code, func(off int, in x86asm.Inst) error {
 		rel, ok := in.Args[0].(x86asm.Rel)
 		if !ok || in.PCRel == 0 {
 			return nil
@@ -73,17 +171,29 @@ func scan(code []byte, addr uint64, targets map[uint64]bool) ([]uint64, error) {
 		dest := addr + uint64(off+in.Len) + uint64(int64(rel))
 		switch {
 		case !targets[dest]:
+			if in.Op == x86asm.CALL {
+				calls = append(calls, dest)
+			}
 		case in.Op == x86asm.CALL || in.Op == x86asm.JMP:
-			out = append(out, uint64(off))
+			sites = append(sites, uint64(off))
 		default:
 			return fmt.Errorf("+%#x: conditional jump %s to the callee: %w", off, in.Op, ErrUnreliable)
 		}
 		return nil
 	})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return out, nil
+	return sites, calls, nil
+}
+
+// scan decodes code (loaded at addr) and returns the offsets of the calls
+// and unconditional jumps whose destination is in targets. A conditional
+// jump to a target is an error: a probe on it would fire whether or not
+// it jumps, and leaving it out would miss calls.
+func scan(code []byte, addr uint64, targets map[uint64]bool) ([]uint64, error) {
+	sites, _, err := scanCalls(code, addr, targets)
+	return sites, err
 }
 
 // walk decodes code as consecutive 64-bit instructions from its first

@@ -140,14 +140,6 @@ func TestNoSiteInsideInstruction(t *testing.T) {
 // global function (through the PLT) and a static one (directly), and checks
 // the sites against objdump's reading of the same file.
 func TestSitesRealLibrary(t *testing.T) {
-	for _, tool := range []string{"cc", "objdump"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			mpitest.Require(t, tool+" not installed")
-		}
-	}
-	dir := t.TempDir()
-	src := filepath.Join(dir, "lib.c")
-	so := filepath.Join(dir, "lib.so")
 	code := `
 int counter;
 __attribute__((noinline)) void enable(int n) { counter += n; }
@@ -163,18 +155,7 @@ __attribute__((noinline)) int usetaken(int x) { if (x > 1) taken(x); return x + 
 /* calls enable, then holds bytes that are no instruction (0f 04) */
 __attribute__((noinline)) int broken(int x) { if (x > 3) enable(1); __asm__ volatile(".byte 0x0f, 0x04"); return x; }
 `
-	if err := os.WriteFile(src, []byte(code), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if out, err := exec.Command("cc", "-O2", "-fPIC", "-shared", "-o", so, src).CombinedOutput(); err != nil {
-		t.Fatalf("cc: %v\n%s", err, out)
-	}
-	f, err := elf.Open(so)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	dis := Objdump(t, so)
+	f, dis := optimizedLib(t, code)
 	for _, fn := range []string{"isend", "progress", "quiet", "tail"} {
 		got, err := Sites(f, fn, "enable")
 		if err != nil {
@@ -216,6 +197,89 @@ __attribute__((noinline)) int broken(int x) { if (x > 3) enable(1); __asm__ vola
 	if got != nil || !errors.Is(err, ErrUnreliable) || !strings.HasPrefix(err.Error(), prefix) {
 		t.Errorf("Sites(broken) = %v, %v; want no sites and an error %q… wrapping ErrUnreliable", got, err, prefix)
 	}
+}
+
+// TestCallSitesFollowClones builds a library whose functions reach
+// enable through pieces a compiler moves out of line, named as GCC names
+// them (given here by asm labels): a clone two functions share, a clone
+// of a clone, and a cold part (GCC's own). CallSites must find the calls
+// in them, as objdump sees them, and not those in an ordinary function
+// called alike.
+func TestCallSitesFollowClones(t *testing.T) {
+	code := `
+int counter;
+__attribute__((noinline)) void enable(int n) { counter += n; }
+static int inner(int x) __asm__("inner.isra.0");
+static __attribute__((noinline)) int inner(int x) { if (x > 9) enable(2); return x - 1; }
+static int start_seq(int x) __asm__("start_seq.constprop.0");
+static __attribute__((noinline)) int start_seq(int x) { if (x > 3) enable(1); return inner(x) + 1; }
+static __attribute__((noinline, cold)) void slow(void) { counter = -counter; }
+static __attribute__((noinline)) int helper(int x) { if (x > 5) enable(3); return x; }
+__attribute__((noinline)) int isend(int x) { return start_seq(x) * 2; }
+__attribute__((noinline)) int send(int x) { return start_seq(x) + 5; }
+/* the block calling the cold function goes to GCC's retry.cold */
+__attribute__((noinline)) int retry(int x) { if (x < 0) { slow(); enable(x); } return x; }
+__attribute__((noinline)) int plain(int x) { return helper(x) * 3; }
+`
+	f, dis := optimizedLib(t, code)
+	// at returns the addresses of the calls to enable in the named pieces.
+	at := func(pieces ...string) []uint64 {
+		var out []uint64
+		for _, p := range pieces {
+			sites := dis.Sites(p, "enable")
+			if len(sites) == 0 {
+				t.Fatalf("objdump sees no call to enable in %s: the test does not test it", p)
+			}
+			for _, off := range sites {
+				out = append(out, dis.Funcs[p].Start+off)
+			}
+		}
+		slices.Sort(out)
+		return out
+	}
+	for _, tc := range []struct {
+		fn   string
+		want []uint64
+	}{
+		{"isend", at("start_seq.constprop.0", "inner.isra.0")},
+		{"send", at("start_seq.constprop.0", "inner.isra.0")},
+		{"retry", at("retry.cold")},
+		{"plain", nil}, // helper is a function of its own, not a piece of plain
+	} {
+		got, err := CallSites(f, tc.fn, "enable")
+		if err != nil {
+			t.Fatalf("CallSites(%s): %v", tc.fn, err)
+		}
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("CallSites(%s) = %#x, want %#x", tc.fn, got, tc.want)
+		}
+	}
+}
+
+// optimizedLib compiles the C code with cc -O2 into a shared library and
+// returns it, open (closed at the end of the test), and objdump's reading.
+func optimizedLib(t *testing.T, code string) (*elf.File, ObjdumpFile) {
+	t.Helper()
+	for _, tool := range []string{"cc", "objdump"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			mpitest.Require(t, tool+" not installed")
+		}
+	}
+	dir := t.TempDir()
+	src := filepath.Join(dir, "lib.c")
+	so := filepath.Join(dir, "lib.so")
+	if err := os.WriteFile(src, []byte(code), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("cc", "-O2", "-fPIC", "-shared", "-o", so, src).CombinedOutput(); err != nil {
+		t.Fatalf("cc: %v\n%s", err, out)
+	}
+	f, err := elf.Open(so)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return f, Objdump(t, so)
 }
 
 // ObjdumpInst is one instruction in objdump's disassembly.
