@@ -20,7 +20,7 @@ const (
 	OMPILibMPI Library = "libmpi"
 	// OMPIPmlOb1 is Open MPI's ob1 point-to-point component, mca_pml_ob1.so.
 	OMPIPmlOb1 Library = "mca_pml_ob1"
-	// MPICHLib is MPICH's libmpich.so.12 (also installed as libmpi.so.12).
+	// MPICHLib is MPICH's libmpi.so.12 (libmpich.so.12 on Debian; libmpi.so.0 built from git).
 	MPICHLib Library = "libmpich"
 	// OMPIPal is Open MPI's portability layer, libopen-pal.so.40 (.80 from 5.0).
 	OMPIPal Library = "libopen-pal"

@@ -29,13 +29,12 @@ func TestInferredLayoutEqualsTheTable(t *testing.T) {
 		t.Run(impl.Name, func(t *testing.T) {
 			mpitest.RequireE2E(t, impl)
 			prog := mpitest.Build(t, impl, "hang")
-			lib := map[string]string{"openmpi": "libmpi.so.40", "mpich": "libmpich.so.12"}[impl.Name]
-			job := mpitest.StartJob(t, impl.Command(3, nil, prog, "skip"), prog, 3, lib)
+			job := mpitest.StartJob(t, impl.Command(3, nil, prog, "skip"), prog, 3, impl.Lib)
 			for _, pid := range job.Ranks {
 				res, f, kind, build := inferRank(t, pid)
 				want, ok := probes.CommLayoutOf(build)
 				if !ok {
-					t.Fatalf("pid %d: build %s of %s is not in the table: this test checks Debian's builds", pid, build, lib)
+					t.Fatalf("pid %d: build %s of %s is not in the table: this test checks Debian's builds", pid, build, impl.Lib)
 				}
 				if res.Layout != want {
 					t.Errorf("pid %d: inferred %+v\nthe table has %+v", pid, res.Layout, want)

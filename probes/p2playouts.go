@@ -95,6 +95,20 @@ var mpichReqLayouts = map[string]MPICHReqLayout{
 	},
 }
 
+// MPICHReqHeader returns the request layout every MPICH from 4.0 to 4.2
+// with ch4:ucx shares, as their sources declare it (mpir_request.h:
+// handle, ref_count, kind, cc_ptr first; request handles of kind 0xb;
+// mpir_tags.h and ucx_types.h: the UCX tag's 16-bit context id and rank
+// and 29-bit MPI tag; MPI_ANY_SOURCE -2, MPI_ANY_TAG -1), for builds the
+// table does not hold. Where the UCX request pointer lies depends on the
+// build's configuration: UCPReqOff is 0, and a reader finds it in each
+// request by the pointer back to the request that UCX's request holds.
+func MPICHReqHeader() MPICHReqLayout {
+	l := mpichReqLayouts["15ff29242f0f6336eb8096d953e03de259b65bb4"]
+	l.UCPReqOff = 0
+	return l
+}
+
 // MPICHReqLayoutOf returns the request layout of a libmpich build.
 func MPICHReqLayoutOf(buildID string) (MPICHReqLayout, bool) {
 	l, ok := mpichReqLayouts[buildID]

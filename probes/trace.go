@@ -19,7 +19,7 @@ import (
 const (
 	// OMPIFortran is Open MPI's mpif.h / use mpi binding library, libmpi_mpifh.so.40.
 	OMPIFortran Library = "libmpi_mpifh"
-	// MPICHFortran is MPICH's Fortran binding library, libmpichfort.so.12.
+	// MPICHFortran is MPICH's Fortran binding library, libmpifort.so.12 (libmpichfort.so.12 on Debian).
 	MPICHFortran Library = "libmpichfort"
 )
 

@@ -186,7 +186,7 @@ func TestPs(t *testing.T) {
 	jobs := map[string]*mpitest.Job{}
 	for _, impl := range []mpitest.Impl{ompi, mpich} {
 		flood := mpitest.Build(t, impl, "flood")
-		lib := map[string]string{"openmpi": "libmpi.so.40", "mpich": "libmpich"}[impl.Name]
+		lib := impl.Lib
 		jobs[impl.Name] = mpitest.StartJob(t, impl.Command(2, nil, flood, "-n", "10", "-p", "60000"), flood, 2, lib)
 	}
 	// A session on the first Open MPI rank.

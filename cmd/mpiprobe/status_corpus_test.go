@@ -321,12 +321,8 @@ func runCorpusCase(t *testing.T, bin string, impl mpitest.Impl, c corpusCase) {
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
 	}()
-	lib := "libmpi.so"
-	if impl.Name == "mpich" {
-		lib = "libmpich"
-	}
 	var err error
-	if ranks, err = mpitest.WaitRanksFor(30*time.Second, prog, c.np, lib); err != nil {
+	if ranks, err = mpitest.WaitRanksFor(30*time.Second, prog, c.np, impl.Lib); err != nil {
 		t.Fatalf("%v\n%s", err, out.String())
 	}
 	deadline := time.Now().Add(30 * time.Second)

@@ -249,11 +249,7 @@ func hungJob(t *testing.T, bin string, impl mpitest.Impl, mode string, np int, h
 		}
 	})
 	var err error
-	lib := "libmpi.so"
-	if impl.Name == "mpich" {
-		lib = "libmpich"
-	}
-	if ranks, err = mpitest.WaitRanksFor(30*time.Second, prog, np, lib); err != nil {
+	if ranks, err = mpitest.WaitRanksFor(30*time.Second, prog, np, impl.Lib); err != nil {
 		t.Fatalf("%v\n%s", err, out.String())
 	}
 	deadline := time.Now().Add(30 * time.Second)

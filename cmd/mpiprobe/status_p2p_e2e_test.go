@@ -46,11 +46,8 @@ func TestStatusP2P(t *testing.T) {
 				t.Fatalf("%s: %v\n%s", impl.CC, err, b)
 			}
 			var opts []string
-			lib := "libmpich"
 			if impl.Name == "openmpi" {
-				// libmpi.so, not mca_pml_ob1.so: Open MPI 5.0 builds ob1
-				// into libmpi (MPIPROBE_OPENMPI_PREFIX).
-				opts, lib = []string{"--mca", "pml", "ob1"}, "libmpi.so"
+				opts = []string{"--mca", "pml", "ob1"}
 			}
 			for _, c := range cases {
 				t.Run(c.mode, func(t *testing.T) {
@@ -60,7 +57,7 @@ func TestStatusP2P(t *testing.T) {
 					if b, err := exec.Command("cp", prog, exe).CombinedOutput(); err != nil {
 						t.Fatalf("cp: %v\n%s", err, b)
 					}
-					job := mpitest.StartJob(t, impl.Command(2, opts, exe, c.mode), exe, 2, lib)
+					job := mpitest.StartJob(t, impl.Command(2, opts, exe, c.mode), exe, 2, impl.Lib)
 					job.WaitPrinted(t, "hung", 30*time.Second) // past MPI_Init and the barrier
 					time.Sleep(500 * time.Millisecond)         // the ranks reach the calls that hang
 					var ps []string

@@ -22,13 +22,16 @@ type Mapped struct {
 func Classify(file string) (probes.Library, bool) {
 	base := path.Base(file)
 	switch {
-	case strings.HasPrefix(base, "libmpich.so"), strings.HasPrefix(base, "libmpi.so.12"):
+	// MPICH releases install libmpi.so.12 (libmpich.so a link to it);
+	// built from its git repository, whose libtool version is 0:0:0,
+	// libmpi.so.0. (Open MPI's libmpi.so.0 was 1.0-1.4's, long gone.)
+	case strings.HasPrefix(base, "libmpich.so"), strings.HasPrefix(base, "libmpi.so.12"), strings.HasPrefix(base, "libmpi.so.0"):
 		return probes.MPICHLib, true
 	case strings.HasPrefix(base, "libmpi.so.40"):
 		return probes.OMPILibMPI, true
 	case strings.HasPrefix(base, "libmpi_mpifh.so"):
 		return probes.OMPIFortran, true
-	case strings.HasPrefix(base, "libmpichfort.so"):
+	case strings.HasPrefix(base, "libmpichfort.so"), strings.HasPrefix(base, "libmpifort.so"): // Debian's name, MPICH's own
 		return probes.MPICHFortran, true
 	case strings.HasPrefix(base, "libucp.so"):
 		return probes.UCXLib, true

@@ -24,6 +24,7 @@ func TestClassify(t *testing.T) {
 		{"libmpich.so.12", probes.MPICHLib, true},
 		{"libmpi.so.12", probes.MPICHLib, true},
 		{"/usr/lib64/mpich/lib/libmpi.so.12.3.0", probes.MPICHLib, true},
+		{"/opt/mpich-4.2.3/lib/libmpi.so.0.0.0", probes.MPICHLib, true}, // built from git: ABI 0:0:0
 		// Open MPI's portability layer: .40 up to 4.1, .80 from 5.0.
 		{"/usr/lib/x86_64-linux-gnu/libopen-pal.so.40.30.2", probes.OMPIPal, true},
 		{"/opt/ompi-5.0.10/lib/libopen-pal.so.80.0.5", probes.OMPIPal, true},
@@ -39,6 +40,7 @@ func TestClassify(t *testing.T) {
 		{"/usr/lib/x86_64-linux-gnu/libmpi_cxx.so.40", "", false},
 		{"/usr/lib/x86_64-linux-gnu/libmpi_usempif08.so.40", "", false},
 		{"/usr/lib/x86_64-linux-gnu/libmpichfort.so.12", probes.MPICHFortran, true},
+		{"/opt/mpich/lib/libmpifort.so.12.4.3", probes.MPICHFortran, true},
 		{"/usr/lib/x86_64-linux-gnu/libmpichcxx.so.12", "", false},
 		{"/usr/lib/x86_64-linux-gnu/libopen-pal.so.40.30.2", probes.OMPIPal, true},
 		{"/usr/lib/x86_64-linux-gnu/libibverbs.so.1.14.44.0", probes.IBVerbs, true},

@@ -81,7 +81,7 @@ const (
 	maxChain  = 3     // displacements kept per access
 	maxFacts  = 64    // of each kind per accessor
 	maxInstLn = 15
-	maxVisits = 3 // walks through one instruction
+	maxVisits = 4 // walks through one instruction
 )
 
 type kind uint8
@@ -235,7 +235,9 @@ type branch struct {
 func (a *analyzer) walk(pc uint64, st state, depth int) {
 	// A place is walked at most maxVisits times: enough for the paths
 	// that join after decoding a handle in different ways, and a bound
-	// on loops.
+	// on loops. MPICH 4.2.3's PMPI_Comm_rank joins four decodings (builtin
+	// and direct, with and without error checks) at its first load
+	// through the object: at three the direct table went unseen.
 	visited := map[uint64]int{}
 	work := []branch{{pc, st}}
 	for len(work) > 0 && a.steps < maxSteps {

@@ -23,6 +23,7 @@ const (
 	loopFunc   = 0x112c
 	mpichLea   = 0x112e
 	ompiRankO0 = 0x115d
+	mpichJoin  = 0x119a
 	slotBuilt  = 0x5000
 	slotDirect = 0x5008
 	objMem     = 0x5010
@@ -111,6 +112,24 @@ func TestAnalyzeMPICHHandles(t *testing.T) {
 	n := Analyze(code, mpichName, 0)
 	if want := []Copy{{Arg: 1, Chain: []int64{0x74}, Len: 0x80}}; !reflect.DeepEqual(n.Copies, want) {
 		t.Errorf("Copies = %+v, want %+v", n.Copies, want)
+	}
+}
+
+// TestAnalyzeJoinedDecodings: four handle decodings (MPICH 4.2.3's
+// PMPI_Comm_rank: builtin and direct, with and without error checks) that
+// join at one load must all be seen, the direct table among them.
+func TestAnalyzeJoinedDecodings(t *testing.T) {
+	f := Analyze(testCode(t), mpichJoin, 0)
+	seen := map[uint64]int{}
+	for _, p := range f.Paths {
+		for _, op := range p {
+			if op.Kind == OpAddSlot {
+				seen[op.Addr]++
+			}
+		}
+	}
+	if seen[slotBuilt] == 0 || seen[slotDirect] == 0 {
+		t.Errorf("tables seen %v, want both %#x and %#x", seen, slotBuilt, slotDirect)
 	}
 }
 

@@ -31,6 +31,10 @@ type Impl struct {
 	// Launcher starts a job, with LauncherArgs first.
 	Launcher     string
 	LauncherArgs []string
+	// Lib is in the path of the MPI library its ranks map: libmpi.so.40
+	// (Open MPI), libmpich (Debian's MPICH), libmpi.so (an MPICH built
+	// from source: libmpi.so.12, or libmpi.so.0 from git).
+	Lib string
 }
 
 // OpenMPI is Debian's Open MPI (openmpi-bin, libopenmpi-dev), or the
@@ -38,25 +42,25 @@ type Impl struct {
 // bin/mpifort, bin/mpirun), to run the same tests on another build.
 func OpenMPI() Impl {
 	i := Impl{Name: "openmpi", CC: "mpicc.openmpi", FC: "mpifort.openmpi", Launcher: "mpirun.openmpi",
-		LauncherArgs: []string{"--allow-run-as-root", "--oversubscribe"}}
-	return i.under(os.Getenv("MPIPROBE_OPENMPI_PREFIX"), "mpirun")
+		LauncherArgs: []string{"--allow-run-as-root", "--oversubscribe"}, Lib: "libmpi.so.40"}
+	return i.under(os.Getenv("MPIPROBE_OPENMPI_PREFIX"), "mpirun", "libmpi.so.40")
 }
 
 // MPICH is Debian's MPICH (mpich, libmpich-dev), or the MPICH installed
 // under $MPIPROBE_MPICH_PREFIX (its bin/mpicc, bin/mpifort, bin/mpiexec).
 func MPICH() Impl {
-	i := Impl{Name: "mpich", CC: "mpicc.mpich", FC: "mpifort.mpich", Launcher: "mpiexec.mpich"}
-	return i.under(os.Getenv("MPIPROBE_MPICH_PREFIX"), "mpiexec")
+	i := Impl{Name: "mpich", CC: "mpicc.mpich", FC: "mpifort.mpich", Launcher: "mpiexec.mpich", Lib: "libmpich"}
+	return i.under(os.Getenv("MPIPROBE_MPICH_PREFIX"), "mpiexec", "libmpi.so")
 }
 
-// under returns i with its compilers and launcher taken from prefix/bin,
-// or i itself when prefix is "".
-func (i Impl) under(prefix, launcher string) Impl {
+// under returns i with its compilers and launcher taken from prefix/bin
+// and its library named lib, or i itself when prefix is "".
+func (i Impl) under(prefix, launcher, lib string) Impl {
 	if prefix == "" {
 		return i
 	}
 	bin := filepath.Join(prefix, "bin")
-	i.CC, i.FC, i.Launcher = filepath.Join(bin, "mpicc"), filepath.Join(bin, "mpifort"), filepath.Join(bin, launcher)
+	i.CC, i.FC, i.Launcher, i.Lib = filepath.Join(bin, "mpicc"), filepath.Join(bin, "mpifort"), filepath.Join(bin, launcher), lib
 	return i
 }
 

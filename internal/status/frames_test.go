@@ -104,6 +104,18 @@ func TestFindCall(t *testing.T) {
 			want: inMPI{Call: "MPI_Barrier", API: 1, Site: "main+0x1e4 (hang.c:32)", SitePC: 0x3002},
 		},
 		{
+			// MPICH 4.1 and later: MPI_Waitall jumps to its generated
+			// internal_Waitall, which stands for it on the stack.
+			name: "MPICH generated binding",
+			frames: []symbolize.Site{
+				fn("/opt/mpich/lib/libmpi.so.12", "MPIR_Waitall_state", 0x6d),
+				fn("/opt/mpich/lib/libmpi.so.12", "MPIR_Waitall", 0x46),
+				fn("/opt/mpich/lib/libmpi.so.12", "internal_Waitall", 0x1ac),
+				mainAt,
+			},
+			want: inMPI{Call: "MPI_Waitall", API: 2, Site: "main+0x1e4 (hang.c:32)", SitePC: 0x4003},
+		},
+		{
 			name: "MPICH allreduce",
 			frames: []symbolize.Site{
 				fn(libMPICH, "MPID_Progress_wait", 0x61),

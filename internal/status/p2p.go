@@ -85,8 +85,7 @@ func newP2PReader(p *process) p2pReader {
 	case probes.LayoutMPICH:
 		l, known := probes.MPICHReqLayoutOf(p.build)
 		if !known {
-			r.note = fmt.Sprintf("peer unknown (layout not known for this build: %s %s)", p.libName(), shortID(p.build))
-			return r
+			l = probes.MPICHReqHeader()
 		}
 		build, _, ok := find("libucp.so")
 		if !ok {
@@ -329,8 +328,7 @@ func (r p2pReader) mpichRequest(addr, comm uint64) (hang.Wait, bool) {
 	}
 	kind, ok1 := r.u32(addr + uint64(l.KindOff))
 	ccp, ok2 := r.u64(addr + uint64(l.CCPtrOff))
-	ureq, ok3 := r.u64(addr + uint64(l.UCPReqOff))
-	if !ok1 || !ok2 || !ok3 || (kind != l.KindSend && kind != l.KindRecv) || ureq == 0 {
+	if !ok1 || !ok2 || (kind != l.KindSend && kind != l.KindRecv) {
 		return hang.Wait{}, false
 	}
 	if cc, ok := r.u32(ccp); !ok || cc == 0 {
@@ -341,9 +339,12 @@ func (r p2pReader) mpichRequest(addr, comm uint64) (hang.Wait, bool) {
 	if send {
 		userOff, tagOff = u.SendUserOff, u.SendTagOff
 	}
-	back, ok1 := r.u64(ureq + uint64(int64(userOff)))
-	tag, ok2 := r.u64(ureq + uint64(int64(tagOff)))
-	if !ok1 || !ok2 || back != addr {
+	ureq, ok := r.ucpRequest(addr, l.UCPReqOff, userOff)
+	if !ok {
+		return hang.Wait{}, false
+	}
+	tag, ok := r.u64(ureq + uint64(int64(tagOff)))
+	if !ok {
 		return hang.Wait{}, false
 	}
 	mask := ^uint64(0)
@@ -402,6 +403,36 @@ func (r p2pReader) mpichRequest(addr, comm uint64) (hang.Wait, bool) {
 		w.CommPeer = src
 	}
 	return w, true
+}
+
+// ucpSearch bounds where an MPICH request of a build the table does not
+// hold may keep its UCX request pointer (0xb0 in Debian's 4.0.2).
+const ucpSearch = 0x400
+
+// ucpRequest returns the UCX request of the MPICH request at addr: the
+// pointer at off, or, when off is 0 (a build the table does not hold),
+// the first pointer in the request whose UCX request points back to it at
+// userOff. A pointer that does not point back is not the request's.
+func (r p2pReader) ucpRequest(addr uint64, off uint32, userOff int32) (uint64, bool) {
+	backTo := func(ureq uint64) bool {
+		back, ok := r.u64(ureq + uint64(int64(userOff)))
+		return ok && ureq != 0 && ureq%8 == 0 && back == addr
+	}
+	if off != 0 {
+		ureq, ok := r.u64(addr + uint64(off))
+		return ureq, ok && backTo(ureq)
+	}
+	buf := make([]byte, ucpSearch)
+	if r.mem(addr, buf) != nil {
+		return 0, false
+	}
+	// Past the header: handle, ref_count, kind, cc_ptr and cc.
+	for o := 0x20; o+8 <= len(buf); o += 8 {
+		if ureq := binary.LittleEndian.Uint64(buf[o:]); backTo(ureq) {
+			return ureq, true
+		}
+	}
+	return 0, false
 }
 
 // requestsOnStack returns what a thread in call waits for: the requests in

@@ -156,6 +156,49 @@ comm_rank_O0:
   mov 0x13c(%rax),%eax
   pop %rbp
   ret
+# MPICH 4.2's shape: several handle decodings (builtin or direct, with or
+# without error checks: flags in the other arguments here) join at the
+# first load through the object; the direct one arrives there fourth.
+.globl mpich_rank_joined
+mpich_rank_joined:
+  push %rbp
+  mov %rsi,%r12
+  mov %edi,%ebx
+  test %edx,%edx
+  je 7f
+  test %ecx,%ecx
+  je 5f
+  test %r8d,%r8d
+  je 6f
+  mov %ebx,%ebp
+  and $0x3ffffff,%ebp
+  imul $0x548,%rbp,%rbp
+  add slot_builtin(%rip),%rbp
+4:
+  mov 0x4(%rbp),%eax
+  mov 0x48(%rbp),%eax
+  mov %eax,0(%r12)
+  pop %rbp
+  xor %eax,%eax
+  ret
+5:
+  mov %ebx,%ebp
+  and $0x3,%ebp
+  imul $0x548,%rbp,%rbp
+  add slot_builtin(%rip),%rbp
+  jmp 4b
+6:
+  movslq %ebx,%rbp
+  and $0x3ffffff,%rbp
+  imul $0x548,%rbp,%rbp
+  add slot_builtin(%rip),%rbp
+  jmp 4b
+7:
+  mov %ebx,%ebp
+  and $0x3ffffff,%ebp
+  imul $0x548,%rbp,%rbp
+  add slot_direct(%rip),%rbp
+  jmp 4b
 .data
 slot_builtin: .quad 0
 slot_direct: .quad 0
