@@ -15,6 +15,7 @@ func TestErrorDetail(t *testing.T) {
 		{15, "MPI_Recv", "MPI_ERR_TRUNCATE in MPI_Recv"},             // Open MPI numbers TRUNCATE 15
 		{0x80 | 14, "internal_Recv", "MPI_ERR_TRUNCATE in MPI_Recv"}, // MPICH numbers it 14 and names its internal function
 		{0x80 | 6, "MPI_Send", "MPI_ERR_RANK in MPI_Send"},
+		{0x80 | 6, "PMPI_Send", "MPI_ERR_RANK in MPI_Send"}, // MPICH 3.4 names the profiling entry point
 		{0x80 | 15, "", "MPI_ERR_OTHER"},
 		{0x7f, "MPI_Foo", "error class 127 in MPI_Foo"},
 		{(0x5555 << 8) | 6, "MPI_Isend", "MPI_ERR_RANK in MPI_Isend"}, // the name's address above the class is ignored

@@ -136,7 +136,8 @@ var (
 // errorDetail renders mpi_error's detail (enum err_detail in
 // bpf/counters.h: the error class, a flag set for MPICH) and the API name read with it, e.g. "MPI_ERR_RANK in
 // MPI_Send". MPICH passes the name of its internal function
-// ("internal_Send"), which is turned back into the API's.
+// ("internal_Send" from 4.1, "PMPI_Send" in 3.4), which is turned back
+// into the API's.
 func errorDetail(detail uint64, api string) string {
 	table := ompiErrClasses
 	if detail&uint64(bpf.MpiprobeErrDetailERR_DETAIL_MPICH) != 0 {
@@ -148,6 +149,9 @@ func errorDetail(detail uint64, api string) string {
 		name = fmt.Sprintf("error class %d", class)
 	}
 	if rest, ok := strings.CutPrefix(api, "internal_"); ok {
+		api = "MPI_" + rest
+	}
+	if rest, ok := strings.CutPrefix(api, "PMPI_"); ok {
 		api = "MPI_" + rest
 	}
 	if api == "" {
