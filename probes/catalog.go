@@ -315,9 +315,9 @@ func Full() Catalog {
 		{
 			// Called only for a fragment whose sequence number is ahead of
 			// the next expected one from that peer.
-			ID:      "ob1.out_of_sequence",
-			Layer:   "pml",
-			Level:   Default,
+			ID:    "ob1.out_of_sequence",
+			Layer: "pml",
+			Level: Default,
 			Probes: []Probe{{Library: OMPIPmlOb1, Symbol: "append_frag_to_ordered_list",
 				Renamed: "ompi_pml_ob1_append_frag_to_ordered_list"}},
 			Message: "fragment arrived out of sequence and was held back: traffic to one peer is split over several BTLs",
@@ -365,9 +365,9 @@ func Full() Catalog {
 			T:       30 * time.Second,
 		},
 		{
-			ID:      "vader.sendi_refused",
-			Layer:   "btl",
-			Level:   Messages,
+			ID:    "vader.sendi_refused",
+			Layer: "btl",
+			Level: Messages,
 			Probes: []Probe{
 				uret(OMPIBtlVader, "mca_btl_vader_sendi", minus2),
 				uret(OMPIBtlSm, "mca_btl_sm_sendi", minus2),
@@ -378,9 +378,9 @@ func Full() Catalog {
 			T:       30 * time.Second,
 		},
 		{
-			ID:      "vader.alloc_failed",
-			Layer:   "btl",
-			Level:   Messages,
+			ID:    "vader.alloc_failed",
+			Layer: "btl",
+			Level: Messages,
 			Probes: []Probe{
 				uret(OMPIBtlVader, "mca_btl_vader_alloc", Condition{Src: RetVal, Cmp: Eq, Value: 0}),
 				uret(OMPIBtlSm, "mca_btl_sm_alloc", Condition{Src: RetVal, Cmp: Eq, Value: 0}),
@@ -469,10 +469,10 @@ func Full() Catalog {
 			T: 60 * time.Second,
 		},
 		{
-			ID:    "pal.free_list.at_max",
-			Layer: "pal",
-			Level: Retries,
-			Probes: []Probe{{Library: OMPIPal, Symbol: "opal_free_list_grow_st", Program: FreeListAtMax}},
+			ID:      "pal.free_list.at_max",
+			Layer:   "pal",
+			Level:   Retries,
+			Probes:  []Probe{{Library: OMPIPal, Symbol: "opal_free_list_grow_st", Program: FreeListAtMax}},
 			Detail:  className,
 			Message: "free list at its maximum: an item was wanted and none could be allocated",
 			Advice:  "raise the list's *_free_list_max",
