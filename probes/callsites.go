@@ -8,14 +8,14 @@ import (
 )
 
 // callSites holds, for one library file, the call sites of the catalog's
-// call-site probes (elfx.CallSites: in the function, its cold part and the
+// call-site probes (elfx.Calls.Sites: in the function, its cold part and the
 // clones it calls) and which events reach each one. A clone the compiler
 // shares between functions of two events would count one event's calls
 // as the other's: such a site is attached for neither. A site two probes
 // of one event reach (Open MPI 5.0's mca_pml_ob1_isend and _send share
 // one clone of the send path) is attached once.
 type callSites struct {
-	file     *elf.File
+	calls    *elfx.Calls // nil: the file's symbols cannot be read
 	exec     elfx.Segments
 	found    map[[2]string][]uint64 // (function, callee): virtual addresses
 	owners   map[uint64]map[string]bool
@@ -25,7 +25,8 @@ type callSites struct {
 // newCallSites finds the sites of the call-site probes of cat in lib's
 // file; symbol names the function a probe is in, in this file.
 func newCallSites(file *elf.File, cat Catalog, lib Library, symbol func(Probe) string) *callSites {
-	c := &callSites{file: file, exec: elfx.Loads(file.Progs).Exec(), found: map[[2]string][]uint64{},
+	calls, _ := elfx.ReadCalls(file)
+	c := &callSites{calls: calls, exec: elfx.Loads(file.Progs).Exec(), found: map[[2]string][]uint64{},
 		owners: map[uint64]map[string]bool{}, attached: map[uint64]map[uint64]bool{}}
 	for _, e := range cat.Events {
 		for _, p := range e.Probes {
@@ -50,9 +51,12 @@ func (c *callSites) of(fn, callee string) []uint64 {
 	if sites, ok := c.found[k]; ok {
 		return sites
 	}
-	sites, err := elfx.CallSites(c.file, fn, callee)
-	if err != nil {
-		sites = nil
+	var sites []uint64
+	if c.calls != nil {
+		var err error
+		if sites, err = c.calls.Sites(fn, callee); err != nil {
+			sites = nil
+		}
 	}
 	c.found[k] = sites
 	return sites

@@ -130,6 +130,10 @@ type CommLayout struct {
 // commLayouts holds the library builds whose communicator layout was
 // checked, by GNU build id. See ../shared/docs/mpi-internals.md and
 // probes/collectives_test.go.
+// debianMPICH is the GNU build id of Debian 12's libmpich.so.12.2.2
+// (libmpich12 4.0.2-3), whose layouts the tables hold.
+const debianMPICH = "15ff29242f0f6336eb8096d953e03de259b65bb4"
+
 var commLayouts = map[string]CommLayout{
 	// Debian 12 Open MPI 4.1.4 (libopenmpi3 4.1.4-3+b1), libmpi.so.40.30.4.
 	"2a2f4d8c4f8dc5dcc63f6789a50f3ab49f61e168": {
@@ -142,7 +146,7 @@ var commLayouts = map[string]CommLayout{
 	// through PMPI_Comm_rank's code; MPIR_Comm is 0x368 bytes with the
 	// u16 context_id at 0x40, rank at 0x48, local_size at 0x58, name at
 	// 0x74. Checked on 2,884 live communicators, direct and indirect.
-	"15ff29242f0f6336eb8096d953e03de259b65bb4": {
+	debianMPICH: {
 		Kind: LayoutMPICH, CIDOff: 0x40, CIDMask: 0xffff, RankOff: 0x48, SizeOff: 0x58,
 		NameOff: 0x74, NameLen: 128,
 		Builtin: 0x27a48c0, Direct: 0x27a2d80, Mem: 0x279ffc0,

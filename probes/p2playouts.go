@@ -89,7 +89,7 @@ var mpichReqLayouts = map[string]MPICHReqLayout{
 	// live blocked MPI_Recv, MPI_Send and MPI_Waitall requests (handle
 	// 0xac000000 = direct request 0, kind 1 send / 2 receive, cc_ptr at 0x10
 	// pointing to cc at 0x18, the UCX request at 0xb0).
-	"15ff29242f0f6336eb8096d953e03de259b65bb4": {
+	debianMPICH: {
 		HandleKind: 0xb, KindOff: 8, KindSend: 1, KindRecv: 2, CCPtrOff: 0x10,
 		UCPReqOff: 0xb0, AnySource: -2, AnyTag: -1, TagBits: 29,
 	},
@@ -104,7 +104,7 @@ var mpichReqLayouts = map[string]MPICHReqLayout{
 // build's configuration: UCPReqOff is 0, and a reader finds it in each
 // request by the pointer back to the request that UCX's request holds.
 func MPICHReqHeader() MPICHReqLayout {
-	l := mpichReqLayouts["15ff29242f0f6336eb8096d953e03de259b65bb4"]
+	l := mpichReqLayouts[debianMPICH]
 	l.UCPReqOff = 0
 	return l
 }
@@ -177,7 +177,7 @@ type MPICHFrameArgs struct {
 // checked (objdump -d of the functions, then live blocked calls).
 var mpichFrameArgs = map[string]map[string]MPICHFrameArgs{
 	// Debian 12 MPICH 4.0.2 (libmpich12 4.0.2-3).
-	"15ff29242f0f6336eb8096d953e03de259b65bb4": {
+	debianMPICH: {
 		// PMPI_Ssend (0x16bd70) keeps dest in r12 (from ecx) and tag at
 		// 0x8(%rsp) (from r8d); it waits for the request at 0x18(%rsp)
 		// in the call at 0x16c2f0.

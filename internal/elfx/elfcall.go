@@ -28,7 +28,11 @@ var ErrUnreliable = errors.New("call sites cannot be found reliably")
 // When they cannot all be found (ErrUnreliable) it returns none, even those
 // found before the problem, and an error naming fn and the offset.
 func Sites(f *elf.File, fn, callee string) ([]uint64, error) {
-	caller, targets, err := callTargets(f, fn, callee)
+	c, err := ReadCalls(f)
+	if err != nil {
+		return nil, err
+	}
+	caller, targets, err := c.targets(fn, callee)
 	if err != nil || len(targets) == 0 {
 		return nil, err
 	}
@@ -43,25 +47,67 @@ func Sites(f *elf.File, fn, callee string) ([]uint64, error) {
 	return sites, nil
 }
 
-// callTargets returns function fn and the addresses that reach callee:
-// its definition in the file and its PLT entry. None is not an error.
-func callTargets(f *elf.File, fn, callee string) (elf.Symbol, map[uint64]bool, error) {
+// Calls is what finding call sites in one file needs from its symbol
+// tables, read once: its functions by name, and the pieces the compiler
+// moved out of them (cold parts by their function's name, clones by
+// address; none in a stripped file).
+type Calls struct {
+	f      *elf.File
+	syms   map[string]elf.Symbol
+	cold   map[string]elf.Symbol
+	clones map[uint64]elf.Symbol
+}
+
+// ReadCalls reads f's symbol tables for CallSites.
+func ReadCalls(f *elf.File) (*Calls, error) {
 	if f.Machine != elf.EM_X86_64 {
-		return elf.Symbol{}, nil, fmt.Errorf("machine %s: only x86-64 is supported", f.Machine)
+		return nil, fmt.Errorf("machine %s: only x86-64 is supported", f.Machine)
 	}
-	syms, err := symbols(f)
-	if err != nil {
-		return elf.Symbol{}, nil, err
+	c := &Calls{f: f, syms: map[string]elf.Symbol{}, cold: map[string]elf.Symbol{}, clones: map[uint64]elf.Symbol{}}
+	found := false
+	for _, read := range []func() ([]elf.Symbol, error){f.DynamicSymbols, f.Symbols} {
+		syms, err := read()
+		if errors.Is(err, elf.ErrNoSymbols) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("read symbols: %w", err)
+		}
+		found = true
+		for _, s := range syms {
+			if elf.ST_TYPE(s.Info) != elf.STT_FUNC || s.Section == elf.SHN_UNDEF {
+				continue
+			}
+			// The static table wins: it is the same or more precise.
+			c.syms[s.Name] = s
+			if elf.ST_BIND(s.Info) != elf.STB_LOCAL {
+				continue
+			}
+			if base, ok := strings.CutSuffix(s.Name, ".cold"); ok {
+				c.cold[base] = s
+			} else if cloneName.MatchString(s.Name) {
+				c.clones[s.Value] = s
+			}
+		}
 	}
-	caller, ok := syms[fn]
+	if !found {
+		return nil, fmt.Errorf("read symbols: %w", elf.ErrNoSymbols)
+	}
+	return c, nil
+}
+
+// targets returns function fn and the addresses that reach callee: its
+// definition in the file and its PLT entry. None is not an error.
+func (c *Calls) targets(fn, callee string) (elf.Symbol, map[uint64]bool, error) {
+	caller, ok := c.syms[fn]
 	if !ok || caller.Size == 0 {
 		return elf.Symbol{}, nil, fmt.Errorf("%s: %w", fn, ErrNoFunction)
 	}
 	targets := map[uint64]bool{}
-	if c, ok := syms[callee]; ok && c.Value != 0 {
-		targets[c.Value] = true
+	if s, ok := c.syms[callee]; ok && s.Value != 0 {
+		targets[s.Value] = true
 	}
-	if plt, ok, err := pltEntry(f, callee); err != nil {
+	if plt, ok, err := pltEntry(c.f, callee); err != nil {
 		return elf.Symbol{}, nil, err
 	} else if ok {
 		targets[plt] = true
@@ -69,7 +115,7 @@ func callTargets(f *elf.File, fn, callee string) (elf.Symbol, map[uint64]bool, e
 	return caller, targets, nil
 }
 
-// CallSites returns the virtual addresses of the call and jump
+// Sites returns the virtual addresses of the call and jump
 // instructions that reach function callee from fn and from the pieces of
 // fn the compiler moved out of it: its cold part (fn.cold, reached by
 // jumps) and the local clones it calls directly (name.constprop.N,
@@ -77,13 +123,12 @@ func callTargets(f *elf.File, fn, callee string) (elf.Symbol, map[uint64]bool, e
 // line, as GCC does with ob1's send path in Open MPI 5.0's libmpi.so), and
 // theirs in turn. Such a clone may also be called from other functions:
 // the caller decides what a site found from two functions means. Errors
-// are Sites'.
-func CallSites(f *elf.File, fn, callee string) ([]uint64, error) {
-	caller, targets, err := callTargets(f, fn, callee)
+// are those of the package function Sites.
+func (c *Calls) Sites(fn, callee string) ([]uint64, error) {
+	caller, targets, err := c.targets(fn, callee)
 	if err != nil || len(targets) == 0 {
 		return nil, err
 	}
-	parts := outOfLineParts(f)
 	var out []uint64
 	seen := map[uint64]bool{}
 	var visit func(s elf.Symbol, depth int) error
@@ -92,7 +137,7 @@ func CallSites(f *elf.File, fn, callee string) ([]uint64, error) {
 			return nil
 		}
 		seen[s.Value] = true
-		code, err := functionBytes(f, s)
+		code, err := functionBytes(c.f, s)
 		if err != nil {
 			return fmt.Errorf("%s: %w", s.Name, err)
 		}
@@ -103,7 +148,7 @@ func CallSites(f *elf.File, fn, callee string) ([]uint64, error) {
 		for _, off := range sites {
 			out = append(out, s.Value+off)
 		}
-		if cold, ok := parts.cold[s.Name]; ok {
+		if cold, ok := c.cold[s.Name]; ok {
 			if err := visit(cold, depth); err != nil {
 				return err
 			}
@@ -112,7 +157,7 @@ func CallSites(f *elf.File, fn, callee string) ([]uint64, error) {
 			return nil
 		}
 		for _, dest := range calls {
-			if clone, ok := parts.clones[dest]; ok {
+			if clone, ok := c.clones[dest]; ok {
 				if err := visit(clone, depth-1); err != nil {
 					return err
 				}
@@ -126,34 +171,6 @@ func CallSites(f *elf.File, fn, callee string) ([]uint64, error) {
 	}
 	slices.Sort(out)
 	return out, nil
-}
-
-// outOfLine holds the local functions of a file that are pieces of other
-// functions: cold parts by the name of their function, clones by address.
-type outOfLine struct {
-	cold   map[string]elf.Symbol
-	clones map[uint64]elf.Symbol
-}
-
-// outOfLineParts reads the static symbol table for cold parts and clones;
-// a file without one (stripped) has none.
-func outOfLineParts(f *elf.File) outOfLine {
-	parts := outOfLine{cold: map[string]elf.Symbol{}, clones: map[uint64]elf.Symbol{}}
-	syms, err := f.Symbols()
-	if err != nil {
-		return parts
-	}
-	for _, s := range syms {
-		if elf.ST_TYPE(s.Info) != elf.STT_FUNC || elf.ST_BIND(s.Info) != elf.STB_LOCAL || s.Section == elf.SHN_UNDEF {
-			continue
-		}
-		if base, ok := strings.CutSuffix(s.Name, ".cold"); ok {
-			parts.cold[base] = s
-		} else if cloneName.MatchString(s.Name) {
-			parts.clones[s.Value] = s
-		}
-	}
-	return parts
 }
 
 // cloneName matches the names GCC gives the copies of a function it
@@ -251,32 +268,6 @@ func isFill(b []byte) bool {
 		}
 	}
 	return true
-}
-
-// symbols returns the defined function symbols of the dynamic and the static
-// symbol table (the latter wins: it is the same or more precise).
-func symbols(f *elf.File) (map[string]elf.Symbol, error) {
-	out := map[string]elf.Symbol{}
-	found := false
-	for _, read := range []func() ([]elf.Symbol, error){f.DynamicSymbols, f.Symbols} {
-		syms, err := read()
-		if errors.Is(err, elf.ErrNoSymbols) {
-			continue
-		}
-		if err != nil {
-			return nil, fmt.Errorf("read symbols: %w", err)
-		}
-		found = true
-		for _, s := range syms {
-			if elf.ST_TYPE(s.Info) == elf.STT_FUNC && s.Section != elf.SHN_UNDEF {
-				out[s.Name] = s
-			}
-		}
-	}
-	if !found {
-		return nil, fmt.Errorf("read symbols: %w", elf.ErrNoSymbols)
-	}
-	return out, nil
 }
 
 // functionBytes returns the code of a function symbol.

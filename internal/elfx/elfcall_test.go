@@ -202,7 +202,7 @@ __attribute__((noinline)) int broken(int x) { if (x > 3) enable(1); __asm__ vola
 // TestCallSitesFollowClones builds a library whose functions reach
 // enable through pieces a compiler moves out of line, named as GCC names
 // them (given here by asm labels): a clone two functions share, a clone
-// of a clone, and a cold part (GCC's own). CallSites must find the calls
+// of a clone, and a cold part (GCC's own). Calls.Sites must find the calls
 // in them, as objdump sees them, and not those in an ordinary function
 // called alike.
 func TestCallSitesFollowClones(t *testing.T) {
@@ -222,6 +222,10 @@ __attribute__((noinline)) int retry(int x) { if (x < 0) { slow(); enable(x); } r
 __attribute__((noinline)) int plain(int x) { return helper(x) * 3; }
 `
 	f, dis := optimizedLib(t, code)
+	calls, err := ReadCalls(f)
+	if err != nil {
+		t.Fatal(err)
+	}
 	// at returns the addresses of the calls to enable in the named pieces.
 	at := func(pieces ...string) []uint64 {
 		var out []uint64
@@ -246,12 +250,12 @@ __attribute__((noinline)) int plain(int x) { return helper(x) * 3; }
 		{"retry", at("retry.cold")},
 		{"plain", nil}, // helper is a function of its own, not a piece of plain
 	} {
-		got, err := CallSites(f, tc.fn, "enable")
+		got, err := calls.Sites(tc.fn, "enable")
 		if err != nil {
-			t.Fatalf("CallSites(%s): %v", tc.fn, err)
+			t.Fatalf("Sites(%s): %v", tc.fn, err)
 		}
 		if !slices.Equal(got, tc.want) {
-			t.Errorf("CallSites(%s) = %#x, want %#x", tc.fn, got, tc.want)
+			t.Errorf("Sites(%s) = %#x, want %#x", tc.fn, got, tc.want)
 		}
 	}
 }
@@ -390,10 +394,11 @@ func TestDecodeDebianLibraries(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer f.Close()
-			syms, err := symbols(f)
+			c, err := ReadCalls(f)
 			if err != nil {
 				t.Fatal(err)
 			}
+			syms := c.syms
 			starts := map[uint64][]uint64{} // objdump's instruction offsets by function address
 			for _, fn := range Objdump(t, lib).Funcs {
 				for _, in := range fn.Insts {
@@ -470,11 +475,11 @@ func FuzzSites(f *testing.F) {
 // decodes them as Sites does: for the catalog benchmark of package
 // elfx_test.
 func FunctionCode(f *elf.File, fn string) ([]byte, error) {
-	syms, err := symbols(f)
+	c, err := ReadCalls(f)
 	if err != nil {
 		return nil, err
 	}
-	return functionBytes(f, syms[fn])
+	return functionBytes(f, c.syms[fn])
 }
 
 // DecodeCode: see FunctionCode.
