@@ -390,9 +390,10 @@ int async_event_ret(struct pt_regs *ctx)
 }
 
 // gate_open opens the calling thread's gate (the cookie's parameter) at a
-// function's entry; gate_count, at a place inside it, counts once per
-// opening and closes the gate. Together they count calls that reached that
-// place, however often they reach it.
+// function's entry; gate_count, at a place inside it or at its return,
+// closes the gate and counts once per opening if the cookie's condition
+// holds there. Together they count calls that reached that place, however
+// often they reach it, and did not pass a gate_close on the way.
 SEC("uprobe")
 int gate_open(struct pt_regs *ctx)
 {
@@ -412,7 +413,7 @@ int gate_count(struct pt_regs *ctx)
 	if (!traced_now(&tgid))
 		return 0;
 	__u64 cookie = bpf_get_attach_cookie(ctx);
-	if (gate_take(cookie))
+	if (gate_take(cookie) && condition_holds(ctx, cookie))
 		count_hit(tgid, COOKIE_EVENT(cookie), 0, 0, 0);
 	return 0;
 }

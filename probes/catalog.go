@@ -224,6 +224,17 @@ func Full() Catalog {
 		return Probe{Library: lib, Symbol: fn, Side: Return, Cond: c}
 	}
 	minus2 := Condition{Src: RetVal, Cmp: Eq, Value: -2} // OMPI_ERR_OUT_OF_RESOURCE
+	// tcpOpen counts the false returns of a TCP BTL fragment function
+	// (a C bool) that did not close the connection on the way, with the
+	// thread's gate gate.
+	tcpOpen := func(fn string, gate uint8) []Probe {
+		return []Probe{
+			{Library: OMPIBtlTcp, Symbol: fn, Program: GateOpen, Param: gate},
+			{Library: OMPIBtlTcp, Symbol: fn, CallTo: "mca_btl_tcp_endpoint_close", Program: GateClose, Param: gate},
+			{Library: OMPIBtlTcp, Symbol: fn, Side: Return, Program: GateCount, Param: gate,
+				Cond: Condition{Src: RetVal, Cmp: Eq8, Value: 0}},
+		}
+	}
 	return Catalog{Events: []Event{
 		{
 			ID:    "ob1.send_pending.new",
@@ -391,13 +402,16 @@ func Full() Catalog {
 			T:       10 * time.Second,
 		},
 		{
-			ID:    "tcp.partial_io",
-			Layer: "btl",
-			Level: Messages,
-			Probes: []Probe{
-				uret(OMPIBtlTcp, "mca_btl_tcp_frag_send", Condition{Src: RetVal, Cmp: Eq8, Value: 0}),
-				uret(OMPIBtlTcp, "mca_btl_tcp_frag_recv", Condition{Src: RetVal, Cmp: Eq8, Value: 0}),
-			},
+			// frag_send and frag_recv also return false after closing the
+			// connection: on a read of 0 bytes (the peer closed its end: a
+			// rank that died, or one that finalized while this one still
+			// progressed) or on an error. Each call opens a gate, the
+			// close closes it, and only a false return with the gate open
+			// counts.
+			ID:      "tcp.partial_io",
+			Layer:   "btl",
+			Level:   Messages,
+			Probes:  append(tcpOpen("mca_btl_tcp_frag_send", 1), tcpOpen("mca_btl_tcp_frag_recv", 2)...),
 			Message: "TCP fragment written or read only in part: the socket buffer was full (or empty)",
 			Advice:  "raise --mca btl_tcp_sndbuf and btl_tcp_rcvbuf (and the kernel's net.core.wmem_max / rmem_max)",
 			C:       10000,
@@ -587,12 +601,14 @@ func (c Catalog) Levels() []Level {
 var eventIDPattern = regexp.MustCompile(`^[a-z0-9_]+(\.[a-z0-9_]+)+$`)
 
 // Validate checks the catalog's internal consistency: unique ids, conditions
-// the BPF side can evaluate, and at most MaxEvents events.
+// the BPF side can evaluate, each gate used by one event, and at most
+// MaxEvents events.
 func (c Catalog) Validate() error {
 	if len(c.Events) > MaxEvents {
 		return fmt.Errorf("catalog has %d events, at most %d fit in a cookie", len(c.Events), MaxEvents)
 	}
 	seen := map[string]bool{}
+	gateOf := map[uint8]string{} // gate → the event that uses it
 	for _, e := range c.Events {
 		if !eventIDPattern.MatchString(e.ID) {
 			return fmt.Errorf("event id %q: want dotted lowercase words", e.ID)
@@ -616,6 +632,14 @@ func (c Catalog) Validate() error {
 			}
 			if err := p.checkProgram(); err != nil {
 				return fmt.Errorf("event %q: %s: %w", e.ID, p, err)
+			}
+			if p.Program == GateOpen || p.Program == GateCount || p.Program == GateClose {
+				// A thread has one of each gate: two events on one gate
+				// would open and close each other's.
+				if other, ok := gateOf[p.Param]; ok && other != e.ID {
+					return fmt.Errorf("event %q: %s: gate %d is event %q's", e.ID, p, p.Param, other)
+				}
+				gateOf[p.Param] = e.ID
 			}
 		}
 	}

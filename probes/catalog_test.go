@@ -188,6 +188,12 @@ func TestValidateRejects(t *testing.T) {
 			"operand bits carry the library's free-list layout",
 		},
 		{"too many events", Catalog{Events: make([]Event, MaxEvents+1)}, "at most 65536 fit in a cookie"},
+		{"a gate of two events", func() Catalog {
+			a, b := validEvent("a.b"), validEvent("a.c")
+			a.Probes = []Probe{{Library: OMPIPmlOb1, Symbol: "f", Program: GateOpen, Param: 3}}
+			b.Probes = []Probe{{Library: OMPIPmlOb1, Symbol: "g", Side: Return, Program: GateCount, Param: 3}}
+			return Catalog{Events: []Event{a, b}}
+		}(), `gate 3 is event "a.b"'s`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -4,13 +4,18 @@
  * ob1 queues the rest as pending sends. mpiprobe's tests and demo run it.
  *
  *   flood [-n messages] [-s bytes] [-d receiver_delay_ms] [-r rounds]
- *         [-p pause_ms] [-m marker_file] [-h hold_ms]
+ *         [-p pause_ms] [-m marker_file] [-h hold_ms] [-x]
  *
  * -p pauses after MPI_Init (so a test can attach with -p to a running rank);
  * -m makes rank 0 write its pid to the file once its sends of the first round
  * are posted, then hold (-h) before waiting for them (so a test can kill it
  * with pending sends queued). Rank 0 prints "flood seconds=S" (the rounds'
  * time); every rank prints one line "flood rank R done".
+ *
+ * -x ends the job as a crash does: after the rounds rank 1 exits at once,
+ * without MPI_Finalize (status 3), while rank 0 waits in MPI_Recv for a
+ * message from it that never comes, so that rank 0's transport sees the
+ * connection close; the launcher then ends the other ranks.
  */
 #include <mpi.h>
 #include <stdio.h>
@@ -28,10 +33,10 @@ static void sleep_ms(long ms)
 
 int main(int argc, char **argv)
 {
-	int n = 2000, size = 2048, delay = 200, rounds = 1, pause = 0, hold = 0;
+	int n = 2000, size = 2048, delay = 200, rounds = 1, pause = 0, hold = 0, crash = 0;
 	const char *marker = NULL;
 	int opt;
-	while ((opt = getopt(argc, argv, "n:s:d:r:p:m:h:")) != -1) {
+	while ((opt = getopt(argc, argv, "n:s:d:r:p:m:h:x")) != -1) {
 		switch (opt) {
 		case 'n': n = atoi(optarg); break;
 		case 's': size = atoi(optarg); break;
@@ -40,8 +45,9 @@ int main(int argc, char **argv)
 		case 'p': pause = atoi(optarg); break;
 		case 'm': marker = optarg; break;
 		case 'h': hold = atoi(optarg); break;
+		case 'x': crash = 1; break;
 		default:
-			fprintf(stderr, "usage: flood [-n msgs] [-s bytes] [-d delay_ms] [-r rounds] [-p pause_ms] [-m marker] [-h hold_ms]\n");
+			fprintf(stderr, "usage: flood [-n msgs] [-s bytes] [-d delay_ms] [-r rounds] [-p pause_ms] [-m marker] [-h hold_ms] [-x]\n");
 			return 2;
 		}
 	}
@@ -89,6 +95,13 @@ int main(int argc, char **argv)
 	if (rank == 0)
 		printf("flood seconds=%.6f\n", MPI_Wtime() - t0);
 	printf("flood rank %d done\n", rank);
+	if (crash) {
+		fflush(stdout);
+		if (rank == 1)
+			_exit(3);
+		int x;
+		MPI_Recv(&x, 1, MPI_INT, 1, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+	}
 	free(reqs);
 	free(buf);
 	MPI_Finalize();

@@ -668,3 +668,37 @@ func TestFreeListLayoutOfAnUnknownBuild(t *testing.T) {
 		c.failf("%d log lines say a free-list event is unavailable for build id %s, want 2 (one per event, once):\n%s", unavailable, pal.BuildID, c.stderr)
 	}
 }
+
+// TestTCPPeerCrashIsNotPartialIO ends a TCP job as a crash does (flood -x:
+// rank 1 exits without MPI_Finalize while rank 0 waits for it in
+// MPI_Recv). Rank 0 then reads 0 bytes from the closed connection, and
+// mca_btl_tcp_frag_recv closes the endpoint and returns false, as it does
+// for a fragment read in part: tcp.partial_io must not count it. Counted
+// without telling the two apart, rank 0 had tcp.partial_io=1 in 5 of 5
+// runs here; a peer that finalizes first while a rank still progresses
+// closes the connection the same way, and made the ompi_tcp_partial_io
+// control count 1 once in CI.
+func TestTCPPeerCrashIsNotPartialIO(t *testing.T) {
+	impl := mpitest.OpenMPI()
+	mpitest.RequireE2E(t, impl)
+	bin := mpitest.BuildMpiprobe(t)
+	flood := mpitest.Build(t, impl, "flood")
+	const crashStatus = 3 // flood -x: rank 1's exit status
+	job := impl.Command(catNP, ompiMCA("btl", "self,tcp", "btl_tcp_if_include", "lo"), flood,
+		"-n", itoa(tcpControlN), "-s", itoa(tcpControlSize), "-d", "0", "-r", "1", "-x")
+	res := runMpiprobeExit(t, bin, -1, append([]string{"--events", "messages", "--"}, job...)...)
+	c := catCheck{t: t, s: res.sum, label: "flood -x over TCP", stderr: res.stderr}
+	crashed := false
+	for _, j := range res.sum.Jobs {
+		for _, r := range j.Ranks {
+			crashed = crashed || (r.Rank == "1" && r.End.State == "exited" && r.End.Code != nil && *r.End.Code == crashStatus)
+		}
+	}
+	if !crashed {
+		c.failf("rank 1 did not exit %d without finalizing: the peer's connection was not closed under rank 0", crashStatus)
+	}
+	// tcp.send_queued counts the first message of each connection: the
+	// TCP BTL was traced in rank 0.
+	c.atLeast("0", "tcp.send_queued", tcpConnectQueued, "rank 0's first message to rank 1 waited for the connection")
+	c.silent("tcp.partial_io", "a connection closed by a peer that ended is not a fragment read in part")
+}
