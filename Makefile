@@ -95,6 +95,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzAnalyze$$' -fuzztime 30s ./internal/layout/
 	$(GO) test -run '^$$' -fuzz '^FuzzInferOMPI$$' -fuzztime 30s ./internal/layout/
 	$(GO) test -run '^$$' -fuzz '^FuzzInferMPICH$$' -fuzztime 30s ./internal/layout/
+	$(GO) test -run '^$$' -fuzz FuzzArgHomes -fuzztime 30s ./internal/layout/
 	$(GO) test -run '^$$' -fuzz FuzzLoad -fuzztime 30s ./internal/status/unwind/
 	$(GO) test -run '^$$' -fuzz FuzzEhFrame -fuzztime 30s ./internal/status/unwind/
 	$(GO) test -run '^$$' -fuzz FuzzStack -fuzztime 30s ./internal/status/unwind/

@@ -171,6 +171,16 @@ type MPICHFrameArgs struct {
 	// CommOff and HandleOff, if not 0, are the frame slots of the
 	// MPIR_Comm pointer and of the handle it must carry.
 	CommOff, HandleOff uint32
+	// Handle, when HasHandle, is where the call's communicator handle
+	// argument is: the object it names must be the communicator of the
+	// request read (a send), or is the probe's.
+	Handle    FrameSlot
+	HasHandle bool
+	// NoTag says the tag's home is not known (Tag means nothing).
+	NoTag bool
+	// Inferred says the slots come from decoding the function's code
+	// (InferMPICHFrameArgs), not from the table of checked builds.
+	Inferred bool
 }
 
 // mpichFrameArgs holds, by libmpich build id and MPI call, the frames

@@ -29,9 +29,12 @@ const (
 	objMem     = 0x5010
 )
 
-func testCode(t testing.TB) Code {
+func testCode(t testing.TB) Code { return codeAt(textBase, hexBytes(t, "testdata/accessors.hex")) }
+
+// hexBytes reads the code a testdata .hex file holds (xxd -p).
+func hexBytes(t testing.TB, name string) []byte {
 	t.Helper()
-	raw, err := os.ReadFile("testdata/accessors.hex")
+	raw, err := os.ReadFile(name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,7 +42,7 @@ func testCode(t testing.TB) Code {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return codeAt(textBase, b)
+	return b
 }
 
 func codeAt(base uint64, b []byte) Code {
@@ -419,11 +422,7 @@ func TestInferMPICH(t *testing.T) {
 // FuzzAnalyze runs the accessor analysis on arbitrary code: it must end,
 // within its budget, without panicking.
 func FuzzAnalyze(f *testing.F) {
-	raw, err := os.ReadFile("testdata/accessors.hex")
-	if err != nil {
-		f.Fatal(err)
-	}
-	b, _ := hex.DecodeString(strings.Join(strings.Fields(string(raw)), ""))
+	b := hexBytes(f, "testdata/accessors.hex")
 	f.Add(b, uint16(0))
 	f.Add(b[mpichRank-textBase:], uint16(0))
 	f.Add([]byte{0xeb, 0xfe}, uint16(0))
