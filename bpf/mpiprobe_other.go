@@ -278,6 +278,11 @@ type MpiprobeTaskRegs struct {
 	Ip       uint64
 	Sp       uint64
 	Bp       uint64
+	Bx       uint64
+	R12      uint64
+	R13      uint64
+	R14      uint64
+	R15      uint64
 	Nret     uint32
 	Pad      uint32
 	RetStack [8]uint64

@@ -197,7 +197,7 @@ func TestGoTypesMatchBTF(t *testing.T) {
 		{"coll_key", MpiprobeCollKey{}, spec.Maps["coll_index"].KeySize, "coll_index key"},
 		{"coll_comm", MpiprobeCollComm{}, spec.Maps["coll_comms"].ValueSize, "coll_comms value"},
 		{"coll_stat", MpiprobeCollStat{}, spec.Maps["coll_stats"].ValueSize, "coll_stats value"},
-		{"task_regs", MpiprobeTaskRegs{}, 168, "dump_regs record"},
+		{"task_regs", MpiprobeTaskRegs{}, 208, "dump_regs record"},
 		{"req_key", MpiprobeReqKey{}, spec.Maps["coll_reqs"].KeySize, "coll_reqs key"},
 		{"req_val", MpiprobeReqVal{}, spec.Maps["coll_reqs"].ValueSize, "coll_reqs value"},
 	}

@@ -20,6 +20,13 @@ struct task_regs {
 	__u64 ip;
 	__u64 sp;
 	__u64 bp;
+	// The other callee-saved registers (rbx, r12-r15): what the
+	// innermost frames hold in them, which no callee has saved yet.
+	__u64 bx;
+	__u64 r12;
+	__u64 r13;
+	__u64 r14;
+	__u64 r15;
 	__u32 nret;
 	__u32 pad;
 	__u64 ret_stack[MAX_RETPROBES];
@@ -75,6 +82,11 @@ int dump_regs(struct bpf_iter__task *ctx)
 		.ip = BPF_CORE_READ(regs, ip),
 		.sp = BPF_CORE_READ(regs, sp),
 		.bp = BPF_CORE_READ(regs, bp),
+		.bx = BPF_CORE_READ(regs, bx),
+		.r12 = BPF_CORE_READ(regs, r12),
+		.r13 = BPF_CORE_READ(regs, r13),
+		.r14 = BPF_CORE_READ(regs, r14),
+		.r15 = BPF_CORE_READ(regs, r15),
 	};
 	struct return_instance *ri = BPF_CORE_READ(task, utask, return_instances);
 	for (int i = 0; i < MAX_RETPROBES && ri; i++) {

@@ -40,7 +40,12 @@ struct task_struct {
 // The ___kern flavour keeps it apart from the uapi struct pt_regs while
 // CO-RE matches it to the kernel's.
 struct pt_regs___kern {
+	unsigned long r15;
+	unsigned long r14;
+	unsigned long r13;
+	unsigned long r12;
 	unsigned long bp;
+	unsigned long bx;
 	unsigned long sp;
 	unsigned long ip;
 } __attribute__((preserve_access_index));

@@ -17,13 +17,13 @@
 //     two levels deep: the offsets they load and hand back, and, for
 //     MPICH, how they turn a handle into an object address.
 //
-// ArgHomes, for package status, is a third use of the decoder: a data-flow
-// analysis over one API function that says where it keeps an argument
-// (the peer of a blocked MPI_Ssend or MPI_Probe, which no request holds)
-// while a call it made waits.
-//
 // A field both methods agree on is used; one that only one method finds is
 // used and said so; otherwise it is unknown, with why (Field.Note). The
 // analysis reads untrusted code and memory: it is bounded and fuzzed.
 // probes.InferCommLayout does the reading from a live process.
+//
+// ArgHomes, for package status, is a third use of the decoder: a data-flow
+// analysis over one API function that says where it keeps an argument
+// (the peer of a blocked MPI_Ssend or MPI_Probe, which no request holds)
+// while a call it made waits.
 package layout

@@ -14,6 +14,7 @@ import (
 	"github.com/mpiprobe/mpiprobe/internal/procfs"
 	"github.com/mpiprobe/mpiprobe/internal/status/hang"
 	"github.com/mpiprobe/mpiprobe/internal/status/unwind"
+	"github.com/mpiprobe/mpiprobe/internal/symbolize"
 	"github.com/mpiprobe/mpiprobe/probes"
 )
 
@@ -637,17 +638,15 @@ func resolveCommPeers(rs []Rank) []hang.Rank {
 // frameArgs completes an MPICH thread's waits with the arguments its API
 // function keeps in its frame (probes.MPICHFrameArgs): MPI_Ssend's
 // destination, which its request does not hold, and MPI_Probe's source
-// and tag, for which there is no request. Only at the return addresses
-// the table names, and only what passes the checks (the frame's request
-// is the one read, or its communicator carries the frame's handle; the
-// rank is one of the communicator's) is taken.
-func (p *process) frameArgs(mem memory, fs []unwind.Frame, in inMPI, comm uint64, ws []hang.Wait) []hang.Wait {
+// and tag, for which there is no request. The slots come from the table
+// of checked builds or, for another build, from decoding the function
+// (inferredFrameArgs). Only at the return addresses they were found for,
+// and only what passes the checks (the frame's request is the one read,
+// or the frame's communicator handle names the request's communicator
+// or is a communicator; the rank is one of the communicator's) is taken.
+func (p *process) frameArgs(mem memory, fs []unwind.Frame, regs unwind.Regs, frames []symbolize.Site, in inMPI, comm uint64, ws []hang.Wait) []hang.Wait {
 	r := p.p2p
-	if !r.ok || r.kind != probes.LayoutMPICH || in.API <= 0 || in.API >= len(fs) {
-		return ws
-	}
-	a, ok := probes.MPICHFrameArgsOf(p.build, in.Call)
-	if !ok {
+	if !r.ok || r.kind != probes.LayoutMPICH || in.API <= 0 || in.API >= len(fs) || in.API >= len(frames) {
 		return ws
 	}
 	f := fs[in.API]
@@ -656,16 +655,24 @@ func (p *process) frameArgs(mem memory, fs []unwind.Frame, in inMPI, comm uint64
 		return ws
 	}
 	bias, ok := p.bias(m)
-	if !ok || !slices.Contains(a.RetPCs, f.PC-bias) {
+	if !ok {
+		return ws
+	}
+	a, ok := probes.MPICHFrameArgsOf(p.build, in.Call)
+	if !ok {
+		if a, ok = p.inferredFrameArgs(m, in.Call, frames[in.API].Function, f.PC-bias); !ok {
+			return ws
+		}
+	}
+	if !slices.Contains(a.RetPCs, f.PC-bias) {
 		return ws
 	}
 	slot := func(s probes.FrameSlot) (int32, bool) {
-		addr := f.SP + uint64(s.Off)
 		if s.Reg >= 0 {
-			if addr, ok = unwind.SavedAt(fs, in.API, s.Reg); !ok {
-				return 0, false
-			}
+			v, ok := unwind.ValueAt(fs, in.API, s.Reg, regs, unwind.Memory(mem))
+			return int32(uint32(v)), ok
 		}
+		addr := f.SP + uint64(s.Off)
 		var b [4]byte
 		if mem(addr, b[:]) != nil {
 			return 0, false
@@ -674,24 +681,60 @@ func (p *process) frameArgs(mem memory, fs []unwind.Frame, in inMPI, comm uint64
 	}
 	peer, okPeer := slot(a.Peer)
 	tag, okTag := slot(a.Tag)
+	okTag = okTag && !a.NoTag
 	if !okPeer {
 		return ws
 	}
-	var w hang.Wait
-	if a.ReqOff != 0 {
-		// The frame's request must be one read from the stack, with the
-		// frame's tag.
-		req, ok := r.u64(f.SP + uint64(a.ReqOff))
-		if !ok {
-			return ws
+	// frameComm is the communicator the frame's handle names.
+	frameComm := func() (agg.Comm, bool) {
+		h, ok := slot(a.Handle)
+		if !ok || !a.HasHandle {
+			return agg.Comm{}, false
 		}
-		if w, ok = r.mpichRequest(req, comm); !ok || !okTag || int(tag) != w.Tag {
-			return ws
+		cm, ok := r.comms.mpichObject(uint32(h))
+		if !ok || !r.comms.isComm(cm) {
+			return agg.Comm{}, false
 		}
-		i := slices.IndexFunc(ws, func(x hang.Wait) bool {
-			return x.Send == w.Send && x.Tag == w.Tag && x.Peer == w.Peer && x.CommPeer == w.CommPeer &&
-				(x.Comm == nil) == (w.Comm == nil) && (x.Comm == nil || *x.Comm == *w.Comm)
-		})
+		c, _, ok := r.comms.comm(cm)
+		return c, ok
+	}
+	if a.ReqOff != 0 || (a.HasHandle && len(ws) > 0) {
+		// A send: its request was read. The frame's request must be
+		// it, or the frame's tag and communicator must single it out.
+		var (
+			i int
+			w hang.Wait
+		)
+		if a.ReqOff != 0 {
+			req, ok := r.u64(f.SP + uint64(a.ReqOff))
+			if !ok {
+				return ws
+			}
+			if w, ok = r.mpichRequest(req, comm); !ok || !okTag || int(tag) != w.Tag {
+				return ws
+			}
+			i = slices.IndexFunc(ws, func(x hang.Wait) bool {
+				return x.Send == w.Send && x.Tag == w.Tag && x.Peer == w.Peer && x.CommPeer == w.CommPeer &&
+					(x.Comm == nil) == (w.Comm == nil) && (x.Comm == nil || *x.Comm == *w.Comm)
+			})
+		} else {
+			c, ok := frameComm()
+			if !ok || !okTag {
+				return ws
+			}
+			i = -1
+			for j, x := range ws {
+				if x.Send && x.Tag == int(tag) && x.Peer == hang.PeerUnknown && x.CommPeer < 0 && x.Comm != nil && *x.Comm == c {
+					if i >= 0 {
+						return ws // two such sends: which one is the frame's?
+					}
+					i = j
+				}
+			}
+			if i >= 0 {
+				w = ws[i]
+			}
+		}
 		if i < 0 {
 			return ws
 		}
@@ -709,24 +752,34 @@ func (p *process) frameArgs(mem memory, fs []unwind.Frame, in inMPI, comm uint64
 		out[i] = w
 		return out
 	}
-	if len(ws) > 0 || a.CommOff == 0 {
+	if len(ws) > 0 {
 		return ws // requests were read: they say more
 	}
-	// No request: the communicator in the frame must carry the frame's
-	// handle (an MPICH object starts with its handle).
-	cm, ok1 := r.u64(f.SP + uint64(a.CommOff))
-	h, ok2 := r.u32(f.SP + uint64(a.HandleOff))
-	if !ok1 || !ok2 || !r.comms.isComm(cm) {
+	// No request (a probe): the frame's communicator.
+	var c agg.Comm
+	switch {
+	case a.HasHandle:
+		if c, ok = frameComm(); !ok {
+			return ws
+		}
+	case a.CommOff != 0:
+		// The communicator in the frame must carry the frame's handle
+		// (an MPICH object starts with its handle).
+		cm, ok1 := r.u64(f.SP + uint64(a.CommOff))
+		h, ok2 := r.u32(f.SP + uint64(a.HandleOff))
+		if !ok1 || !ok2 || !r.comms.isComm(cm) {
+			return ws
+		}
+		if ch, ok := r.u32(cm); !ok || ch != h {
+			return ws
+		}
+		if c, _, ok = r.comms.comm(cm); !ok {
+			return ws
+		}
+	default:
 		return ws
 	}
-	if ch, ok := r.u32(cm); !ok || ch != h {
-		return ws
-	}
-	c, _, ok := r.comms.comm(cm)
-	if !ok {
-		return ws
-	}
-	w = hang.Wait{Peer: hang.PeerUnknown, CommPeer: -1, Tag: hang.TagUnknown, Comm: &c, Known: true}
+	w := hang.Wait{Peer: hang.PeerUnknown, CommPeer: -1, Tag: hang.TagUnknown, Comm: &c, Known: true}
 	switch {
 	case peer == r.req.AnySource:
 		w.Peer = hang.AnySource
@@ -745,4 +798,33 @@ func (p *process) frameArgs(mem memory, fs []unwind.Frame, in inMPI, comm uint64
 		w.Tag = int(tag)
 	}
 	return []hang.Wait{w}
+}
+
+// inferredFrameArgs decodes, once per build, function and return
+// address, where the library's function fn keeps call's arguments
+// (probes.InferMPICHFrameArgs) for a build the table does not hold.
+func (p *process) inferredFrameArgs(lib procfs.Mapping, call, fn string, retPC uint64) (probes.MPICHFrameArgs, bool) {
+	if fn == "" || !probes.FrameArgCall(call) {
+		return probes.MPICHFrameArgs{}, false
+	}
+	key := fmt.Sprintf("%s/%s/%#x", p.build, fn, retPC)
+	if res, ok := p.files.frames[key]; ok {
+		return res.args, res.err == nil
+	}
+	var res frameResult
+	if f, err := p.open(lib); err != nil {
+		res.err = err
+	} else {
+		if ef, err := elf.NewFile(f); err != nil {
+			res.err = err
+		} else {
+			res.args, res.err = probes.InferMPICHFrameArgs(ef, call, fn, retPC)
+		}
+		f.Close()
+	}
+	if p.files.frames == nil {
+		p.files.frames = map[string]frameResult{}
+	}
+	p.files.frames[key] = res
+	return res.args, res.err == nil
 }

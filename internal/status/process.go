@@ -33,6 +33,14 @@ type tables struct {
 	// ob1 holds the ob1 request layouts read from DWARF, by
 	// "ob1 build id/libmpi build id".
 	ob1 map[string]ob1Result
+	// frames holds the frame slots inferred from MPICH API functions'
+	// code, by "build id/function/return address".
+	frames map[string]frameResult
+}
+
+type frameResult struct {
+	args probes.MPICHFrameArgs
+	err  error
 }
 
 type ob1Result struct {
@@ -249,9 +257,18 @@ func (p *process) stack(tid int, regs unwind.Regs, patches []patch, res *symboli
 	}
 	t.in = findCall(t.frames, t.pcs)
 	if t.in.Call != "" {
-		t.comm, t.votes = p.commOnStack(mem, regs.SP, t.in.SitePC)
+		// The callee-saved registers the call's frames set and no callee
+		// has saved yet hold their values too (a communicator kept in
+		// rbx across a progress loop whose functions never touch rbx).
+		var live []uint64
+		for _, reg := range []int{3, 6, 12, 13, 14, 15} {
+			if v, ok := unwind.LiveIn(fs, t.in.API, reg, regs); ok {
+				live = append(live, v)
+			}
+		}
+		t.comm, t.votes = p.commOnStack(mem, regs.SP, t.in.SitePC, live)
 		t.waits = p.requestsOnStack(mem, regs.SP, t.in.SitePC, t.in.Call, t.comm)
-		t.waits = p.frameArgs(mem, fs, t.in, t.comm, t.waits)
+		t.waits = p.frameArgs(mem, fs, regs, t.frames, t.in, t.comm, t.waits)
 	}
 	return t
 }
@@ -263,9 +280,9 @@ var errTorn = errors.New("unwind: the stack ends after one frame (registers and 
 const maxScan = 64 << 10
 
 // commOnStack finds the communicator object that the words between sp and
-// the return address into the application (the MPI library's frames)
-// point to most often.
-func (p *process) commOnStack(mem memory, sp, ret uint64) (uint64, map[uint64]int) {
+// the return address into the application (the MPI library's frames),
+// and the live register values of those frames, point to most often.
+func (p *process) commOnStack(mem memory, sp, ret uint64, live []uint64) (uint64, map[uint64]int) {
 	if p.comms.layout.Kind == probes.LayoutUnknown || sp == 0 {
 		return 0, nil
 	}
@@ -287,6 +304,7 @@ func (p *process) commOnStack(mem memory, sp, ret uint64) (uint64, map[uint64]in
 		}
 		words = append(words, w)
 	}
+	words = append(words, live...)
 	votes := countVotes(words, p.comms.isComm)
 	c, _ := bestVote(votes)
 	return c, votes

@@ -470,7 +470,9 @@ func sampleOnce(k *live, procs map[int]*process, res *symbolize.Resolver) (map[i
 		for i := range n {
 			patches = append(patches, patch{at: r.RetStack[i], value: r.RetOrig[i]})
 		}
-		out[p.pid][int(r.Tid)] = p.stack(int(r.Tid), unwind.Regs{IP: r.Ip, SP: r.Sp, BP: r.Bp}, patches, res)
+		regs := unwind.Regs{IP: r.Ip, SP: r.Sp, BP: r.Bp, HasLive: true}
+		regs.Live[3], regs.Live[12], regs.Live[13], regs.Live[14], regs.Live[15] = r.Bx, r.R12, r.R13, r.R14, r.R15
+		out[p.pid][int(r.Tid)] = p.stack(int(r.Tid), regs, patches, res)
 	}
 	return out, nil
 }

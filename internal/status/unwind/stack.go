@@ -12,7 +12,25 @@ import (
 // /proc/PID/task/TID/syscall, which shows only the stack and instruction
 // pointers: a frame whose CFA is computed from rbp before a caller's saved
 // rbp has been restored then ends the unwinding with an error.
-type Regs struct{ IP, SP, BP uint64 }
+type Regs struct {
+	IP, SP, BP uint64
+	// Live holds, when HasLive, the other callee-saved registers by DWARF
+	// number (3 rbx, 12-15 r12-r15) as the thread left them: the values
+	// of the innermost frames that no callee has saved on the stack yet.
+	Live    [numRegs]uint64
+	HasLive bool
+}
+
+// liveValue returns the live value of callee-saved register reg.
+func (r Regs) liveValue(reg int) (uint64, bool) {
+	switch {
+	case reg == 6 && r.BP != 0:
+		return r.BP, true
+	case reg >= 0 && reg < numRegs && reg != 6 && r.HasLive:
+		return r.Live[reg], true
+	}
+	return 0, false
+}
 
 // Module maps a runtime address range of a process to the Table of the file
 // mapped there: vaddr = addr - Bias.
@@ -169,6 +187,36 @@ func SavedAt(fs []Frame, k int, reg int) (addr uint64, ok bool) {
 	for j := k - 1; j >= 0; j-- {
 		if a := fs[j].Saved[reg]; a != 0 {
 			return a, true
+		}
+	}
+	return 0, false
+}
+
+// ValueAt returns frame k's value of callee-saved register reg: where
+// the nearest of its callees that saved the register put it or, when
+// none did, the live register (no frame inside k has changed it).
+func ValueAt(fs []Frame, k, reg int, regs Regs, mem Memory) (uint64, bool) {
+	if k < 0 || k >= len(fs) || reg < 0 || reg >= numRegs {
+		return 0, false
+	}
+	if addr, ok := SavedAt(fs, k, reg); ok {
+		var b [8]byte
+		if mem(addr, b[:]) != nil {
+			return 0, false
+		}
+		return binary.LittleEndian.Uint64(b[:]), true
+	}
+	return regs.liveValue(reg)
+}
+
+// LiveIn returns the live value of callee-saved register reg when one
+// of frames 0..k set it: the nearest frame that saved its caller's value
+// of reg is k or inside it. Otherwise the live value is an outer frame's
+// (the application's, when k is the MPI call's outermost frame).
+func LiveIn(fs []Frame, k, reg int, regs Regs) (uint64, bool) {
+	for j := 0; j <= k && j < len(fs); j++ {
+		if reg >= 0 && reg < numRegs && fs[j].Saved[reg] != 0 {
+			return regs.liveValue(reg)
 		}
 	}
 	return 0, false

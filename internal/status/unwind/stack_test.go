@@ -2,6 +2,7 @@ package unwind
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -268,5 +269,53 @@ func TestStackUnknownBP(t *testing.T) {
 	pcs, err = Stack(Regs{IP: 0x1010, SP: 0x6000, BP: 0x6ff0}, mods, stack.read, 10)
 	if !slices.Equal(pcs, []uint64{0x1010, 0x1234}) || err == nil {
 		t.Errorf("Stack with BP = %#x, %v", pcs, err)
+	}
+}
+
+// TestValueAtAndLiveIn: frame 1 saved its caller's rbx at 0x1000 and set
+// rbx itself; frame 0 saved nothing. Frame 2's rbx is the saved word,
+// frame 0's and 1's the live register. r12, saved by no frame, is the
+// application's: ValueAt still reads it (no frame changed it), LiveIn
+// does not count it as the library frames'.
+func TestValueAtAndLiveIn(t *testing.T) {
+	fs := []Frame{{PC: 0x10}, {PC: 0x20}, {PC: 0x30}}
+	fs[1].Saved[3] = 0x1000
+	mem := func(addr uint64, p []byte) error {
+		if addr != 0x1000 || len(p) != 8 {
+			return errors.New("unmapped")
+		}
+		binary.LittleEndian.PutUint64(p, 0xcafe)
+		return nil
+	}
+	regs := Regs{SP: 0x900, BP: 0x77, HasLive: true}
+	regs.Live[3], regs.Live[12] = 0xbeef, 0x1212
+	for _, tt := range []struct {
+		k, reg int
+		want   uint64
+		ok     bool
+	}{
+		{2, 3, 0xcafe, true}, // saved by frame 1
+		{1, 3, 0xbeef, true}, // live: frame 0 saved nothing
+		{0, 3, 0xbeef, true},
+		{2, 12, 0x1212, true}, // no frame changed it
+		{2, 6, 0x77, true},    // rbp is BP
+		{3, 3, 0, false},      // beyond the frames
+	} {
+		got, ok := ValueAt(fs, tt.k, tt.reg, regs, mem)
+		if got != tt.want || ok != tt.ok {
+			t.Errorf("ValueAt(frame %d, reg %d) = %#x, %v; want %#x, %v", tt.k, tt.reg, got, ok, tt.want, tt.ok)
+		}
+	}
+	if v, ok := LiveIn(fs, 1, 3, regs); !ok || v != 0xbeef {
+		t.Errorf("LiveIn(frame 1, rbx) = %#x, %v; want frame 1's live 0xbeef", v, ok)
+	}
+	if _, ok := LiveIn(fs, 0, 3, regs); ok {
+		t.Error("LiveIn(frame 0, rbx): frame 0 never saved rbx, so its live value is frame 1's")
+	}
+	if _, ok := LiveIn(fs, 2, 12, regs); ok {
+		t.Error("LiveIn(frame 2, r12): no frame saved r12, the value is the application's")
+	}
+	if _, ok := LiveIn(fs, 2, 3, Regs{}); ok {
+		t.Error("LiveIn without live registers")
 	}
 }
