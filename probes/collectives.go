@@ -125,6 +125,10 @@ type CommLayout struct {
 	Builtin, Direct, Mem                 uint64
 	ObjSize, DirectCount, IndBlocksOff   uint32
 	IndShift, IndBlockMask, IndIndexMask uint32
+	// MapOff (MPICH ch4) is the offset of the communicator's rank map
+	// (dev.ch4.map, an MPIDI_rank_map_t), which turns its ranks into
+	// WORLD's; 0 when unknown.
+	MapOff uint32
 }
 
 // commLayouts holds the library builds whose communicator layout was
@@ -146,9 +150,11 @@ var commLayouts = map[string]CommLayout{
 	// through PMPI_Comm_rank's code; MPIR_Comm is 0x368 bytes with the
 	// u16 context_id at 0x40, rank at 0x48, local_size at 0x58, name at
 	// 0x74. Checked on 2,884 live communicators, direct and indirect.
+	// The ch4 rank map (dev.ch4.map) at 0x310: PMPI_Probe tests its mode
+	// against MPIDI_RANK_MAP_NONE (cmpl $0xb,0x310(%r15) at 0x15ce90).
 	debianMPICH: {
 		Kind: LayoutMPICH, CIDOff: 0x40, CIDMask: 0xffff, RankOff: 0x48, SizeOff: 0x58,
-		NameOff: 0x74, NameLen: 128,
+		NameOff: 0x74, NameLen: 128, MapOff: 0x310,
 		Builtin: 0x27a48c0, Direct: 0x27a2d80, Mem: 0x279ffc0,
 		ObjSize: 0x368, DirectCount: 8, IndBlocksOff: 0x10,
 		IndShift: 12, IndBlockMask: 0x3fff, IndIndexMask: 0xfff,

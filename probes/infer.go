@@ -93,6 +93,7 @@ func commFields(l CommLayout) []namedValue {
 			{layout.FieldIndShift, uint64(l.IndShift)}, {layout.FieldBlockMask, uint64(l.IndBlockMask)}, {layout.FieldIndexMask, uint64(l.IndIndexMask)},
 			{layout.FieldCID, uint64(l.CIDOff)}, {layout.FieldRank, uint64(l.RankOff)}, {layout.FieldSize, uint64(l.SizeOff)},
 			{layout.FieldName, uint64(l.NameOff)}, {layout.FieldNameLen, uint64(l.NameLen)},
+			{layout.FieldRankMap, uint64(l.MapOff)},
 		}
 	}
 	return nil
@@ -357,6 +358,9 @@ func toCommLayout(lib Library, r layout.Result) (CommLayout, error) {
 	}
 	if n := r.Get(layout.FieldName); n.Found() {
 		l.NameOff, l.NameLen = uint32(n.Value), u32(layout.FieldNameLen)
+	}
+	if m := r.Get(layout.FieldRankMap); lib == MPICHLib && m.Found() {
+		l.MapOff = uint32(m.Value)
 	}
 	return l, nil
 }

@@ -52,6 +52,7 @@ const (
 	FieldIndShift    = "indirect shift"
 	FieldBlockMask   = "block mask"
 	FieldIndexMask   = "index mask"
+	FieldRankMap     = "rank map"
 )
 
 // Field is one inferred value: an offset, size, mask or file address.
@@ -525,6 +526,11 @@ func InferMPICH(in MPICH) (Result, error) {
 			Note: fmt.Sprintf("+%#x and +%#x (context_id, recvcontext_id) hold it: the first", cids[0], cids[1])}
 	}
 	r.add(cid)
+	rm := decide(FieldRankMap, rankMaps(world, self, in.Known), nil)
+	if !rm.Found() && rm.Note == "the objects do not hold the expected values and no accessor reads it" {
+		rm.Note = "no ch4 rank map in the predefined objects (ch3, or another device)"
+	}
+	r.add(rm)
 	return r, nil
 }
 

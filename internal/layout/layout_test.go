@@ -347,7 +347,8 @@ func TestInferOMPIFailures(t *testing.T) {
 // mpichMem builds a process in the shape of MPICH 4.0: the GOT slots of
 // the builtin and direct arrays, the allocator object, and the builtin
 // WORLD and SELF (handle at 0, context ids at 0x40 and 0x42, rank 0x48,
-// local size 0x58, name 0x74).
+// local size 0x58, name 0x74, the ch4 rank map at 0x310 and the local one,
+// mode NONE, after it).
 func mpichMem(rank, size int, bias uint64) fakeMem {
 	const objSize = 0x368
 	builtin, direct := uint64(0x600000), uint64(0x610000)
@@ -371,6 +372,10 @@ func mpichMem(rank, size int, bias uint64) fakeMem {
 		put32(o, 0x48, uint32([]int{rank, 0}[i]))
 		put32(o, 0x58, uint32([]int{size, 1}[i]))
 		copy(o[0x74:], []string{worldName, selfName}[i])
+		put32(o, 0x310, uint32([]int{rankMapDirectIntra, rankMapOffsetIntra}[i]))
+		put32(o, 0x318, uint32([]int{size, 1}[i]))
+		put32(o, 0x31c, uint32([]int{0, rank}[i]))
+		put32(o, 0x338, 11)
 	}
 	for i := 0; i < 8; i++ {
 		put32(mem[direct], i*objSize, 0x84000000+uint32(i))
@@ -392,7 +397,7 @@ func TestInferMPICH(t *testing.T) {
 	}
 	want := map[string]uint64{FieldBuiltin: 0x600000, FieldDirect: 0x610000, FieldObjSize: 0x368, FieldDirectCount: 8,
 		FieldMem: objMem, FieldIndBlocks: 0x10, FieldIndShift: 12, FieldBlockMask: 0x3fff, FieldIndexMask: 0xfff,
-		FieldCID: 0x40, FieldRank: 0x48, FieldName: 0x74, FieldNameLen: 0x80}
+		FieldCID: 0x40, FieldRank: 0x48, FieldName: 0x74, FieldNameLen: 0x80, FieldRankMap: 0x310}
 	for name, v := range want {
 		if f := r.Get(name); !f.Found() || f.Value != v {
 			t.Errorf("%s = %+v, want %#x", name, f, v)
@@ -405,6 +410,15 @@ func TestInferMPICH(t *testing.T) {
 	r, _ = InferMPICH(in)
 	if f := r.Get(FieldSize); f.How != ObjectsAccessor || f.Value != 0x58 {
 		t.Errorf("size with the accessor = %+v, want 0x58 both ways", f)
+	}
+
+	// SELF's map must point at the process itself.
+	other := mpichMem(1, 4, bias)
+	put32(other[0x600000], 0x368+0x31c, 2)
+	in.Mem = other.read
+	r, _ = InferMPICH(in)
+	if f := r.Get(FieldRankMap); f.Found() {
+		t.Errorf("rank map with SELF's offset 2 in rank 1 = %+v, want unknown", f)
 	}
 
 	// Before MPI_Init the builtin objects are empty.

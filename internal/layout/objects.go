@@ -109,3 +109,33 @@ func without(xs []int64, drop ...int64) []int64 {
 	}
 	return out
 }
+
+// MPICH ch4's rank map (MPIDI_rank_map_t: mode, address table id, size,
+// then the offset) and the modes of WORLD's and SELF's maps: rank r of
+// WORLD is process r of table 0, rank 0 of SELF is process offset (the
+// process's own rank).
+const (
+	rankMapDirectIntra = 1 // MPIDI_RANK_MAP_DIRECT_INTRA
+	rankMapOffsetIntra = 3 // MPIDI_RANK_MAP_OFFSET_INTRA
+)
+
+// rankMaps returns the 4-byte aligned offsets at which world holds WORLD's
+// rank map (DIRECT_INTRA, table 0, the job's size) and self SELF's
+// (OFFSET_INTRA, table 0, size 1, the process's rank). An unknown size or
+// rank (-1) accepts any positive size or any rank.
+func rankMaps(world, self []byte, k Known) []int64 {
+	var out []int64
+	u := func(b []byte, off int) int32 { return int32(binary.LittleEndian.Uint32(b[off:])) }
+	for off := 0; off+16 <= len(world) && off+16 <= len(self); off += 4 {
+		ws, rank := u(world, off+8), u(self, off+12)
+		if u(world, off) != rankMapDirectIntra || u(world, off+4) != 0 || ws <= 0 || (k.WorldSize >= 0 && int(ws) != k.WorldSize) {
+			continue
+		}
+		if u(self, off) != rankMapOffsetIntra || u(self, off+4) != 0 || u(self, off+8) != 1 || rank < 0 || rank >= ws ||
+			(k.WorldRank >= 0 && int(rank) != k.WorldRank) {
+			continue
+		}
+		out = append(out, int64(off))
+	}
+	return out
+}

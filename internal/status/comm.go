@@ -159,3 +159,77 @@ func (r commReader) userName(addr uint64) string {
 	}
 	return string(b)
 }
+
+// The modes of MPICH ch4's rank map (enum MPIDI_rank_map_mode), in
+// pairs: each plain mode names an address table, its _INTRA twin is
+// table 0 (WORLD's processes).
+const (
+	mapDirect      = 0
+	mapOffset      = 2
+	mapStride      = 4
+	mapStrideBlock = 6
+	mapLUT         = 8
+)
+
+// mpichMembers returns the WORLD ranks of an MPICH ch4 communicator's
+// members, in its rank order, from its rank map (an MPIDI_rank_map_t at
+// MapOff: mode, address table, size, then offset, stride and block size,
+// then the lookup table's two pointers). It returns nil when the map's
+// place is unknown, when the map names another address table than
+// WORLD's (spawned or connected processes), for the multi-table and
+// empty modes, and above maxMembers.
+func (r commReader) mpichMembers(comm uint64) []int {
+	l := r.layout
+	if l.Kind != probes.LayoutMPICH || l.MapOff == 0 {
+		return nil
+	}
+	var b [40]byte
+	if r.mem(comm+uint64(l.MapOff), b[:]) != nil {
+		return nil
+	}
+	i32 := func(off int) int { return int(int32(binary.LittleEndian.Uint32(b[off:]))) }
+	mode, table, n := i32(0), i32(4), i32(8)
+	offset, stride, block := i32(12), i32(16), i32(20)
+	if table != 0 || n <= 0 || n > maxMembers || mode < 0 {
+		return nil
+	}
+	out := make([]int, n)
+	switch mode &^ 1 {
+	case mapDirect:
+		for i := range out {
+			out[i] = i
+		}
+	case mapOffset:
+		for i := range out {
+			out[i] = i + offset
+		}
+	case mapStride:
+		for i := range out {
+			out[i] = i*stride + offset
+		}
+	case mapStrideBlock:
+		if block <= 0 {
+			return nil
+		}
+		for i := range out {
+			out[i] = i/block*(stride-block) + i + offset
+		}
+	case mapLUT:
+		lpids := binary.LittleEndian.Uint64(b[32:])
+		raw := make([]byte, 4*n)
+		if lpids == 0 || r.mem(lpids, raw) != nil {
+			return nil
+		}
+		for i := range out {
+			out[i] = int(int32(binary.LittleEndian.Uint32(raw[4*i:])))
+		}
+	default:
+		return nil
+	}
+	for _, w := range out {
+		if w < 0 || w >= maxRank {
+			return nil
+		}
+	}
+	return out
+}

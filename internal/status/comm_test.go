@@ -605,3 +605,55 @@ func TestInFlight(t *testing.T) {
 		})
 	}
 }
+
+// TestMPICHMembers reads the rank maps MPICH ch4 gives communicators:
+// WORLD's halves of a split by parity (stride 2 from 0 and from 1), a
+// reordered one (a lookup table), a block-strided one, and those it
+// cannot map to WORLD.
+func TestMPICHMembers(t *testing.T) {
+	l := layoutOf(t, mpichBuild)
+	const comm, lut = 0x10000, 0x20000
+	mapAt := func(mode, table, size, offset, stride, block int) image {
+		m := image{}
+		base := uint64(comm + l.MapOff)
+		for i, v := range []int{mode, table, size, offset, stride, block} {
+			m.put32(base+4*uint64(i), uint32(int32(v)))
+		}
+		m.put64(base+24, 0)
+		m.put64(base+32, lut)
+		for i, w := range []int{3, 0, 2} {
+			m.put32(lut+4*uint64(i), uint32(w))
+		}
+		return m
+	}
+	for _, tt := range []struct {
+		name string
+		m    image
+		want []int
+	}{
+		{"WORLD", mapAt(1, 0, 4, 0, 0, 0), []int{0, 1, 2, 3}},
+		{"a slice", mapAt(3, 0, 2, 2, 0, 0), []int{2, 3}},
+		{"even half", mapAt(5, 0, 2, 0, 2, 0), []int{0, 2}},
+		{"odd half", mapAt(5, 0, 2, 1, 2, 0), []int{1, 3}},
+		{"blocks of 2 every 4", mapAt(7, 0, 4, 1, 4, 2), []int{1, 2, 5, 6}},
+		{"lookup table", mapAt(9, 0, 3, 0, 0, 0), []int{3, 0, 2}},
+		{"another address table", mapAt(4, 1, 2, 0, 2, 0), nil},
+		{"several tables", mapAt(10, 0, 2, 0, 0, 0), nil},
+		{"no map", mapAt(11, 0, 2, 0, 0, 0), nil},
+		{"block size 0", mapAt(7, 0, 4, 0, 4, 0), nil},
+		{"a negative rank", mapAt(3, 0, 2, -5, 0, 0), nil},
+		{"size beyond the bound", mapAt(1, 0, maxMembers+1, 0, 0, 0), nil},
+		{"unreadable", image{}, nil},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			r := commReader{layout: l, mem: tt.m.read}
+			if got := r.mpichMembers(comm); !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("members = %v, want %v", got, tt.want)
+			}
+		})
+	}
+	r := commReader{layout: layoutOf(t, ompiBuild), mem: mapAt(1, 0, 4, 0, 0, 0).read}
+	if got := r.mpichMembers(comm); got != nil {
+		t.Errorf("an Open MPI layout: members = %v, want none", got)
+	}
+}

@@ -64,7 +64,7 @@ type Thread struct {
 	// read from the stack's communicator object; "" if none.
 	CommName string `json:"comm_name,omitempty"`
 	// Members are the WORLD ranks of Comm's group, read from the library
-	// (Open MPI); nil if not read.
+	// (Open MPI's group, MPICH ch4's rank map); nil if not read.
 	Members []int `json:"members,omitempty"`
 	// Seq numbers a collective on Comm (1-based), 0 if unknown.
 	Seq uint64 `json:"seq,omitempty"`
@@ -294,6 +294,9 @@ func Collect(ctx context.Context, cfg Config) (Result, error) {
 					if c.Name == "" {
 						th.CommName = p.comms.userName(t.comm)
 						th.Members = p.p2p.members(t.comm, p.comms.layout)
+						if th.Members == nil {
+							th.Members = p.comms.mpichMembers(t.comm)
+						}
 					}
 				}
 			}
