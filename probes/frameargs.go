@@ -63,7 +63,7 @@ func InferMPICHFrameArgs(f *elf.File, call, fn string, retPC uint64) (MPICHFrame
 		RetPCs: []uint64{retPC},
 		Peer:   frameSlot(homes[0]), Tag: frameSlot(homes[1]), NoTag: !found[1],
 		Handle: frameSlot(homes[2]), HasHandle: true,
-		Inferred: true,
+		Inferred: true, PeerMaybe: homes[0].Maybe,
 	}, nil
 }
 

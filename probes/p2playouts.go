@@ -181,6 +181,10 @@ type MPICHFrameArgs struct {
 	// Inferred says the slots come from decoding the function's code
 	// (InferMPICHFrameArgs), not from the table of checked builds.
 	Inferred bool
+	// PeerMaybe says the inferred peer's place holds it on some paths to
+	// the return address only (layout.Home.Maybe): a peer read there is
+	// given as inferred, not as read from the library.
+	PeerMaybe bool
 }
 
 // mpichFrameArgs holds, by libmpich build id and MPI call, the frames

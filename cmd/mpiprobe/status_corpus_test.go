@@ -397,9 +397,9 @@ func corpusProblems(st statusJSON, c corpusCase, impl string) []string {
 func TestDeadlockCorpusOfUnknownBuilds(t *testing.T) {
 	tableOnly := map[string]map[string]string{
 		"mpich": {
-			// PMPI_Probe's two probe loops share a tail in which the
-			// source's stack word holds another value: no home holds on
-			// every path.
+			// PMPI_Probe's two probe loops share a tail, and the loop
+			// for a one-process communicator keeps the handle in the
+			// source's stack word: the inference refuses the source.
 			"probe_barrier": "MPI_Probe's source is found by the table only",
 		},
 	}

@@ -14,6 +14,10 @@ import (
 type Home struct {
 	Reg int
 	Off uint32
+	// Maybe says the place holds the argument on some paths to the return
+	// address only: on the others it holds a value that is no argument
+	// (a tail the compiler shares between two loops, an error path).
+	Maybe bool
 }
 
 // ArgHomes finds where the function at entry (size bytes of code) holds
@@ -28,28 +32,42 @@ type Home struct {
 // register. The second result reports, per argument, whether a home was
 // found; the error says why the code could not be followed to at.
 //
+// An argument no place holds on every path gets, second, a place that
+// holds it on some paths and no other argument on any (Home.Maybe): a
+// union of the paths' values in place of their intersection.
+//
 // It is written here because no Go library does data flow over x86
 // machine code; x86asm decodes the instructions.
 func ArgHomes(code Code, entry uint64, size int, at uint64, args ...int) ([]Home, []bool, error) {
 	if at <= entry || at >= entry+uint64(size) {
 		return nil, nil, fmt.Errorf("return address %#x is outside the function at %#x (%d bytes)", at, entry, size)
 	}
-	a := argFlow{code: code, lo: entry, hi: entry + uint64(size), states: map[uint64]*flowState{}}
-	st := &flowState{slots: map[int64]flowVal{}}
-	for i, r := range argRegs {
-		st.regs[r] = flowVal{k: fArg, n: int64(i)}
-	}
-	st.regs[regRSP] = flowVal{k: fStack}
-	if err := a.run(entry, st); err != nil {
-		return nil, nil, err
-	}
-	end, ok := a.states[at]
-	if !ok {
-		return nil, nil, fmt.Errorf("no path from the entry %#x reaches %#x", entry, at)
-	}
 	homes, found := make([]Home, len(args)), make([]bool, len(args))
-	for i, n := range args {
-		homes[i], found[i] = end.home(n)
+	for _, may := range []bool{false, true} {
+		a := argFlow{code: code, lo: entry, hi: entry + uint64(size), states: map[uint64]*flowState{}, may: may}
+		st := &flowState{slots: map[int64]flowVal{}}
+		for i, r := range argRegs {
+			st.regs[r] = flowVal{k: fArg, n: int64(i)}
+		}
+		st.regs[regRSP] = flowVal{k: fStack}
+		if err := a.run(entry, st); err != nil {
+			return nil, nil, err
+		}
+		end, ok := a.states[at]
+		if !ok {
+			return nil, nil, fmt.Errorf("no path from the entry %#x reaches %#x", entry, at)
+		}
+		missing := false
+		for i, n := range args {
+			if !found[i] {
+				homes[i], found[i] = end.home(n)
+				homes[i].Maybe = found[i] && may
+				missing = missing || !found[i]
+			}
+		}
+		if !missing {
+			break
+		}
 	}
 	return homes, found, nil
 }
@@ -62,9 +80,11 @@ const maxFlowSteps = 200000
 type fKind uint8
 
 const (
-	fUnknown fKind = iota
-	fArg           // argument n (its low 32 bits at least)
-	fStack         // the address entry rsp + n
+	fUnknown  fKind = iota
+	fArg            // argument n (its low 32 bits at least)
+	fStack          // the address entry rsp + n
+	fMaybe          // argument n on some paths, no argument on the others (the may-analysis)
+	fConflict       // different arguments on different paths (the may-analysis)
 )
 
 type flowVal struct {
@@ -93,23 +113,53 @@ func (s *flowState) clone() *flowState {
 	return &c
 }
 
-// meet keeps in s what o agrees on, and reports whether s changed.
-func (s *flowState) meet(o *flowState) bool {
+// meet merges o into s, and reports whether s changed: what both agree
+// on stays; anything else is unknown, or, in the may-analysis, an
+// argument that one side holds becomes a maybe of it.
+func (s *flowState) meet(o *flowState, may bool) bool {
 	changed := false
+	merge := func(v, w flowVal, reg int) flowVal {
+		if v == w {
+			return v
+		}
+		if !may || reg == regRSP {
+			return flowVal{}
+		}
+		arg := func(x flowVal) (int64, bool) { return x.n, x.k == fArg || x.k == fMaybe }
+		vn, va := arg(v)
+		wn, wa := arg(w)
+		switch {
+		case v.k == fConflict || w.k == fConflict || va && wa && vn != wn:
+			return flowVal{k: fConflict}
+		case va:
+			return flowVal{k: fMaybe, n: vn}
+		case wa:
+			return flowVal{k: fMaybe, n: wn}
+		}
+		return flowVal{}
+	}
 	for i := range s.regs {
-		if s.regs[i] != o.regs[i] && s.regs[i].k != fUnknown {
-			s.regs[i], changed = flowVal{}, true
+		if m := merge(s.regs[i], o.regs[i], i); m != s.regs[i] {
+			s.regs[i], changed = m, true
 		}
 	}
 	for off, v := range s.slots {
-		if w, ok := o.slots[off]; ok && w != v && v.k != fUnknown || !ok && o.wiped && v.k != fUnknown {
-			s.slots[off], changed = flowVal{}, true
+		w, ok := o.slots[off]
+		switch {
+		case ok:
+		case o.wiped:
+			w = flowVal{}
+		default:
+			continue // not written on o's paths
+		}
+		if m := merge(v, w, -1); m != v {
+			s.slots[off], changed = m, true
 		}
 	}
 	for off, w := range o.slots {
 		if _, ok := s.slots[off]; !ok {
 			if s.wiped {
-				w = flowVal{}
+				w = merge(flowVal{}, w, -1)
 			}
 			s.slots[off], changed = w, true
 		}
@@ -126,11 +176,13 @@ var dwarfReg = map[int]int{3: 3, 5: 6, 12: 12, 13: 13, 14: 14, 15: 15} // rbx rb
 // home finds argument n in s: a stack word above rsp, else a callee-saved
 // register.
 func (s *flowState) home(n int) (Home, bool) {
-	want := flowVal{k: fArg, n: int64(n)}
+	// In the may-analysis a maybe is the best there is.
+	want, maybe := flowVal{k: fArg, n: int64(n)}, flowVal{k: fMaybe, n: int64(n)}
+	holds := func(v flowVal) bool { return v == want || v == maybe }
 	if sp := s.regs[regRSP]; sp.k == fStack {
 		best, ok := int64(0), false
 		for off, v := range s.slots {
-			if v == want && off >= sp.n && (!ok || off < best) {
+			if holds(v) && off >= sp.n && (!ok || off < best) {
 				best, ok = off, true
 			}
 		}
@@ -139,7 +191,7 @@ func (s *flowState) home(n int) (Home, bool) {
 		}
 	}
 	for _, r := range []int{3, 5, 12, 13, 14, 15} {
-		if s.regs[r] == want {
+		if holds(s.regs[r]) {
 			return Home{Reg: dwarfReg[r]}, true
 		}
 	}
@@ -150,6 +202,7 @@ type argFlow struct {
 	code   Code
 	lo, hi uint64
 	states map[uint64]*flowState
+	may    bool // the may-analysis: meet is a union
 }
 
 // run propagates the entry state over the function's paths to a fixed
@@ -180,7 +233,7 @@ func (a *argFlow) run(entry uint64, st *flowState) error {
 			if old, ok := a.states[succ]; !ok {
 				a.states[succ] = out.clone()
 				work = append(work, succ)
-			} else if old.meet(out) {
+			} else if old.meet(out, a.may) {
 				work = append(work, succ)
 			}
 		}

@@ -16,7 +16,9 @@ const (
 	framesClobberedWait = 0x1086
 	framesFramed        = 0x108c
 	framesFramedWait    = 0x109c
-	framesEnd           = 0x109e
+	framesConflict      = 0x109e
+	framesConflictWait  = 0x10ae
+	framesEnd           = 0x10b0
 )
 
 func framesCode(t testing.TB) Code { return codeAt(textBase, hexBytes(t, "testdata/frames.hex")) }
@@ -47,15 +49,23 @@ func TestArgHomes(t *testing.T) {
 			[]bool{true, true, true},
 		},
 		{
+			// rbx holds a on one path and 0 on the other: a maybe.
 			"overwritten on one path; written on one path only",
 			framesClobbered, framesClobberedWait, framesFramed - framesClobbered,
 			[]int{0, 1},
-			[]Home{{}, stackWord(8)},
-			[]bool{false, true},
+			[]Home{{Reg: 3, Maybe: true}, stackWord(8)},
+			[]bool{true, true},
+		},
+		{
+			"two arguments in one register on two paths",
+			framesConflict, framesConflictWait, framesEnd - framesConflict,
+			[]int{0, 1},
+			[]Home{{}, {}},
+			[]bool{false, false},
 		},
 		{
 			"a frame pointer",
-			framesFramed, framesFramedWait, framesEnd - framesFramed,
+			framesFramed, framesFramedWait, framesConflict - framesFramed,
 			[]int{0},
 			[]Home{stackWord(12)},
 			[]bool{true},

@@ -742,7 +742,7 @@ func (p *process) frameArgs(mem memory, fs []unwind.Frame, regs unwind.Regs, fra
 		if peer < 0 || peer >= maxRank || (c != nil && c.Size > 0 && int(peer) >= c.Size) {
 			return ws
 		}
-		w.Known, w.Peer, w.CommPeer = true, hang.PeerUnknown, -1
+		w.Known, w.Peer, w.CommPeer = !a.PeerMaybe, hang.PeerUnknown, -1
 		if c != nil && c.Name == "WORLD" {
 			w.Peer = int(peer)
 		} else {
@@ -779,7 +779,7 @@ func (p *process) frameArgs(mem memory, fs []unwind.Frame, regs unwind.Regs, fra
 	default:
 		return ws
 	}
-	w := hang.Wait{Peer: hang.PeerUnknown, CommPeer: -1, Tag: hang.TagUnknown, Comm: &c, Known: true}
+	w := hang.Wait{Peer: hang.PeerUnknown, CommPeer: -1, Tag: hang.TagUnknown, Comm: &c, Known: !a.PeerMaybe}
 	switch {
 	case peer == r.req.AnySource:
 		w.Peer = hang.AnySource

@@ -90,5 +90,21 @@ framed:
 framed_wait:
   leave
   ret
+# conflict(a, b, c): rbx holds a on one path and b on the other.
+.globl conflict
+conflict:
+  push %rbx
+  test %edx,%edx
+  je 4f
+  mov %edi,%ebx
+  jmp 5f
+4:
+  mov %esi,%ebx
+5:
+  call conflict
+.globl conflict_wait
+conflict_wait:
+  pop %rbx
+  ret
 .globl end
 end:
