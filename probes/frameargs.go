@@ -1,6 +1,7 @@
 package probes
 
 import (
+	"bytes"
 	"debug/elf"
 	"fmt"
 
@@ -84,4 +85,36 @@ func functionSymbol(f *elf.File, fn string) (elf.Symbol, bool) {
 		}
 	}
 	return elf.Symbol{}, false
+}
+
+// MPICHDevice returns the device an MPICH library was configured with,
+// as it names itself (MPII_Version_device: "ch3:nemesis", "ch4:ucx",
+// "ch4:ofi"), found in its read-only data; "" when none is there.
+func MPICHDevice(f *elf.File) (string, error) {
+	sec := f.Section(".rodata")
+	if sec == nil {
+		return "", nil
+	}
+	b, err := sec.Data()
+	if err != nil {
+		return "", fmt.Errorf("read .rodata: %w", err)
+	}
+	for _, prefix := range []string{"ch3:", "ch4:"} {
+		for i := 0; ; {
+			j := bytes.Index(b[i:], []byte(prefix))
+			if j < 0 {
+				break
+			}
+			start := i + j
+			end := start + len(prefix)
+			for end < len(b) && b[end] >= 'a' && b[end] <= 'z' {
+				end++
+			}
+			if (start == 0 || b[start-1] == 0) && end > start+len(prefix) && end < len(b) && b[end] == 0 {
+				return string(b[start:end]), nil
+			}
+			i = start + 1
+		}
+	}
+	return "", nil
 }

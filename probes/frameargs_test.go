@@ -64,3 +64,23 @@ func TestInferMPICHFrameArgsAgreesWithTable(t *testing.T) {
 		t.Errorf("%d return addresses inferred, want PMPI_Ssend's 1", inferred)
 	}
 }
+
+// TestMPICHDevice reads the device Debian's MPICH names itself by, and
+// finds none in Open MPI's libmpi.
+func TestMPICHDevice(t *testing.T) {
+	for _, tt := range []struct{ lib, want string }{
+		{"/usr/lib/x86_64-linux-gnu/libmpich.so.12", "ch4:ucx"},
+		{"/usr/lib/x86_64-linux-gnu/libmpi.so.40", ""},
+	} {
+		f, err := elf.Open(tt.lib)
+		if err != nil {
+			mpitest.Require(t, err.Error())
+			continue
+		}
+		got, err := MPICHDevice(f)
+		f.Close()
+		if err != nil || got != tt.want {
+			t.Errorf("MPICHDevice(%s) = %q, %v; want %q", tt.lib, got, err, tt.want)
+		}
+	}
+}

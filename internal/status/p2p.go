@@ -1,6 +1,7 @@
 package status
 
 import (
+	"cmp"
 	"debug/elf"
 	"encoding/binary"
 	"fmt"
@@ -30,9 +31,11 @@ type p2pReader struct {
 	// Open MPI: ob1's layout and load bias.
 	ob1     probes.OB1Layout
 	ob1Bias uint64
-	// MPICH: MPIR_Request's and UCX's request layouts.
+	// MPICH: MPIR_Request's and UCX's request layouts; without UCX
+	// (ch3), where the build keeps a request's match (ch3.go).
 	req probes.MPICHReqLayout
 	ucp probes.UCPReqLayout
+	ch3 *ch3Match
 	// ok says requests can be read; else note says why not.
 	ok   bool
 	note string
@@ -90,7 +93,13 @@ func newP2PReader(p *process) p2pReader {
 		}
 		build, _, ok := find("libucp.so")
 		if !ok {
-			r.note = "peer unknown (MPICH without UCX: its requests are not read)"
+			dev := p.mpichDevice()
+			if !strings.HasPrefix(dev, "ch3:") {
+				r.note = fmt.Sprintf("peer unknown (MPICH %s: only ch4:ucx's and ch3's requests are read)", cmp.Or(dev, "of an unknown device"))
+				return r
+			}
+			// ch3: the requests' match is found by its signature.
+			r.req, r.ok, r.ch3 = l, true, p.files.ch3For(p.build)
 			return r
 		}
 		u, known := probes.UCPReqLayoutOf(build)
@@ -105,31 +114,44 @@ func newP2PReader(p *process) p2pReader {
 	return r
 }
 
+// mpichDevice returns the device the process's MPICH library names
+// (probes.MPICHDevice), "" if unknown.
+func (p *process) mpichDevice() string {
+	var dev string
+	p.withLib(func(f *elf.File) { dev, _ = probes.MPICHDevice(f) })
+	return dev
+}
+
 // definesOB1 reports whether the process's libmpi.so has ob1 built in
 // (Open MPI 5.0 builds its components into it): it defines ob1's request
 // classes.
 func (p *process) definesOB1() bool {
+	ok := false
+	p.withLib(func(f *elf.File) {
+		if syms, err := elfx.Defined(f); err == nil {
+			_, ok = syms["mca_pml_ob1_recv_request_t_class"]
+		}
+	})
+	return ok
+}
+
+// withLib calls fn with the ELF file of the process's MPI library, if it
+// can be opened.
+func (p *process) withLib(fn func(*elf.File)) {
 	for _, m := range p.maps {
 		if m.Inode == 0 || m.Path != p.lib {
 			continue
 		}
 		f, err := p.open(m)
 		if err != nil {
-			return false
+			return
 		}
 		defer f.Close()
-		ef, err := elf.NewFile(f)
-		if err != nil {
-			return false
+		if ef, err := elf.NewFile(f); err == nil {
+			fn(ef)
 		}
-		syms, err := elfx.Defined(ef)
-		if err != nil {
-			return false
-		}
-		_, ok := syms["mca_pml_ob1_recv_request_t_class"]
-		return ok
+		return
 	}
-	return false
 }
 
 // ob1FromDWARF reads the ob1 request layout of a build the table does not
@@ -336,6 +358,9 @@ func (r p2pReader) mpichRequest(addr, comm uint64) (hang.Wait, bool) {
 		return hang.Wait{}, false // complete
 	}
 	send := kind == l.KindSend
+	if r.ch3 != nil {
+		return r.ch3Request(addr, send, r.ch3Comms(comm))
+	}
 	userOff, tagOff := u.RecvUserOff, u.RecvTagOff
 	if send {
 		userOff, tagOff = u.SendUserOff, u.SendTagOff

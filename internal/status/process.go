@@ -36,6 +36,20 @@ type tables struct {
 	// frames holds the frame slots inferred from MPICH API functions'
 	// code, by "build id/function/return address".
 	frames map[string]frameResult
+	// ch3 holds where each ch3 build keeps a request's match, by build
+	// id, once a receive has shown it.
+	ch3 map[string]*ch3Match
+}
+
+// ch3For returns the shared match offset of a ch3 build.
+func (t *tables) ch3For(build string) *ch3Match {
+	if t.ch3 == nil {
+		t.ch3 = map[string]*ch3Match{}
+	}
+	if t.ch3[build] == nil {
+		t.ch3[build] = &ch3Match{}
+	}
+	return t.ch3[build]
 }
 
 type frameResult struct {

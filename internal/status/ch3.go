@@ -1,0 +1,138 @@
+package status
+
+import (
+	"encoding/binary"
+
+	"github.com/mpiprobe/mpiprobe/internal/status/hang"
+)
+
+// MPICH without UCX (ch3, MPICH 3.x and its derivatives): a request keeps
+// what it matches in dev.match, a union of {int32 tag, int16 rank, uint16
+// context id} with a word, and a posted receive its mask in dev.mask
+// right after it ({~0 or 0 for MPI_ANY_TAG, ~0 or 0 for MPI_ANY_SOURCE,
+// ~0}). Where dev lies after the common request header depends on the
+// build, so the match is found by that signature in a receive and its
+// offset learnt for the build (ch3Match), then read in sends, which have
+// no mask.
+
+// ch3Match is the offset of dev.match that receives showed for one
+// build, shared by the processes of a status run; 0 until learnt.
+type ch3Match struct{ off uint32 }
+
+// The bounds of the search for dev.match: past the header and status
+// (MPIR_Request.u follows at 0x48), within the request.
+const (
+	ch3SearchFrom = 0x48
+	ch3SearchTo   = 0x400
+)
+
+// ch3Fields is one candidate match and mask.
+type ch3Fields struct {
+	tag, mtag     int32
+	rank, mrank   int16
+	ctx, mctx     uint16
+	anyTag, anySr bool
+}
+
+func ch3At(b []byte, off int) ch3Fields {
+	f := ch3Fields{
+		tag: int32(binary.LittleEndian.Uint32(b[off:])), rank: int16(binary.LittleEndian.Uint16(b[off+4:])),
+		ctx:  binary.LittleEndian.Uint16(b[off+6:]),
+		mtag: int32(binary.LittleEndian.Uint32(b[off+8:])), mrank: int16(binary.LittleEndian.Uint16(b[off+12:])),
+		mctx: binary.LittleEndian.Uint16(b[off+14:]),
+	}
+	f.anyTag, f.anySr = f.mtag == 0, f.mrank == 0
+	return f
+}
+
+// postedReceive reports whether f is a posted receive's match and mask:
+// a context id mask of all ones, a rank and tag mask of all ones, or 0
+// for MPI_ANY_SOURCE and MPI_ANY_TAG (the tag's with the error bits
+// cleared).
+func (f ch3Fields) postedReceive(anySource, anyTag int32) bool {
+	switch {
+	case f.mctx != 0xffff:
+		return false
+	case f.mrank != -1 && f.mrank != 0, f.anySr != (int32(f.rank) == anySource), !f.anySr && f.rank < 0:
+		return false
+	case f.mtag != -1 && f.mtag != 0 && f.mtag&0x3fffffff != 0x3fffffff:
+		return false
+	case f.anyTag != (f.tag == anyTag), !f.anyTag && f.tag < 0:
+		return false
+	}
+	return true
+}
+
+// ch3Request reads the match of a ch3 request at addr (its header checked
+// by the caller): the peer and tag of a receive, the destination and tag
+// of a send. The match's offset is learnt from the first receive of the
+// build: the lowest place after the header that holds a posted receive's
+// match and mask (dev.match is dev's first field, on any communicator,
+// collective contexts included). comms are the candidate communicators
+// (the stack's, WORLD); the match's context id must be one's.
+func (r p2pReader) ch3Request(addr uint64, send bool, comms []uint64) (hang.Wait, bool) {
+	buf := make([]byte, ch3SearchTo+16)
+	if r.mem(addr, buf) != nil || r.ch3 == nil {
+		return hang.Wait{}, false
+	}
+	l := r.req
+	if r.ch3.off == 0 && !send {
+		for off := ch3SearchFrom; off+16 <= len(buf); off += 8 {
+			if ch3At(buf, off).postedReceive(l.AnySource, l.AnyTag) {
+				r.ch3.off = uint32(off)
+				break
+			}
+		}
+	}
+	if r.ch3.off == 0 {
+		// A send before any receive showed the match: as under UCX, on
+		// WORLD of two ranks the destination is inferred as the other.
+		for _, cm := range comms {
+			if c, me, ok := r.comms.comm(cm); ok && cm != 0 && c.Name == "WORLD" && c.Size == 2 && send && (me == 0 || me == 1) {
+				return hang.Wait{Send: true, Peer: 1 - me, CommPeer: -1, Tag: hang.TagUnknown, Comm: &c}, true
+			}
+		}
+		return hang.Wait{}, false
+	}
+	f := ch3At(buf, int(r.ch3.off))
+	if !send && !f.postedReceive(l.AnySource, l.AnyTag) || send && f.rank < 0 {
+		return hang.Wait{}, false
+	}
+	for _, cm := range comms {
+		if cm == 0 {
+			continue
+		}
+		cid, ok := r.u32(cm + uint64(r.comms.layout.CIDOff))
+		if !ok || f.ctx != uint16(cid&r.comms.layout.CIDMask) {
+			continue
+		}
+		c, _, ok := r.comms.comm(cm)
+		if !ok || (c.Size > 0 && int(f.rank) >= c.Size) {
+			continue
+		}
+		w := hang.Wait{Send: send, Peer: hang.PeerUnknown, CommPeer: -1, Tag: int(f.tag), Comm: &c, Known: true}
+		if !send && f.anyTag {
+			w.Tag = hang.AnyTag
+		}
+		switch {
+		case !send && f.anySr:
+			w.Peer = hang.AnySource
+		case c.Name == "WORLD":
+			w.Peer = int(f.rank)
+		default:
+			w.CommPeer = int(f.rank)
+		}
+		return w, true
+	}
+	return hang.Wait{}, false
+}
+
+// ch3Comms returns the communicators a ch3 request may be on: the
+// stack's and WORLD.
+func (r p2pReader) ch3Comms(comm uint64) []uint64 {
+	out := []uint64{comm}
+	if wc, ok := r.comms.mpichObject(mpichWorld); ok && wc != comm {
+		out = append(out, wc)
+	}
+	return out
+}
