@@ -226,11 +226,12 @@ func Collect(ctx context.Context, cfg Config) (Result, error) {
 		return res, err
 	}
 	watched := time.Since(start)
-	resolveComms(k, procs, resolver, first, last)
 	calls, err := k.calls()
 	if err != nil {
 		return res, err
 	}
+	confirmLeft(k, procs, resolver, first, last, calls)
+	resolveComms(k, procs, resolver, first, last)
 	now := monotonic()
 
 	var hr []hang.Rank
@@ -392,6 +393,46 @@ func sample(k *live, procs map[int]*process, res *symbolize.Resolver) (map[int]m
 		}
 	}
 	return out, err
+}
+
+// leftTries bounds the extra samples confirmLeft takes.
+const leftTries = 3
+
+// confirmLeft samples again, up to leftTries times, the threads that the
+// first sample saw inside an MPI call and the last in none although they
+// entered no MPI call in between: either the call returned and the thread
+// computes, or the last sample missed the call's frames. A later sample
+// that finds the thread back in the first sample's call replaces the
+// last; a thread that really computes stays so in every one.
+func confirmLeft(k *live, procs map[int]*process, res *symbolize.Resolver, first, last map[int]map[int]thread, calls map[int]uint64) {
+	left := func() bool {
+		for pid, ts := range last {
+			for tid, t := range ts {
+				if b, ok := first[pid][tid]; ok && t.in.Call == "" && b.in.Call != "" && calls[tid] == 0 {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	for try := 1; try <= leftTries && left(); try++ {
+		time.Sleep(time.Duration(try) * time.Millisecond)
+		again, err := sampleOnce(k, procs, res)
+		if err != nil {
+			return
+		}
+		for pid, ts := range last {
+			for tid, t := range ts {
+				b, ok := first[pid][tid]
+				if !ok || t.in.Call != "" || b.in.Call == "" || calls[tid] != 0 {
+					continue
+				}
+				if a, ok := again[pid][tid]; ok && a.in.Call == b.in.Call {
+					ts[tid] = a
+				}
+			}
+		}
+	}
 }
 
 // commTries bounds the extra samples taken for threads whose communicator
