@@ -115,10 +115,17 @@ func newP2PReader(p *process) p2pReader {
 }
 
 // mpichDevice returns the device the process's MPICH library names
-// (probes.MPICHDevice), "" if unknown.
+// (probes.MPICHDevice), "" if unknown; read once per build.
 func (p *process) mpichDevice() string {
+	if dev, ok := p.files.devices[p.build]; ok {
+		return dev
+	}
 	var dev string
 	p.withLib(func(f *elf.File) { dev, _ = probes.MPICHDevice(f) })
+	if p.files.devices == nil {
+		p.files.devices = map[string]string{}
+	}
+	p.files.devices[p.build] = dev
 	return dev
 }
 

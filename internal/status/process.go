@@ -39,6 +39,8 @@ type tables struct {
 	// ch3 holds where each ch3 build keeps a request's match, by build
 	// id, once a receive has shown it.
 	ch3 map[string]*ch3Match
+	// devices holds the device each MPICH build names, by build id.
+	devices map[string]string
 }
 
 // ch3For returns the shared match offset of a ch3 build.
