@@ -692,7 +692,7 @@ func (p *process) frameArgs(mem memory, fs []unwind.Frame, regs unwind.Regs, fra
 	}
 	a, ok := probes.MPICHFrameArgsOf(p.build, in.Call)
 	if !ok {
-		if a, ok = p.inferredFrameArgs(m, in.Call, frames[in.API].Function, f.PC-bias); !ok {
+		if a, ok = p.inferredFrameArgs(in.Call, frames[in.API].Function, f.PC-bias); !ok {
 			return ws
 		}
 	}
@@ -835,7 +835,7 @@ func (p *process) frameArgs(mem memory, fs []unwind.Frame, regs unwind.Regs, fra
 // inferredFrameArgs decodes, once per build, function and return
 // address, where the library's function fn keeps call's arguments
 // (probes.InferMPICHFrameArgs) for a build the table does not hold.
-func (p *process) inferredFrameArgs(lib procfs.Mapping, call, fn string, retPC uint64) (probes.MPICHFrameArgs, bool) {
+func (p *process) inferredFrameArgs(call, fn string, retPC uint64) (probes.MPICHFrameArgs, bool) {
 	if fn == "" || !probes.FrameArgCall(call) {
 		return probes.MPICHFrameArgs{}, false
 	}
@@ -843,17 +843,8 @@ func (p *process) inferredFrameArgs(lib procfs.Mapping, call, fn string, retPC u
 	if res, ok := p.files.frames[key]; ok {
 		return res.args, res.err == nil
 	}
-	var res frameResult
-	if f, err := p.open(lib); err != nil {
-		res.err = err
-	} else {
-		if ef, err := elf.NewFile(f); err != nil {
-			res.err = err
-		} else {
-			res.args, res.err = probes.InferMPICHFrameArgs(ef, call, fn, retPC)
-		}
-		f.Close()
-	}
+	res := frameResult{err: fmt.Errorf("%s cannot be read", p.lib)}
+	p.withLib(func(f *elf.File) { res.args, res.err = probes.InferMPICHFrameArgs(f, call, fn, retPC) })
 	if p.files.frames == nil {
 		p.files.frames = map[string]frameResult{}
 	}
