@@ -94,6 +94,8 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzInferFreeList -fuzztime 30s ./internal/layout/
 	$(GO) test -run '^$$' -fuzz '^FuzzAnalyze$$' -fuzztime 30s ./internal/layout/
 	$(GO) test -run '^$$' -fuzz '^FuzzInferOMPI$$' -fuzztime 30s ./internal/layout/
+	$(GO) test -run '^$$' -fuzz '^FuzzInferOB1$$' -fuzztime 30s ./internal/layout/
+	$(GO) test -run '^$$' -fuzz '^FuzzObjectStores$$' -fuzztime 30s ./internal/layout/
 	$(GO) test -run '^$$' -fuzz '^FuzzInferMPICH$$' -fuzztime 30s ./internal/layout/
 	$(GO) test -run '^$$' -fuzz FuzzArgHomes -fuzztime 30s ./internal/layout/
 	$(GO) test -run '^$$' -fuzz FuzzLoad -fuzztime 30s ./internal/status/unwind/

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -36,6 +37,22 @@ type LiveProcess struct {
 	Mem                  func(addr uint64, p []byte) error
 	Bias                 uint64
 	WorldRank, WorldSize int
+	// OMPIName is the process's Open MPI name (job id, then vpid in
+	// the high half) when its environment gives it (OMPIName); 0 when
+	// unknown.
+	OMPIName uint64
+}
+
+// OMPIName returns the process name that Open MPI 4's mpirun gives a rank
+// in its environment (OMPI_MCA_ess_base_jobid and _vpid: job id, then
+// vpid in the high half), 0 when the environment has none.
+func OMPIName(env map[string]string) uint64 {
+	job, err1 := strconv.ParseUint(env["OMPI_MCA_ess_base_jobid"], 10, 32)
+	vpid, err2 := strconv.ParseUint(env["OMPI_MCA_ess_base_vpid"], 10, 32)
+	if err1 != nil || err2 != nil || job == 0 {
+		return 0
+	}
+	return vpid<<32 | job
 }
 
 // CommLayoutResult is a communicator layout with the source of each field.

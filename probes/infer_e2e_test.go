@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"testing"
 	"time"
@@ -31,7 +32,7 @@ func TestInferredLayoutEqualsTheTable(t *testing.T) {
 			prog := mpitest.Build(t, impl, "hang")
 			job := mpitest.StartJob(t, impl.Command(3, nil, prog, "skip"), prog, 3, impl.Lib)
 			for _, pid := range job.Ranks {
-				res, f, kind, build := inferRank(t, pid)
+				res, f, kind, build, _ := inferRank(t, pid)
 				want, ok := probes.CommLayoutOf(build)
 				if !ok {
 					t.Fatalf("pid %d: build %s of %s is not in the table: this test checks Debian's builds", pid, build, impl.Lib)
@@ -56,8 +57,10 @@ func TestInferredLayoutEqualsTheTable(t *testing.T) {
 }
 
 // inferRank infers the layout of the MPI C library pid maps with the
-// table turned off, retrying while the rank is still in MPI_Init.
-func inferRank(t *testing.T, pid int) (probes.CommLayoutResult, *elf.File, probes.Library, string) {
+// table turned off, retrying while the rank is still in MPI_Init; it
+// returns the library's file, kind and build id, and the process as the
+// inference read it.
+func inferRank(t *testing.T, pid int) (probes.CommLayoutResult, *elf.File, probes.Library, string, probes.LiveProcess) {
 	t.Helper()
 	fs := procfs.FS{}
 	mem, err := os.Open(fmt.Sprintf("/proc/%d/mem", pid))
@@ -94,15 +97,16 @@ func inferRank(t *testing.T, pid int) (probes.CommLayoutResult, *elf.File, probe
 			if !ok {
 				t.Fatalf("pid %d: no load bias for %s", pid, m.Mapping.Path)
 			}
-			res, err := probes.InferCommLayout(f, m.Library, probes.LiveProcess{
+			lp := probes.LiveProcess{
 				Mem: func(addr uint64, p []byte) error {
 					_, err := mem.ReadAt(p, int64(addr))
 					return err
 				},
-				Bias: bias, WorldRank: rank, WorldSize: size,
-			})
+				Bias: bias, WorldRank: rank, WorldSize: size, OMPIName: probes.OMPIName(env),
+			}
+			res, err := probes.InferCommLayout(f, m.Library, lp)
 			if err == nil {
-				return res, f, m.Library, build
+				return res, f, m.Library, build, lp
 			}
 			_ = f.Close()
 			if !errors.Is(err, probes.ErrLayoutNotReady) && time.Now().After(deadline) {
@@ -137,4 +141,69 @@ func TestVerifiedLayoutsSwitch(t *testing.T) {
 	if l, ok := probes.CommLayoutOf(ompi); ok {
 		t.Errorf("with %s=1, CommLayoutOf = %+v, true", probes.NoVerifiedLayoutsEnv, l)
 	}
+}
+
+// TestInferredOB1LayoutEqualsTheTable infers the request layout of ob1
+// from every rank of a running Open MPI job without the table and without
+// DWARF, and compares it field for field with the table's verified entry
+// (Debian's build, whose libmpi.so.40 is stripped) or, for a build the
+// table does not hold, with the DWARF of its libmpi.so.
+func TestInferredOB1LayoutEqualsTheTable(t *testing.T) {
+	impl := mpitest.OpenMPI()
+	mpitest.RequireE2E(t, impl)
+	prog := mpitest.Build(t, impl, "hang")
+	job := mpitest.StartJob(t, impl.Command(3, nil, prog, "skip"), prog, 3, impl.Lib)
+	for _, pid := range job.Ranks {
+		comm, lib, _, libBuild, lp := inferRank(t, pid)
+		ob1, build := mappedFile(t, pid, "mca_pml_ob1.so")
+		if ob1 == nil { // Open MPI 5.0 builds ob1 into libmpi.so
+			ob1, build = lib, libBuild
+		}
+		want, ok := probes.OB1LayoutOf(build)
+		source := "the table"
+		if !ok {
+			var err error
+			if want, err = probes.OB1LayoutFromDWARF(lib, ob1); err != nil {
+				t.Fatalf("pid %d: neither the table nor DWARF gives the layout to compare with: %v", pid, err)
+			}
+			source = "DWARF"
+		}
+		res, err := probes.InferOB1Layout(lib, ob1, lp, comm.Layout)
+		for _, fld := range res.Fields {
+			t.Logf("pid %d: %-24s %#x %s %s", pid, fld.Name, fld.Value, fld.How, fld.Note)
+			if !fld.Found() {
+				t.Errorf("pid %d: %s unknown: %s", pid, fld.Name, fld.Note)
+			}
+		}
+		if err != nil {
+			t.Fatalf("pid %d: %v", pid, err)
+		}
+		if res.Layout != want {
+			t.Errorf("pid %d: inferred %+v\n%s has %+v", pid, res.Layout, source, want)
+		}
+		t.Logf("pid %d: inferred in %v; %s agrees", pid, res.Took, source)
+	}
+}
+
+// mappedFile opens the file named base that pid maps, and reads its build
+// id; nil if pid maps none.
+func mappedFile(t *testing.T, pid int, base string) (*elf.File, string) {
+	t.Helper()
+	maps, err := procfs.FS{}.Maps(pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range maps {
+		if m.Inode == 0 || filepath.Base(m.Path) != base {
+			continue
+		}
+		f, err := elf.Open(m.Path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = f.Close() })
+		build, _ := elfx.BuildID(f)
+		return f, build
+	}
+	return nil, ""
 }

@@ -93,3 +93,22 @@ func openELFFile(t *testing.T, p string) *elf.File {
 	t.Cleanup(func() { f.Close() })
 	return f
 }
+
+func TestOMPIName(t *testing.T) {
+	tests := []struct {
+		env  map[string]string
+		want uint64
+	}{
+		{map[string]string{"OMPI_MCA_ess_base_jobid": "1049690113", "OMPI_MCA_ess_base_vpid": "3"}, 3<<32 | 1049690113},
+		{map[string]string{"OMPI_MCA_ess_base_jobid": "1049690113"}, 0},                                // no vpid
+		{map[string]string{"OMPI_MCA_ess_base_jobid": "0", "OMPI_MCA_ess_base_vpid": "1"}, 0},          // no job
+		{map[string]string{"OMPI_MCA_ess_base_jobid": "4294967296", "OMPI_MCA_ess_base_vpid": "1"}, 0}, // over 32 bits
+		{map[string]string{"PMIX_NAMESPACE": "prterun-vm-21119@1", "PMIX_RANK": "1"}, 0},               // Open MPI 5
+		{nil, 0},
+	}
+	for _, tt := range tests {
+		if got := probes.OMPIName(tt.env); got != tt.want {
+			t.Errorf("OMPIName(%v) = %#x, want %#x", tt.env, got, tt.want)
+		}
+	}
+}

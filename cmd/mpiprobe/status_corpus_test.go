@@ -388,10 +388,11 @@ func corpusProblems(st statusJSON, c corpusCase, impl string) []string {
 
 // TestDeadlockCorpusOfUnknownBuilds runs the corpus with the ranks
 // loading a copy of Debian's libmpi (Open MPI) or libmpich (MPICH) whose
-// build id no table holds (LD_LIBRARY_PATH): the communicator layout, the
-// request layout and, under MPICH, the frame slots of blocked sends and
-// probes are then all inferred from the live ranks, the code and the
-// DWARF Open MPI builds in, and each verdict must be the one the tables
+// build id no table holds (LD_LIBRARY_PATH), and, under Open MPI, a copy
+// of mca_pml_ob1.so too (the component path): the communicator layout,
+// the request layout and, under MPICH, the frame slots of blocked sends
+// and probes are then all inferred from the live ranks and the code (the
+// copies have no DWARF), and each verdict must be the one the tables
 // give. tableOnly lists the programs whose verdict needs what only the
 // table knows for the build, and why.
 func TestDeadlockCorpusOfUnknownBuilds(t *testing.T) {
@@ -427,7 +428,18 @@ func TestDeadlockCorpusOfUnknownBuilds(t *testing.T) {
 			id := mpitest.CopyWithBuildID(t, lib, impl.Lib)
 			t.Setenv("LD_LIBRARY_PATH", dir)
 			if impl.Name == "openmpi" {
-				impl.LauncherArgs = append(slices.Clone(impl.LauncherArgs), "-x", "LD_LIBRARY_PATH")
+				// ob1 too: a copy under another build id, found first
+				// on the component path, so that its request layout is
+				// inferred (the copy of libmpi.so.40 has no DWARF).
+				ob1 := filepath.Join(filepath.Dir(lib), "openmpi", "lib", "openmpi3", "mca_pml_ob1.so")
+				comps := filepath.Join(dir, "components")
+				if err := os.Mkdir(comps, 0o755); err != nil {
+					t.Fatal(err)
+				}
+				ob1ID := mpitest.CopyWithBuildID(t, ob1, filepath.Join(comps, "mca_pml_ob1.so"))
+				t.Logf("mca_pml_ob1.so copied under build id %s", ob1ID)
+				t.Setenv("OMPI_MCA_mca_base_component_path", comps+":"+filepath.Dir(ob1))
+				impl.LauncherArgs = append(slices.Clone(impl.LauncherArgs), "-x", "LD_LIBRARY_PATH", "-x", "OMPI_MCA_mca_base_component_path")
 			}
 			var failed []string
 			ran := 0

@@ -45,12 +45,7 @@ func ArgHomes(code Code, entry uint64, size int, at uint64, args ...int) ([]Home
 	homes, found := make([]Home, len(args)), make([]bool, len(args))
 	for _, may := range []bool{false, true} {
 		a := argFlow{code: code, lo: entry, hi: entry + uint64(size), states: map[uint64]*flowState{}, may: may}
-		st := &flowState{slots: map[int64]flowVal{}}
-		for i, r := range argRegs {
-			st.regs[r] = flowVal{k: fArg, n: int64(i)}
-		}
-		st.regs[regRSP] = flowVal{k: fStack}
-		if err := a.run(entry, st); err != nil {
+		if err := a.run(entry, entryState()); err != nil {
 			return nil, nil, err
 		}
 		end, ok := a.states[at]
@@ -70,6 +65,17 @@ func ArgHomes(code Code, entry uint64, size int, at uint64, args ...int) ([]Home
 		}
 	}
 	return homes, found, nil
+}
+
+// entryState is what a function holds at its entry: its register
+// arguments, and the stack pointer at offset 0 of its frame.
+func entryState() *flowState {
+	st := &flowState{slots: map[int64]flowVal{}}
+	for i, r := range argRegs {
+		st.regs[r] = flowVal{k: fArg, n: int64(i)}
+	}
+	st.regs[regRSP] = flowVal{k: fStack}
+	return st
 }
 
 // maxFlowSteps bounds the instructions the analysis interprets: it reads

@@ -6,15 +6,15 @@ import (
 
 	"github.com/mpiprobe/mpiprobe/internal/discover"
 	"github.com/mpiprobe/mpiprobe/internal/identity"
-	"github.com/mpiprobe/mpiprobe/internal/procfs"
 	"github.com/mpiprobe/mpiprobe/probes"
 )
 
 // commLayout returns the communicator layout of the process's MPI library
 // m (build id build, loaded at bias): the verified table's, else the one
 // inferred from the process's own predefined communicators and the
-// library's accessors. None when neither gives one.
-func (p *process) commLayout(fs procfs.FS, m discover.Mapped, build string, bias uint64) (probes.CommLayout, bool) {
+// library's accessors (env is the process's environment, which gives its
+// rank and the job's size). None when neither gives one.
+func (p *process) commLayout(env map[string]string, m discover.Mapped, build string, bias uint64) (probes.CommLayout, bool) {
 	if l, ok := probes.CommLayoutOf(build); ok {
 		return l, true
 	}
@@ -28,14 +28,12 @@ func (p *process) commLayout(fs procfs.FS, m discover.Mapped, build string, bias
 		return probes.CommLayout{}, false
 	}
 	lp := probes.LiveProcess{Mem: p.read, Bias: bias, WorldRank: -1, WorldSize: -1}
-	if env, err := fs.Environ(p.pid); err == nil {
-		id := identity.FromEnv(env)
-		if v, err := strconv.Atoi(id.Rank); err == nil {
-			lp.WorldRank = v
-		}
-		if v, err := strconv.Atoi(id.Size); err == nil {
-			lp.WorldSize = v
-		}
+	id := identity.FromEnv(env)
+	if v, err := strconv.Atoi(id.Rank); err == nil {
+		lp.WorldRank = v
+	}
+	if v, err := strconv.Atoi(id.Size); err == nil {
+		lp.WorldSize = v
 	}
 	res, err := probes.InferCommLayout(ef, m.Library, lp)
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"debug/elf"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"path"
 	"slices"
@@ -80,7 +81,7 @@ func newP2PReader(p *process) p2pReader {
 		l, known := probes.OB1LayoutOf(build)
 		if !known {
 			var err error
-			if l, err = p.ob1FromDWARF(found, build); err != nil {
+			if l, err = p.ob1Layout(found, build); err != nil {
 				r.note = fmt.Sprintf("peer unknown (layout not known for this build: mca_pml_ob1.so %s, and %v)", shortID(build), err)
 				return r
 			}
@@ -161,15 +162,20 @@ func (p *process) withLib(fn func(*elf.File)) {
 	}
 }
 
-// ob1FromDWARF reads the ob1 request layout of a build the table does not
-// hold from the DWARF Open MPI builds into libmpi.so
-// (probes.OB1LayoutFromDWARF), once per pair of builds for all processes.
-func (p *process) ob1FromDWARF(ob1 procfs.Mapping, ob1Build string) (probes.OB1Layout, error) {
+// ob1Layout finds the ob1 request layout of a build the table does not
+// hold, once per pair of builds for all processes: from the DWARF Open MPI
+// builds into libmpi.so (probes.OB1LayoutFromDWARF), else, when the
+// library is stripped, inferred from the process's predefined objects and
+// ob1's code (probes.InferOB1Layout).
+func (p *process) ob1Layout(ob1 procfs.Mapping, ob1Build string) (probes.OB1Layout, error) {
 	key := ob1Build + "/" + p.build
 	if res, ok := p.files.ob1[key]; ok {
 		return res.layout, res.err
 	}
-	l, err := p.readOB1FromDWARF(ob1)
+	l, err := p.readOB1Layout(ob1)
+	if errors.Is(err, probes.ErrLayoutNotReady) {
+		return l, err // another process may be past MPI_Init
+	}
 	if p.files.ob1 == nil {
 		p.files.ob1 = map[string]ob1Result{}
 	}
@@ -177,7 +183,7 @@ func (p *process) ob1FromDWARF(ob1 procfs.Mapping, ob1Build string) (probes.OB1L
 	return l, err
 }
 
-func (p *process) readOB1FromDWARF(ob1 procfs.Mapping) (probes.OB1Layout, error) {
+func (p *process) readOB1Layout(ob1 procfs.Mapping) (probes.OB1Layout, error) {
 	var lib procfs.Mapping
 	for _, m := range p.maps {
 		if m.Inode != 0 && m.Path == p.lib {
@@ -199,7 +205,19 @@ func (p *process) readOB1FromDWARF(ob1 procfs.Mapping) (probes.OB1Layout, error)
 			return probes.OB1Layout{}, fmt.Errorf("%s: %w", m.Path, err)
 		}
 	}
-	return probes.OB1LayoutFromDWARF(files[0], files[1])
+	l, derr := probes.OB1LayoutFromDWARF(files[0], files[1])
+	if derr == nil {
+		return l, nil
+	}
+	bias, ok := p.bias(lib)
+	if !ok {
+		return l, derr
+	}
+	res, err := probes.InferOB1Layout(files[0], files[1], probes.LiveProcess{Mem: p.read, Bias: bias, WorldRank: -1, WorldSize: -1, OMPIName: p.ompiName}, p.comms.layout)
+	if err != nil {
+		return l, fmt.Errorf("%v; inferred: %w", derr, err)
+	}
+	return res.Layout, nil
 }
 
 func (r p2pReader) u32(addr uint64) (uint32, bool) {
@@ -323,6 +341,9 @@ func (r p2pReader) groupWorldRank(g uint64, rank int) (int, bool) {
 	n, ok := r.u32(g + uint64(l.CountOff))
 	if !ok || rank >= int(int32(n)) {
 		return 0, false
+	}
+	if l.ProcsOff == 0 {
+		return 0, false // not found for this build
 	}
 	procs, ok := r.u64(g + uint64(l.ProcsOff))
 	if !ok || procs == 0 {

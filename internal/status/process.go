@@ -84,6 +84,9 @@ type process struct {
 	comms commReader
 	// lib is the MPI C library's path and build id.
 	lib, build string
+	// ompiName is the process's Open MPI name from its environment
+	// (probes.OMPIName), 0 if none.
+	ompiName uint64
 	// p2p reads point-to-point requests (p2p.go).
 	p2p p2pReader
 }
@@ -99,6 +102,11 @@ func openProcess(fs procfs.FS, pid int, files *tables) (*process, error) {
 	}
 	p := &process{pid: pid, maps: maps, mem: mem, open: symbolize.ProcOpener(fs, pid), files: files}
 	p.comms = commReader{mem: p.read}
+	env, err := fs.Environ(pid)
+	if err != nil {
+		env = nil // the layouts are then inferred without it
+	}
+	p.ompiName = probes.OMPIName(env)
 	for _, m := range discover.Discover(maps) {
 		if m.Library != probes.OMPILibMPI && m.Library != probes.MPICHLib {
 			continue
@@ -107,7 +115,7 @@ func openProcess(fs procfs.FS, pid int, files *tables) (*process, error) {
 		fi := p.file(mp)
 		p.lib, p.build = mp.Path, fi.build
 		if bias, ok := p.bias(mp); ok {
-			if l, ok := p.commLayout(fs, m, fi.build, bias); ok {
+			if l, ok := p.commLayout(env, m, fi.build, bias); ok {
 				p.comms.layout, p.comms.bias = l, bias
 			}
 		}
