@@ -15,7 +15,8 @@ type LayoutStatus struct {
 	// File is the library's path as the process sees it.
 	File    string `json:"file"`
 	BuildID string `json:"build_id,omitempty"`
-	// Struct names the layout: "communicator" or "opal_free_list_t".
+	// Struct names the layout: "communicator", "ob1 request" or
+	// "opal_free_list_t".
 	Struct string        `json:"struct,omitempty"`
 	Fields []LayoutField `json:"fields,omitempty"`
 	// TookSeconds is how long the inference took.
@@ -31,7 +32,8 @@ const CommLayoutStruct = "communicator"
 // file for a live process, as collective tracking and `mpiprobe status`
 // do: the verified table, else inference. Fields inference could not find
 // are listed as unknown with why.
-func CommLayoutStatus(f *elf.File, t Target, p LiveProcess) LayoutStatus {
+// It also returns the layout, whose Kind is LayoutUnknown when none.
+func CommLayoutStatus(f *elf.File, t Target, p LiveProcess) (LayoutStatus, CommLayout) {
 	st := LayoutStatus{File: t.Display, Struct: CommLayoutStruct}
 	st.BuildID, _ = elfx.BuildID(f)
 	res, err := ResolveCommLayout(f, t.Library, st.BuildID, p)
@@ -39,8 +41,9 @@ func CommLayoutStatus(f *elf.File, t Target, p LiveProcess) LayoutStatus {
 	st.TookSeconds = res.Took.Seconds()
 	if err != nil {
 		st.Reason = err.Error()
+		res.Layout = CommLayout{}
 	}
-	return st
+	return st, res.Layout
 }
 
 // FreeListLayoutStatus resolves the opal_free_list_t layout of a

@@ -143,3 +143,56 @@ func inferOB1(libmpi, ob1 *elf.File, p LiveProcess, comm CommLayout) (OB1LayoutR
 	out.Layout = l
 	return out, nil
 }
+
+// OB1LayoutStruct names ob1's request layout in a LayoutStatus.
+const OB1LayoutStruct = "ob1 request"
+
+// ResolveOB1Layout returns the request layout of ob1 (mca_pml_ob1.so, or
+// libmpi itself from Open MPI 5.0) as a live process p that maps libmpi
+// uses it: the table of verified builds, else the DWARF of libmpi.so,
+// else inferred (InferOB1Layout; comm is the process's communicator
+// layout).
+func ResolveOB1Layout(libmpi, ob1 *elf.File, p LiveProcess, comm CommLayout) (OB1LayoutResult, error) {
+	id, _ := elfx.BuildID(ob1)
+	if l, ok := OB1LayoutOf(id); ok {
+		return OB1LayoutResult{Layout: l, Fields: ob1Fields(l, layout.Verified)}, nil
+	}
+	l, derr := OB1LayoutFromDWARF(libmpi, ob1)
+	if derr == nil {
+		return OB1LayoutResult{Layout: l, Fields: ob1Fields(l, layout.DebugInfo)}, nil
+	}
+	res, err := InferOB1Layout(libmpi, ob1, p, comm)
+	if err != nil && !errors.Is(err, ErrLayoutNotReady) {
+		err = fmt.Errorf("no DWARF (%v), and inferred: %w", derr, err)
+	}
+	return res, err
+}
+
+// ob1Fields lists a layout from the table or DWARF, all found by how.
+func ob1Fields(l OB1Layout, how layout.How) []LayoutField {
+	var out []LayoutField
+	for _, f := range []namedValue{
+		{layout.FieldReqComplete, uint64(l.CompleteOff)}, {layout.FieldReqDone, l.CompleteDone},
+		{layout.FieldReqState, uint64(l.StateOff)}, {layout.FieldReqActive, uint64(l.StateActive)},
+		{layout.FieldReqType, uint64(l.TypeOff)}, {layout.FieldReqRecv, uint64(l.TypeRecv)},
+		{layout.FieldReqComm, uint64(l.CommOff)}, {layout.FieldReqPeer, uint64(l.PeerOff)}, {layout.FieldReqTag, uint64(l.TagOff)},
+		{layout.FieldRemoteGroup, uint64(l.RemoteGroupOff)}, {layout.FieldGroupProcs, uint64(l.ProcsOff)}, {layout.FieldProcVpid, uint64(l.VpidOff)},
+	} {
+		out = append(out, LayoutField{Name: f.name, Value: f.v, How: how})
+	}
+	return out
+}
+
+// OB1LayoutStatus resolves ob1's request layout for a live process as
+// `mpiprobe status` does (ResolveOB1Layout), for `mpiprobe probes`;
+// display names ob1's file.
+func OB1LayoutStatus(libmpi, ob1 *elf.File, display string, p LiveProcess, comm CommLayout) LayoutStatus {
+	st := LayoutStatus{File: display, Struct: OB1LayoutStruct}
+	st.BuildID, _ = elfx.BuildID(ob1)
+	res, err := ResolveOB1Layout(libmpi, ob1, p, comm)
+	st.Fields, st.TookSeconds = res.Fields, res.Took.Seconds()
+	if err != nil {
+		st.Reason = err.Error()
+	}
+	return st
+}

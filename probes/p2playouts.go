@@ -58,8 +58,12 @@ var ob1Layouts = map[string]OB1Layout{
 	},
 }
 
-// OB1LayoutOf returns the request layout of an mca_pml_ob1.so build.
+// OB1LayoutOf returns the request layout of an mca_pml_ob1.so build (none
+// with the tables off: NoVerifiedLayoutsEnv).
 func OB1LayoutOf(buildID string) (OB1Layout, bool) {
+	if !verifiedLayoutsOn() {
+		return OB1Layout{}, false
+	}
 	l, ok := ob1Layouts[buildID]
 	return l, ok
 }

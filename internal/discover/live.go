@@ -55,6 +55,7 @@ func LiveProcess(fs procfs.FS, pid int, mem *os.File) probes.LiveProcess {
 		if v, err := strconv.Atoi(id.Size); err == nil {
 			lp.WorldSize = v
 		}
+		lp.OMPIName = probes.OMPIName(env)
 	}
 	return lp
 }

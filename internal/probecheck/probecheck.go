@@ -4,6 +4,7 @@ import (
 	"debug/elf"
 	"fmt"
 	"os"
+	"path/filepath"
 
 	"github.com/mpiprobe/mpiprobe/internal/discover"
 	"github.com/mpiprobe/mpiprobe/internal/elfx"
@@ -89,8 +90,44 @@ func Layouts(pfs procfs.FS, pid int, debugDirs []string) ([]probes.LayoutStatus,
 		if m, ok := discover.MappingOf(maps, t); ok {
 			p.Bias, _ = elfx.Loads(f.Progs).Bias(m.Start, m.Offset)
 		}
-		out = append(out, probes.CommLayoutStatus(f, t, p))
+		st, comm := probes.CommLayoutStatus(f, t, p)
+		out = append(out, st)
+		if t.Library == probes.OMPILibMPI {
+			out = append(out, ob1Status(pfs, pid, maps, f, p, comm))
+		}
 		_ = f.Close()
 	}
 	return out, nil
+}
+
+// ob1Status resolves the request layout of the ob1 a process with Open
+// MPI's libmpi (lib) uses: mca_pml_ob1.so, or lib itself when it builds
+// ob1 in (Open MPI 5.0).
+func ob1Status(pfs procfs.FS, pid int, maps []procfs.Mapping, lib *elf.File, p probes.LiveProcess, comm probes.CommLayout) probes.LayoutStatus {
+	st := probes.LayoutStatus{Struct: probes.OB1LayoutStruct}
+	ob1, display := lib, "libmpi.so (ob1 built in)"
+	for _, m := range maps {
+		if m.Inode == 0 || filepath.Base(m.Path) != "mca_pml_ob1.so" {
+			continue
+		}
+		f, err := elf.Open(fmt.Sprintf("%s/%d/map_files/%x-%x", discover.ProcRoot(pfs), pid, m.Start, m.End))
+		if err != nil {
+			st.File, st.Reason = m.Path, err.Error()
+			return st
+		}
+		defer f.Close()
+		ob1, display = f, m.Path
+		break
+	}
+	if ob1 == lib {
+		if syms, err := elfx.Defined(lib); err != nil || syms["mca_pml_ob1_recv_request_t_class"].Value == 0 {
+			st.Reason = "mca_pml_ob1.so is not mapped (another pml, or before MPI_Init)"
+			return st
+		}
+	}
+	if comm.Kind != probes.LayoutOMPI {
+		st.File, st.Reason = display, "the communicator layout is not known"
+		return st
+	}
+	return probes.OB1LayoutStatus(lib, ob1, display, p, comm)
 }

@@ -163,10 +163,9 @@ func (p *process) withLib(fn func(*elf.File)) {
 }
 
 // ob1Layout finds the ob1 request layout of a build the table does not
-// hold, once per pair of builds for all processes: from the DWARF Open MPI
-// builds into libmpi.so (probes.OB1LayoutFromDWARF), else, when the
-// library is stripped, inferred from the process's predefined objects and
-// ob1's code (probes.InferOB1Layout).
+// hold, once per pair of builds for all processes (probes.ResolveOB1Layout):
+// from the DWARF Open MPI builds into libmpi.so, else, when the library is
+// stripped, inferred from the process's predefined objects and ob1's code.
 func (p *process) ob1Layout(ob1 procfs.Mapping, ob1Build string) (probes.OB1Layout, error) {
 	key := ob1Build + "/" + p.build
 	if res, ok := p.files.ob1[key]; ok {
@@ -205,19 +204,13 @@ func (p *process) readOB1Layout(ob1 procfs.Mapping) (probes.OB1Layout, error) {
 			return probes.OB1Layout{}, fmt.Errorf("%s: %w", m.Path, err)
 		}
 	}
-	l, derr := probes.OB1LayoutFromDWARF(files[0], files[1])
-	if derr == nil {
-		return l, nil
-	}
 	bias, ok := p.bias(lib)
 	if !ok {
-		return l, derr
+		return probes.OB1Layout{}, fmt.Errorf("no load bias for %s", p.lib)
 	}
-	res, err := probes.InferOB1Layout(files[0], files[1], probes.LiveProcess{Mem: p.read, Bias: bias, WorldRank: -1, WorldSize: -1, OMPIName: p.ompiName}, p.comms.layout)
-	if err != nil {
-		return l, fmt.Errorf("%v; inferred: %w", derr, err)
-	}
-	return res.Layout, nil
+	lp := probes.LiveProcess{Mem: p.read, Bias: bias, WorldRank: -1, WorldSize: -1, OMPIName: p.ompiName}
+	res, err := probes.ResolveOB1Layout(files[0], files[1], lp, p.comms.layout)
+	return res.Layout, err
 }
 
 func (r p2pReader) u32(addr uint64) (uint32, bool) {

@@ -1,0 +1,91 @@
+package main
+
+import (
+	"encoding/json"
+	"os/exec"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/mpiprobe/mpiprobe/internal/mpitest"
+	"github.com/mpiprobe/mpiprobe/probes"
+)
+
+// TestProbesListsLayoutSources runs `mpiprobe probes --json -p PID` on a
+// rank of Open MPI and of MPICH, with the tables of verified builds and
+// with them off: the struct layouts that status and the collectives read
+// (Open MPI's communicator and ob1 request, MPICH's communicator) list
+// every field with its source, "verified table" first, then, with the
+// tables off, an inferred source (Debian's libraries have no DWARF) and
+// the same values.
+func TestProbesListsLayoutSources(t *testing.T) {
+	bin := mpitest.BuildMpiprobe(t)
+	for _, tc := range []struct {
+		impl    mpitest.Impl
+		structs []string
+	}{
+		{mpitest.OpenMPI(), []string{probes.CommLayoutStruct, probes.OB1LayoutStruct}},
+		{mpitest.MPICH(), []string{probes.CommLayoutStruct}},
+	} {
+		t.Run(tc.impl.Name, func(t *testing.T) {
+			mpitest.RequireE2E(t, tc.impl)
+			pid := strconv.Itoa(hungJob(t, bin, tc.impl, "skip", 2, false)[0])
+			tables := layoutsOf(t, bin, pid, false)
+			inferred := layoutsOf(t, bin, pid, true)
+			for _, name := range tc.structs {
+				want, got := tables[name], inferred[name]
+				if len(want) == 0 {
+					t.Errorf("%s: no fields with the tables", name)
+				}
+				for _, w := range want {
+					i := slices.IndexFunc(got, func(f probes.LayoutField) bool { return f.Name == w.Name })
+					switch {
+					case w.How != "verified table":
+						t.Errorf("%s %s: source %q with the tables", name, w.Name, w.How)
+					case i < 0:
+						t.Errorf("%s %s: not listed without the tables", name, w.Name)
+					case !strings.HasPrefix(string(got[i].How), "inferred: "):
+						t.Errorf("%s %s: source %q without the tables, want an inferred one (%s)", name, w.Name, got[i].How, got[i].Note)
+					case got[i].Value != w.Value:
+						t.Errorf("%s %s: inferred %#x, the table has %#x", name, w.Name, got[i].Value, w.Value)
+					}
+				}
+			}
+		})
+	}
+}
+
+// layoutsOf returns the fields of each struct layout `mpiprobe probes
+// --json -p pid` lists, by struct, with the tables of verified builds off
+// or on.
+func layoutsOf(t *testing.T, bin, pid string, off bool) map[string][]probes.LayoutField {
+	t.Helper()
+	cmd := exec.Command(bin, "probes", "--json", "-p", pid)
+	if off {
+		cmd.Env = append(cmd.Environ(), probes.NoVerifiedLayoutsEnv+"=1")
+	}
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("mpiprobe probes -p %s: %v\n%s", pid, err, out)
+	}
+	var doc struct {
+		Processes []struct {
+			Layouts []probes.LayoutStatus `json:"layouts"`
+		} `json:"processes"`
+	}
+	if err := json.Unmarshal(out, &doc); err != nil || len(doc.Processes) != 1 {
+		t.Fatalf("mpiprobe probes --json: %v, %d processes\n%s", err, len(doc.Processes), out)
+	}
+	res := map[string][]probes.LayoutField{}
+	for _, l := range doc.Processes[0].Layouts {
+		if l.Reason != "" {
+			t.Logf("%s of %s: %s", l.Struct, l.File, l.Reason)
+		}
+		res[l.Struct] = l.Fields
+		for _, f := range l.Fields {
+			t.Logf("tables off=%v: %s %-24s %#x %s %s", off, l.Struct, f.Name, f.Value, f.How, f.Note)
+		}
+	}
+	return res
+}
