@@ -25,5 +25,9 @@
 // ArgHomes, for package status, is a third use of the decoder: a data-flow
 // analysis over one API function that says where it keeps an argument
 // (the peer of a blocked MPI_Ssend or MPI_Probe, which no request holds)
-// while a call it made waits.
+// while a call it made waits. ObjectStores runs the same data flow to list
+// what a function writes into an object it allocates (ob1's irecv and
+// isend filling in a request), and InferOB1 combines those stores with
+// Open MPI's predefined requests and groups into ob1's request layout,
+// for stripped builds.
 package layout
