@@ -129,6 +129,12 @@ type CommLayout struct {
 	// (dev.ch4.map, an MPIDI_rank_map_t), which turns its ranks into
 	// WORLD's; 0 when unknown.
 	MapOff uint32
+	// VCRTOff (MPICH ch3) is the offset of the communicator's connection
+	// table pointer (dev.vcrt); in the table, VCRTSizeOff is its size and
+	// VCRTEntriesOff its first MPIDI_VC_t pointer; VCRankOff is the
+	// connection's rank in its process group (WORLD's rank for the job's
+	// own processes). 0 when unknown.
+	VCRTOff, VCRTSizeOff, VCRTEntriesOff, VCRankOff uint32
 }
 
 // commLayouts holds the library builds whose communicator layout was

@@ -379,6 +379,10 @@ func toCommLayout(lib Library, r layout.Result) (CommLayout, error) {
 	if m := r.Get(layout.FieldRankMap); lib == MPICHLib && m.Found() {
 		l.MapOff = uint32(m.Value)
 	}
+	if v := r.Get(layout.FieldVCRT); lib == MPICHLib && v.Found() && r.Get(layout.FieldVCRank).Found() {
+		l.VCRTOff, l.VCRTSizeOff = uint32(v.Value), u32(layout.FieldVCRTSize)
+		l.VCRTEntriesOff, l.VCRankOff = u32(layout.FieldVCRTEntries), u32(layout.FieldVCRank)
+	}
 	return l, nil
 }
 

@@ -531,6 +531,9 @@ func InferMPICH(in MPICH) (Result, error) {
 		rm.Note = "no ch4 rank map in the predefined objects (ch3, or another device)"
 	}
 	r.add(rm)
+	if !rm.Found() {
+		inferVCRT(&r, world, self, in.Known, in.Mem)
+	}
 	return r, nil
 }
 

@@ -177,9 +177,13 @@ const (
 // then the lookup table's two pointers). It returns nil when the map's
 // place is unknown, when the map names another address table than
 // WORLD's (spawned or connected processes), for the multi-table and
-// empty modes, and above maxMembers.
+// empty modes, and above maxMembers. Under ch3, which has no rank map,
+// they come from the connection table (ch3Members).
 func (r commReader) mpichMembers(comm uint64) []int {
 	l := r.layout
+	if l.Kind == probes.LayoutMPICH && l.MapOff == 0 && l.VCRTOff != 0 {
+		return r.ch3Members(comm)
+	}
 	if l.Kind != probes.LayoutMPICH || l.MapOff == 0 {
 		return nil
 	}
@@ -228,6 +232,42 @@ func (r commReader) mpichMembers(comm uint64) []int {
 	}
 	for _, w := range out {
 		if w < 0 || w >= maxRank {
+			return nil
+		}
+	}
+	return out
+}
+
+// ch3Members returns the WORLD ranks of an MPICH ch3 communicator's
+// members from its connection table (dev.vcrt: a size, then one
+// MPIDI_VC_t pointer per rank, each connection holding its rank in its
+// process group). nil when a member's rank is not a plausible WORLD rank
+// (a spawned or connected process group) or above maxMembers.
+func (r commReader) ch3Members(comm uint64) []int {
+	l := r.layout
+	var b [8]byte
+	if r.mem(comm+uint64(l.VCRTOff), b[:]) != nil {
+		return nil
+	}
+	vcrt := binary.LittleEndian.Uint64(b[:])
+	if vcrt == 0 || r.mem(vcrt+uint64(l.VCRTSizeOff), b[:4]) != nil {
+		return nil
+	}
+	n := int(int32(binary.LittleEndian.Uint32(b[:4])))
+	if n <= 0 || n > maxMembers {
+		return nil
+	}
+	raw := make([]byte, 8*n)
+	if r.mem(vcrt+uint64(l.VCRTEntriesOff), raw) != nil {
+		return nil
+	}
+	out := make([]int, n)
+	for i := range out {
+		vc := binary.LittleEndian.Uint64(raw[8*i:])
+		if vc == 0 || r.mem(vc+uint64(l.VCRankOff), b[:4]) != nil {
+			return nil
+		}
+		if out[i] = int(int32(binary.LittleEndian.Uint32(b[:4]))); out[i] < 0 || out[i] >= maxRank {
 			return nil
 		}
 	}

@@ -657,3 +657,42 @@ func TestMPICHMembers(t *testing.T) {
 		t.Errorf("an Open MPI layout: members = %v, want none", got)
 	}
 }
+
+// TestCH3Members reads an MPICH ch3 communicator's members from its
+// connection table: the odd half of WORLD's 4 processes, and tables it
+// cannot map to WORLD.
+func TestCH3Members(t *testing.T) {
+	l := layoutOf(t, mpichBuild)
+	l.MapOff, l.VCRTOff, l.VCRTSizeOff, l.VCRTEntriesOff, l.VCRankOff = 0, 0x318, 8, 0x10, 0x18
+	const comm, vcrt, vcs = 0x10000, 0x20000, 0x30000
+	table := func(size int, ranks ...int) image {
+		m := image{}
+		m.put64(comm+0x318, vcrt)
+		m.put32(vcrt+8, uint32(int32(size)))
+		for i, r := range ranks {
+			vc := uint64(vcs + 0x100*i)
+			m.put64(vcrt+0x10+8*uint64(i), vc)
+			m.put32(vc+0x18, uint32(int32(r)))
+		}
+		return m
+	}
+	for _, tt := range []struct {
+		name string
+		m    image
+		want []int
+	}{
+		{"the odd half", table(2, 1, 3), []int{1, 3}},
+		{"WORLD", table(4, 0, 1, 2, 3), []int{0, 1, 2, 3}},
+		{"a connection missing", table(3, 1, 3), nil},
+		{"a negative rank", table(2, 1, -1), nil},
+		{"size beyond the bound", table(maxMembers+1, 1), nil},
+		{"no table", image{}, nil},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			r := commReader{layout: l, mem: tt.m.read}
+			if got := r.mpichMembers(comm); !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("members = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
