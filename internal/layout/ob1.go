@@ -221,11 +221,8 @@ func (in OB1) procs(gw, gs uint64) (Field, Field) {
 		entries []uint64
 	}
 	var cands []cand
-	for off := int64(0); off+8 <= maxGroupScan; off += 8 {
-		pw, ps := binary.LittleEndian.Uint64(bw[off:]), binary.LittleEndian.Uint64(bs[off:])
-		if pw == 0 || ps == 0 || pw == ps || pw%8 != 0 || ps%8 != 0 {
-			continue // (the class both groups point to is no array)
-		}
+	for _, pp := range pointerPairs(bw, bs) {
+		off, pw, ps := pp.off, pp.a, pp.b
 		var self [8]byte
 		entries := make([]byte, 8*size)
 		if in.Mem(ps, self[:]) != nil || in.Mem(pw, entries) != nil {

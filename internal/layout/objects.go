@@ -61,12 +61,8 @@ const maxGroupField = 64
 // 4-byte aligned offsets in the groups they point to.
 func groupSizes(world, self []byte, worldSize int, mem Memory) []GroupSize {
 	var out []GroupSize
-	n := min(len(world), len(self))
-	for off := 0; off+8 <= n; off += 8 {
-		pw, ps := binary.LittleEndian.Uint64(world[off:]), binary.LittleEndian.Uint64(self[off:])
-		if pw == 0 || ps == 0 || pw == ps || pw%8 != 0 || ps%8 != 0 {
-			continue
-		}
+	for _, pp := range pointerPairs(world, self) {
+		off, pw, ps := pp.off, pp.a, pp.b
 		gw, gs := make([]byte, maxGroupField), make([]byte, maxGroupField)
 		if mem(pw, gw) != nil || mem(ps, gs) != nil {
 			continue
@@ -79,6 +75,26 @@ func groupSizes(world, self []byte, worldSize int, mem Memory) []GroupSize {
 		}
 		if len(out) > maxFacts {
 			break
+		}
+	}
+	return out
+}
+
+// ptrPair is where two objects both hold a pointer, and the pointers.
+type ptrPair struct {
+	off  int64
+	a, b uint64
+}
+
+// pointerPairs returns the 8-byte aligned offsets at which a and b hold
+// two different non-null, 8-byte aligned pointers: where WORLD and SELF
+// point to their own group or table (not to a class both share).
+func pointerPairs(a, b []byte) []ptrPair {
+	var out []ptrPair
+	for off := 0; off+8 <= min(len(a), len(b)); off += 8 {
+		pa, pb := binary.LittleEndian.Uint64(a[off:]), binary.LittleEndian.Uint64(b[off:])
+		if pa != 0 && pb != 0 && pa != pb && pa%8 == 0 && pb%8 == 0 {
+			out = append(out, ptrPair{int64(off), pa, pb})
 		}
 	}
 	return out

@@ -39,11 +39,8 @@ func vcrts(world, self []byte, k Known, mem Memory) ([]vcrtPlace, [][]uint64) {
 	}
 	var places []vcrtPlace
 	var tables [][]uint64
-	for o := 0; o+8 <= min(len(world), len(self)); o += 8 {
-		pw, ps := binary.LittleEndian.Uint64(world[o:]), binary.LittleEndian.Uint64(self[o:])
-		if pw == 0 || ps == 0 || pw == ps || pw%8 != 0 || ps%8 != 0 {
-			continue
-		}
+	for _, pp := range pointerPairs(world, self) {
+		o, pw, ps := pp.off, pp.a, pp.b
 		hw, hs := make([]byte, maxVCRTHeader), make([]byte, maxVCRTHeader)
 		if mem(pw, hw) != nil || mem(ps, hs) != nil {
 			continue
@@ -64,7 +61,7 @@ func vcrts(world, self []byte, k Known, mem Memory) ([]vcrtPlace, [][]uint64) {
 					}
 				}
 				if fits && own >= 0 && (k.WorldRank < 0 || own == k.WorldRank) {
-					places = append(places, vcrtPlace{int64(o), s, int64(e)})
+					places = append(places, vcrtPlace{o, s, int64(e)})
 					tables = append(tables, es)
 				}
 				break // the entries follow the size
