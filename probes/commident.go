@@ -6,7 +6,9 @@ import "encoding/binary"
 // bpf/collectives.h), the identity of the communicator a handle names in a
 // process: its context id masked, its size and the caller's rank in it.
 // bias is the library's load bias; mem reads the process. ok is false when
-// the handle does not decode to an object that can be read.
+// the handle does not decode to an object that can be read, or to one no
+// longer alive (freed: its class or handle gone, no group size, or a rank
+// outside it).
 func (l CommLayout) CommIdentity(handle, bias uint64, mem func(addr uint64, p []byte) error) (id uint64, size, rank int32, ok bool) {
 	u32 := func(a uint64) (uint32, bool) {
 		var b [4]byte
@@ -55,6 +57,22 @@ func (l CommLayout) CommIdentity(handle, bias uint64, mem func(addr uint64, p []
 	if obj == 0 {
 		return 0, 0, 0, false
 	}
+	// Only a communicator still alive: a freed object no longer holds
+	// its class (Open MPI; free() reuses the first words) or its handle
+	// and a reference (MPICH).
+	switch l.Kind {
+	case LayoutOMPI:
+		if cls, ok := u64(obj + uint64(l.ClassOff)); l.ClassAddr != 0 && (!ok || cls != bias+l.ClassAddr) {
+			return 0, 0, 0, false
+		}
+	case LayoutMPICH:
+		if h, ok := u32(obj); !ok || h != uint32(handle) {
+			return 0, 0, 0, false
+		}
+		if refs, ok := u32(obj + 4); !ok || int32(refs) <= 0 {
+			return 0, 0, 0, false
+		}
+	}
 	cid, ok := u32(obj + uint64(l.CIDOff))
 	if !ok {
 		return 0, 0, 0, false
@@ -72,6 +90,9 @@ func (l CommLayout) CommIdentity(handle, bias uint64, mem func(addr uint64, p []
 		}
 	} else if v, ok := u32(obj + uint64(l.SizeOff)); ok {
 		size = int32(v)
+	}
+	if size <= 0 || int32(r) < 0 || int32(r) >= size {
+		return 0, 0, 0, false // not a live communicator's
 	}
 	return uint64(cid & l.CIDMask), size, int32(r), true
 }

@@ -2,7 +2,8 @@
  * MPI_COMM_WORLD, a duplicate of it, and both halves of a split, so that
  * tests can check collective counts exactly.
  *
- * usage: colls [N]   (N rounds, default 3; needs an even number of ranks)
+ * usage: colls [N [MS]]   (N rounds, default 3; needs an even number of
+ *                          ranks; MS milliseconds of sleep after MPI_Init)
  *
  * Per round, on each of WORLD, the dup and the rank's half:
  *   MPI_Barrier 1, MPI_Bcast 2, MPI_Allreduce 3, MPI_Reduce 1,
@@ -12,6 +13,7 @@
  * dup differ). Prints "ready" on rank 0 when done.
  */
 #include <mpi.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -44,6 +46,8 @@ int main(int argc, char **argv)
 {
 	int rank, size, n = argc > 1 ? atoi(argv[1]) : 3, v = 1, out;
 	MPI_Init(&argc, &argv);
+	if (argc > 2)
+		usleep(1000 * atoi(argv[2]));
 	MPI_Comm_rank(MPI_COMM_WORLD, &rank);
 	MPI_Comm_size(MPI_COMM_WORLD, &size);
 	MPI_Comm dup, half;

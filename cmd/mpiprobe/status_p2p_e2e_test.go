@@ -38,9 +38,10 @@ func TestStatusP2P(t *testing.T) {
 		{"dup", map[string][]string{
 			"": {"deadlock cycle: rank 0 waits for 1 (MPI_Recv tag 8 on comm ", "rank 1 waits for 0 (MPI_Recv tag 8 on comm "}}},
 	}
-	for _, impl := range []mpitest.Impl{mpitest.OpenMPI(), mpitest.MPICH()} {
-		t.Run(impl.Name, func(t *testing.T) {
-			mpitest.RequireE2E(t, impl)
+	for _, b := range builds() {
+		t.Run(b.label, func(t *testing.T) {
+			mpitest.RequireE2E(t, b.impl)
+			impl := b.use(t)
 			bin := mpitest.BuildMpiprobe(t)
 			prog := filepath.Join(t.TempDir(), "p2p_deadlock."+impl.Name)
 			src := filepath.Join(mpitest.RepoRoot(t), "testdata", "deadlock", "p2p_deadlock.c")
