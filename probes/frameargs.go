@@ -55,6 +55,15 @@ func InferMPICHFrameArgs(f *elf.File, call, fn string, retPC uint64) (MPICHFrame
 	if err != nil {
 		return MPICHFrameArgs{}, fmt.Errorf("%s at %#x: %w", fn, retPC, err)
 	}
+	// A place shared with another argument serves where the values
+	// cannot be confused: a peer or tag shared with the communicator
+	// handle (an MPICH handle, above 0x40000000, is neither a rank nor a
+	// tag the reader accepts). A handle must be its own.
+	for i, other := range []int{idx.comm, idx.comm, -1} {
+		if found[i] && homes[i].Shared && homes[i].Other != other {
+			found[i] = false
+		}
+	}
 	// A send is matched to its request by the tag: it needs all three.
 	send := idx.peer == 3
 	if !found[0] || !found[2] || (send && !found[1]) {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math/bits"
 
 	"golang.org/x/arch/x86/x86asm"
 )
@@ -18,6 +19,10 @@ type Home struct {
 	// address only: on the others it holds a value that is no argument
 	// (a tail the compiler shares between two loops, an error path).
 	Maybe bool
+	// Shared says that on the other paths the place holds argument Other
+	// (Maybe is set too): a reader must tell the two apart by value.
+	Shared bool
+	Other  int
 }
 
 // ArgHomes finds where the function at entry (size bytes of code) holds
@@ -34,7 +39,9 @@ type Home struct {
 //
 // An argument no place holds on every path gets, second, a place that
 // holds it on some paths and no other argument on any (Home.Maybe): a
-// union of the paths' values in place of their intersection.
+// union of the paths' values in place of their intersection. Failing
+// that, a place that holds it on some paths and one other argument on the
+// others (Home.Shared).
 //
 // It is written here because no Go library does data flow over x86
 // machine code; x86asm decodes the instructions.
@@ -90,7 +97,7 @@ const (
 	fArg            // argument n (its low 32 bits at least)
 	fStack          // the address entry rsp + n
 	fMaybe          // argument n on some paths, no argument on the others (the may-analysis)
-	fConflict       // different arguments on different paths (the may-analysis)
+	fConflict       // different arguments on different paths, n their bit mask (the may-analysis)
 )
 
 type flowVal struct {
@@ -132,11 +139,20 @@ func (s *flowState) meet(o *flowState, may bool) bool {
 			return flowVal{}
 		}
 		arg := func(x flowVal) (int64, bool) { return x.n, x.k == fArg || x.k == fMaybe }
+		bits := func(x flowVal) int64 {
+			switch x.k {
+			case fArg, fMaybe:
+				return 1 << x.n
+			case fConflict:
+				return x.n
+			}
+			return 0
+		}
 		vn, va := arg(v)
 		wn, wa := arg(w)
 		switch {
 		case v.k == fConflict || w.k == fConflict || va && wa && vn != wn:
-			return flowVal{k: fConflict}
+			return flowVal{k: fConflict, n: bits(v) | bits(w)}
 		case va:
 			return flowVal{k: fMaybe, n: vn}
 		case wa:
@@ -182,9 +198,26 @@ var dwarfReg = map[int]int{3: 3, 5: 6, 12: 12, 13: 13, 14: 14, 15: 15} // rbx rb
 // home finds argument n in s: a stack word above rsp, else a callee-saved
 // register.
 func (s *flowState) home(n int) (Home, bool) {
-	// In the may-analysis a maybe is the best there is.
+	// In the may-analysis a maybe is the best there is, then a place
+	// shared with one other argument.
 	want, maybe := flowVal{k: fArg, n: int64(n)}, flowVal{k: fMaybe, n: int64(n)}
-	holds := func(v flowVal) bool { return v == want || v == maybe }
+	if h, _, ok := s.find(func(v flowVal) bool { return v == want || v == maybe }); ok {
+		return h, true
+	}
+	h, v, ok := s.find(func(v flowVal) bool {
+		return v.k == fConflict && v.n&(1<<n) != 0 && bits.OnesCount64(uint64(v.n)) == 2
+	})
+	if !ok {
+		return Home{}, false
+	}
+	h.Shared, h.Other = true, bits.TrailingZeros64(uint64(v.n&^(1<<n)))
+	return h, true
+}
+
+// find returns the place whose value satisfies holds, and the value: the
+// lowest stack word above the stack pointer, else a callee-saved
+// register.
+func (s *flowState) find(holds func(flowVal) bool) (Home, flowVal, bool) {
 	if sp := s.regs[regRSP]; sp.k == fStack {
 		best, ok := int64(0), false
 		for off, v := range s.slots {
@@ -193,15 +226,15 @@ func (s *flowState) home(n int) (Home, bool) {
 			}
 		}
 		if ok {
-			return Home{Reg: -1, Off: uint32(best - sp.n)}, true
+			return Home{Reg: -1, Off: uint32(best - sp.n)}, s.slots[best], true
 		}
 	}
 	for _, r := range []int{3, 5, 12, 13, 14, 15} {
 		if holds(s.regs[r]) {
-			return Home{Reg: dwarfReg[r]}, true
+			return Home{Reg: dwarfReg[r]}, s.regs[r], true
 		}
 	}
-	return Home{}, false
+	return Home{}, flowVal{}, false
 }
 
 type argFlow struct {

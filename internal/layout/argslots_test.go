@@ -57,11 +57,13 @@ func TestArgHomes(t *testing.T) {
 			[]bool{true, true},
 		},
 		{
+			// rbx holds a on one path and b on the other: shared, each
+			// naming the other, for a reader that tells them apart.
 			"two arguments in one register on two paths",
 			framesConflict, framesConflictWait, framesEnd - framesConflict,
 			[]int{0, 1},
-			[]Home{{}, {}},
-			[]bool{false, false},
+			[]Home{{Reg: 3, Maybe: true, Shared: true, Other: 1}, {Reg: 3, Maybe: true, Shared: true, Other: 0}},
+			[]bool{true, true},
 		},
 		{
 			"a frame pointer",
