@@ -79,14 +79,15 @@ func inferOB1(libmpi, ob1 *elf.File, p LiveProcess, comm CommLayout) (OB1LayoutR
 			return out, fmt.Errorf("%s: %w", fn.name, err)
 		}
 	}
-	libSyms, err := elfx.Defined(libmpi)
-	if err != nil {
-		return out, fmt.Errorf("libmpi.so: %w", err)
-	}
-	if s, ok := libSyms["PMPI_Comm_remote_size"]; ok && elf.ST_TYPE(s.Info) == elf.STT_FUNC {
-		if code, err := textCode(libmpi); err == nil {
-			in.RemoteSize = layout.Analyze(code, s.Value, 0)
+	libSyms, libCode := ob1Syms, ob1Code // Open MPI 5.0: ob1 is in libmpi.so
+	if libmpi != ob1 {
+		if libSyms, err = elfx.Defined(libmpi); err != nil {
+			return out, fmt.Errorf("libmpi.so: %w", err)
 		}
+		libCode, err = textCode(libmpi)
+	}
+	if s, ok := libSyms["PMPI_Comm_remote_size"]; ok && elf.ST_TYPE(s.Info) == elf.STT_FUNC && err == nil {
+		in.RemoteSize = layout.Analyze(libCode, s.Value, 0)
 	}
 	for _, o := range []struct {
 		name string
