@@ -17,26 +17,39 @@ import (
 func TestStatusP2P(t *testing.T) {
 	cases := []struct {
 		mode string
-		// want are substrings of the output, per implementation.
-		want map[string][]string
+		// want are substrings of the output, per implementation;
+		// unknown, when given, replaces them on a build the tables do
+		// not hold.
+		want, unknown map[string][]string
 	}{
 		{"recvrecv", map[string][]string{
 			"": {"MPI_Recv from 1 tag 7", "MPI_Recv from 0 tag 7",
-				"deadlock cycle: rank 0 waits for 1 (MPI_Recv tag 7 at p2p_deadlock.c:", "), rank 1 waits for 0 (MPI_Recv tag 7 at p2p_deadlock.c:", ") [peers read from the MPI library]"}}},
+				"deadlock cycle: rank 0 waits for 1 (MPI_Recv tag 7 at p2p_deadlock.c:", "), rank 1 waits for 0 (MPI_Recv tag 7 at p2p_deadlock.c:", ") [peers read from the MPI library]"}},
+			nil},
 		{"waitwait", map[string][]string{
 			"":        {"MPI_Waitall send to 1 tag 9", "MPI_Waitall recv from 0 tag 10", "deadlock cycle: rank 0 waits for 1 (MPI_Waitall send tag 9"},
 			"openmpi": {"[peers read from the MPI library]"},
 			// Under UCX MPICH's send requests do not hold their
 			// destination (1 of 2 read); ch3's do (both read).
-			"mpich": {"peers read from the MPI library]"}}},
+			"mpich": {"peers read from the MPI library]"}},
+			// Rank 0's send on WORLD: a UCX tag of context id 0 and source
+			// 0 cannot be told from other words of the request of a libucp
+			// build the table does not hold; its destination is inferred
+			// (WORLD of two), its tag not read.
+			map[string][]string{"mpich": {"MPI_Waitall send to 1", "MPI_Waitall recv from 0 tag 10",
+				"deadlock cycle: rank 0 waits for 1 (MPI_Waitall send at p2p_deadlock.c:"}}},
 		{"wrongtag", map[string][]string{
-			"": {"MPI_Recv from 1 tag 3", "MPI_Recv from 0 tag 2", "deadlock cycle: rank 0 waits for 1 (MPI_Recv tag 3 at p2p_deadlock.c:", "), rank 1 waits for 0 (MPI_Recv tag 2 at p2p_deadlock.c:"}}},
+			"": {"MPI_Recv from 1 tag 3", "MPI_Recv from 0 tag 2", "deadlock cycle: rank 0 waits for 1 (MPI_Recv tag 3 at p2p_deadlock.c:", "), rank 1 waits for 0 (MPI_Recv tag 2 at p2p_deadlock.c:"}},
+			nil},
 		{"wrongsrc", map[string][]string{
-			"": {"MPI_Recv from 1 tag 4", "deadlock cycle: rank 1 waits for 1 (MPI_Recv tag 4 at p2p_deadlock.c:"}}},
+			"": {"MPI_Recv from 1 tag 4", "deadlock cycle: rank 1 waits for 1 (MPI_Recv tag 4 at p2p_deadlock.c:"}},
+			nil},
 		{"anysrc", map[string][]string{
-			"": {"MPI_Recv from any tag 6", "rank 1 waits for any rank (MPI_Recv from any source tag 6 at p2p_deadlock.c:", "), and rank 0 "}}},
+			"": {"MPI_Recv from any tag 6", "rank 1 waits for any rank (MPI_Recv from any source tag 6 at p2p_deadlock.c:", "), and rank 0 "}},
+			nil},
 		{"dup", map[string][]string{
-			"": {"deadlock cycle: rank 0 waits for 1 (MPI_Recv tag 8 on comm ", "rank 1 waits for 0 (MPI_Recv tag 8 on comm "}}},
+			"": {"deadlock cycle: rank 0 waits for 1 (MPI_Recv tag 8 on comm ", "rank 1 waits for 0 (MPI_Recv tag 8 on comm "}},
+			nil},
 	}
 	for _, b := range builds() {
 		t.Run(b.label, func(t *testing.T) {
@@ -87,7 +100,11 @@ func TestStatusP2P(t *testing.T) {
 							break
 						}
 					}
-					for _, w := range append(c.want[""], c.want[impl.Name]...) {
+					want := append(c.want[""], c.want[impl.Name]...)
+					if u, ok := c.unknown[impl.Name]; ok && b.unknown {
+						want = u
+					}
+					for _, w := range want {
 						if !strings.Contains(out, w) {
 							t.Errorf("output lacks %q:\n%s", w, out)
 						}

@@ -153,9 +153,9 @@ func HideFunctionSize(t testing.TB, path, sym string) {
 }
 
 // UnknownBuild makes the ranks of impl, Debian's build, load copies of its
-// MPI library (and, for Open MPI, of mca_pml_ob1.so) whose build ids no
-// table of mpiprobe holds and that have no DWARF: every layout is then
-// inferred, as for a build nobody checked. It sets LD_LIBRARY_PATH (and
+// MPI library (and, for Open MPI, of mca_pml_ob1.so; for MPICH, of UCX's
+// libucp.so.0) whose build ids no table of mpiprobe holds and that have no
+// DWARF: every layout is then inferred, as for a build nobody checked. It sets LD_LIBRARY_PATH (and
 // Open MPI's component path, where the copy of ob1 comes first) for the
 // rest of the test and returns impl passing them to the ranks and awaiting
 // ranks that map the copy. It skips when impl is a build from a prefix
@@ -180,6 +180,11 @@ func UnknownBuild(t testing.TB, impl Impl) Impl {
 	t.Logf("%s copied under build id %s", name, CopyWithBuildID(t, real, impl.Lib))
 	t.Setenv("LD_LIBRARY_PATH", dir)
 	if impl.Name != "openmpi" {
+		ucp, err := filepath.EvalSymlinks("/usr/lib/x86_64-linux-gnu/libucp.so.0")
+		if err != nil {
+			Require(t, err.Error())
+		}
+		t.Logf("libucp.so.0 copied under build id %s", CopyWithBuildID(t, ucp, filepath.Join(dir, "libucp.so.0")))
 		return impl
 	}
 	ob1 := filepath.Join(filepath.Dir(lib), "openmpi", "lib", "openmpi3", "mca_pml_ob1.so")

@@ -85,12 +85,9 @@ func (r p2pReader) ch3Request(addr uint64, send bool, comms []uint64) (hang.Wait
 		}
 	}
 	if r.ch3.off == 0 {
-		// A send before any receive showed the match: as under UCX, on
-		// WORLD of two ranks the destination is inferred as the other.
-		for _, cm := range comms {
-			if c, me, ok := r.comms.comm(cm); ok && cm != 0 && c.Name == "WORLD" && c.Size == 2 && send && (me == 0 || me == 1) {
-				return hang.Wait{Send: true, Peer: 1 - me, CommPeer: -1, Tag: hang.TagUnknown, Comm: &c}, true
-			}
+		// A send before any receive showed the match.
+		if send {
+			return r.otherOfTwo(comms)
 		}
 		return hang.Wait{}, false
 	}
@@ -127,12 +124,24 @@ func (r p2pReader) ch3Request(addr uint64, send bool, comms []uint64) (hang.Wait
 	return hang.Wait{}, false
 }
 
-// ch3Comms returns the communicators a ch3 request may be on: the
+// stackAndWorld returns the communicators a request may be on: the
 // stack's and WORLD.
-func (r p2pReader) ch3Comms(comm uint64) []uint64 {
+func (r p2pReader) stackAndWorld(comm uint64) []uint64 {
 	out := []uint64{comm}
 	if wc, ok := r.comms.mpichObject(mpichWorld); ok && wc != comm {
 		out = append(out, wc)
 	}
 	return out
+}
+
+// otherOfTwo is a send whose destination and tag cannot be read: as under
+// UCX, on WORLD of two ranks (one of comms) the destination is inferred
+// as the other rank.
+func (r p2pReader) otherOfTwo(comms []uint64) (hang.Wait, bool) {
+	for _, cm := range comms {
+		if c, me, ok := r.comms.comm(cm); ok && cm != 0 && c.Name == "WORLD" && c.Size == 2 && (me == 0 || me == 1) {
+			return hang.Wait{Send: true, Peer: 1 - me, CommPeer: -1, Tag: hang.TagUnknown, Comm: &c}, true
+		}
+	}
+	return hang.Wait{}, false
 }

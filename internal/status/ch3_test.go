@@ -17,14 +17,8 @@ import (
 // by searching for WORLD's context id, and named rank 0 everywhere. A
 // send before any receive is inferred on WORLD of two ranks only.
 func TestCH3Requests(t *testing.T) {
-	l := layoutOf(t, mpichBuild)
-	const bias = 0x7f5500000000
-	m := image{}
-	world := bias + l.Builtin
-	m.put32(world, 0x44000000)
-	m.put32(world+uint64(l.CIDOff), 0)
-	m.put32(world+uint64(l.RankOff), 1)
-	m.put32(world+uint64(l.SizeOff), 4)
+	l, m, world := mpichWorldImage(t, 1, 4)
+	const bias = mpichTestBias
 	dup := bias + l.Direct + 2*uint64(l.ObjSize)
 	m.put32(dup, 0x84000002)
 	m.put32(dup+uint64(l.CIDOff), 0x1f0|0x1f0<<16)
@@ -53,10 +47,10 @@ func TestCH3Requests(t *testing.T) {
 		return p2pReader{kind: probes.LayoutMPICH, mem: m.read, comms: c, req: probes.MPICHReqHeader(), ok: true, ch3: &ch3Match{}}
 	}
 	r := newReader()
-	if _, ok := r.ch3Request(early, true, r.ch3Comms(0)); ok {
+	if _, ok := r.ch3Request(early, true, r.stackAndWorld(0)); ok {
 		t.Error("a send before any receive, on WORLD of 4: read, want nothing")
 	}
-	if w, ok := r.ch3Request(coll, false, r.ch3Comms(0)); ok {
+	if w, ok := r.ch3Request(coll, false, r.stackAndWorld(0)); ok {
 		t.Errorf("a receive on a context no communicator here has: read %+v, want nothing", w)
 	}
 	worldOf := func(w hang.Wait) string { return w.Comm.String() }
@@ -72,7 +66,7 @@ func TestCH3Requests(t *testing.T) {
 		{"send to 3 tag 11, at the learnt place", send, 0, true, hang.Wait{Send: true, Peer: 3, CommPeer: -1, Tag: 11, Known: true}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			w, ok := r.ch3Request(tt.addr, tt.send, r.ch3Comms(tt.comm))
+			w, ok := r.ch3Request(tt.addr, tt.send, r.stackAndWorld(tt.comm))
 			if !ok || w.Comm == nil {
 				t.Fatalf("not read (learnt offset %#x)", r.ch3.off)
 			}
@@ -91,8 +85,25 @@ func TestCH3Requests(t *testing.T) {
 	m.put32(world+uint64(l.SizeOff), 2)
 	m.put32(world+uint64(l.RankOff), 0)
 	r = newReader()
-	w, ok := r.ch3Request(early, true, r.ch3Comms(0))
+	w, ok := r.ch3Request(early, true, r.stackAndWorld(0))
 	if !ok || w.Peer != 1 || w.Known {
 		t.Errorf("send before any receive on WORLD of 2: %+v (read %v), want peer 1, inferred", w, ok)
 	}
+}
+
+// mpichTestBias is where the tests load Debian's MPICH.
+const mpichTestBias = 0x7f5500000000
+
+// mpichWorldImage returns Debian's MPICH layout and a memory holding its
+// MPI_COMM_WORLD (context id 0) as rank of size ranks sees it, and WORLD's
+// address.
+func mpichWorldImage(t *testing.T, rank, size uint32) (probes.CommLayout, image, uint64) {
+	l := layoutOf(t, mpichBuild)
+	m := image{}
+	world := mpichTestBias + l.Builtin
+	m.put32(world, 0x44000000)
+	m.put32(world+uint64(l.CIDOff), 0)
+	m.put32(world+uint64(l.RankOff), rank)
+	m.put32(world+uint64(l.SizeOff), size)
+	return l, m, world
 }

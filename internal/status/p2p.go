@@ -37,6 +37,9 @@ type p2pReader struct {
 	req probes.MPICHReqLayout
 	ucp probes.UCPReqLayout
 	ch3 *ch3Match
+	// ucpLearn, for a libucp build the table does not hold, is its
+	// layout learnt from the requests (ucx.go).
+	ucpLearn *ucpLearnt
 	// ok says requests can be read; else note says why not.
 	ok   bool
 	note string
@@ -105,7 +108,8 @@ func newP2PReader(p *process) p2pReader {
 		}
 		u, known := probes.UCPReqLayoutOf(build)
 		if !known {
-			r.note = fmt.Sprintf("peer unknown (layout not known for this build: libucp.so %s)", shortID(build))
+			// Learnt from the requests themselves (ucx.go).
+			r.req, r.ucpLearn, r.ok = l, p.files.ucpFor(build), true
 			return r
 		}
 		r.req, r.ucp, r.ok = l, u, true
@@ -380,7 +384,24 @@ func (r p2pReader) mpichRequest(addr, comm uint64) (hang.Wait, bool) {
 	}
 	send := kind == l.KindSend
 	if r.ch3 != nil {
-		return r.ch3Request(addr, send, r.ch3Comms(comm))
+		return r.ch3Request(addr, send, r.stackAndWorld(comm))
+	}
+	if lr := r.ucpLearn; lr != nil {
+		var cs []ucpComm
+		for _, cm := range r.stackAndWorld(comm) { // the stack's and WORLD
+			cid, ok := r.u32(cm + uint64(r.comms.layout.CIDOff))
+			if _, me, ok2 := r.comms.comm(cm); cm != 0 && ok && ok2 {
+				cs = append(cs, ucpComm{uint16(cid & r.comms.layout.CIDMask), me})
+			}
+		}
+		r.learnUCP(addr, send, cs)
+		switch {
+		case send && !lr.send:
+			return r.otherOfTwo(r.stackAndWorld(comm))
+		case !send && !lr.recv:
+			return hang.Wait{}, false
+		}
+		u = lr.l
 	}
 	userOff, tagOff := u.RecvUserOff, u.RecvTagOff
 	if send {
@@ -770,7 +791,11 @@ func (p *process) frameArgs(mem memory, fs []unwind.Frame, regs unwind.Regs, fra
 			}
 			i = -1
 			for j, x := range ws {
-				if x.Send && x.Tag == int(tag) && x.Peer == hang.PeerUnknown && x.CommPeer < 0 && x.Comm != nil && *x.Comm == c {
+				// The send's tag, or a send whose tag and destination
+				// were not read (otherOfTwo: inferred, not read).
+				tagged := x.Tag == int(tag) && x.Peer == hang.PeerUnknown
+				unread := x.Tag == hang.TagUnknown && !x.Known
+				if x.Send && (tagged || unread) && x.CommPeer < 0 && x.Comm != nil && *x.Comm == c {
 					if i >= 0 {
 						return ws // two such sends: which one is the frame's?
 					}
@@ -789,6 +814,9 @@ func (p *process) frameArgs(mem memory, fs []unwind.Frame, regs unwind.Regs, fra
 			return ws
 		}
 		w.Known, w.Peer, w.CommPeer = !a.PeerMaybe, hang.PeerUnknown, -1
+		if w.Tag == hang.TagUnknown && tag >= 0 && tag < maxTag {
+			w.Tag = int(tag)
+		}
 		if c != nil && c.Name == "WORLD" {
 			w.Peer = int(peer)
 		} else {

@@ -41,17 +41,24 @@ type tables struct {
 	ch3 map[string]*ch3Match
 	// devices holds the device each MPICH build names, by build id.
 	devices map[string]string
+	// ucp holds what is learnt of the request layouts of libucp builds
+	// the table does not hold, by build id (ucx.go).
+	ucp map[string]*ucpLearnt
 }
 
 // ch3For returns the shared match offset of a ch3 build.
-func (t *tables) ch3For(build string) *ch3Match {
-	if t.ch3 == nil {
-		t.ch3 = map[string]*ch3Match{}
+func (t *tables) ch3For(build string) *ch3Match { return sharedOf(&t.ch3, build) }
+
+// sharedOf returns what the processes of one build share in *m, made on
+// first use.
+func sharedOf[T any](m *map[string]*T, build string) *T {
+	if *m == nil {
+		*m = map[string]*T{}
 	}
-	if t.ch3[build] == nil {
-		t.ch3[build] = &ch3Match{}
+	if (*m)[build] == nil {
+		(*m)[build] = new(T)
 	}
-	return t.ch3[build]
+	return (*m)[build]
 }
 
 type frameResult struct {

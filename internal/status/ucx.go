@@ -1,0 +1,124 @@
+package status
+
+import (
+	"encoding/binary"
+	"slices"
+
+	"github.com/mpiprobe/mpiprobe/probes"
+)
+
+// ucpLearnt is the request layout of a libucp build the table does not
+// hold (another UCX release or configure line), learnt from the first
+// requests read and shared by the processes of the build: a receive gives
+// the receive fields, a send the send fields.
+type ucpLearnt struct {
+	recv, send bool
+	l          probes.UCPReqLayout
+}
+
+// ucpFor returns what is learnt of a libucp build.
+func (t *tables) ucpFor(build string) *ucpLearnt { return sharedOf(&t.ucp, build) }
+
+// The bounds of the search in a UCX request: the user data pointer and
+// the tag precede the user's part (ucp_request_t comes first) or start
+// it.
+const (
+	ucpFieldsFrom = -0x200
+	ucpFieldsTo   = 0x40
+)
+
+// ucpWindow is what a learner reads around a UCX request: the bytes from
+// ureq+ucpFieldsFrom to ureq+ucpFieldsTo.
+type ucpWindow struct {
+	ureq uint64
+	b    []byte
+}
+
+func (w ucpWindow) at(off int) uint64 {
+	return binary.LittleEndian.Uint64(w.b[off-ucpFieldsFrom:])
+}
+
+// ucpWindows returns, for the MPICH request at addr, the UCX requests it
+// may point to (a pointer at or past 0x20 in it, as ucpRequest searches)
+// with their surroundings.
+func (r p2pReader) ucpWindows(addr uint64) []ucpWindow {
+	buf := make([]byte, ucpSearch)
+	if r.mem(addr, buf) != nil {
+		return nil
+	}
+	var out []ucpWindow
+	for o := 0x20; o+8 <= len(buf); o += 8 {
+		ureq := binary.LittleEndian.Uint64(buf[o:])
+		if ureq == 0 || ureq%8 != 0 || ureq < -ucpFieldsFrom {
+			continue
+		}
+		w := ucpWindow{ureq: ureq, b: make([]byte, ucpFieldsTo-ucpFieldsFrom)}
+		if r.mem(ureq-uint64(-ucpFieldsFrom), w.b) == nil {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+// ucpMask reports whether m is a tag mask MPICH gives an expected
+// receive: the context id always matched, the source all or nothing
+// (MPI_ANY_SOURCE), the tag's bits all or nothing (MPI_ANY_TAG).
+func ucpMask(m uint64, tagBits uint32) bool {
+	tagMask := uint64(1)<<tagBits - 1
+	src := m >> 32 & 0xffff
+	return m>>48 == 0xffff && (src == 0xffff || src == 0) && (m&tagMask == tagMask || m&tagMask == 0)
+}
+
+// ucpComm is a communicator a request may be on: its context id and the
+// process's rank in it.
+type ucpComm struct {
+	cid uint16
+	me  int
+}
+
+// learnUCP learns where a libucp build keeps a tag request's fields from
+// the MPICH request at addr, on one of the communicators comms: the user
+// data pointer is the place in a UCX request that points back to addr; a
+// receive's tag and mask are two words in a row, the mask one MPICH gives
+// (ucpMask) and the tag inside it with a communicator's context id; a
+// send's tag is a word with a communicator's context id and the process's
+// own rank in it as the source. The nearest such place before the user's
+// part is taken.
+func (r p2pReader) learnUCP(addr uint64, send bool, comms []ucpComm) {
+	lr := r.ucpLearn
+	if lr == nil || (send && lr.send) || (!send && lr.recv) || len(comms) == 0 {
+		return
+	}
+	on := func(t uint64, sender bool) bool {
+		for _, c := range comms {
+			if uint16(t>>48) == c.cid && (!sender || (c.me >= 0 && int(t>>32&0xffff) == c.me)) {
+				return true
+			}
+		}
+		return false
+	}
+	// A send's tag with context id 0 (WORLD's) and source 0 is any small
+	// number: rank 0's sends on WORLD teach nothing.
+	if send && slices.IndexFunc(comms, func(c ucpComm) bool { return c.cid != 0 || c.me > 0 }) < 0 {
+		return
+	}
+	for _, w := range r.ucpWindows(addr) {
+		for uo := ucpFieldsFrom; uo+8 <= ucpFieldsTo; uo += 8 {
+			if w.at(uo) != addr {
+				continue
+			}
+			// The fields precede the user's part, nearest first.
+			for to := -8; to >= ucpFieldsFrom; to -= 8 {
+				t := w.at(to)
+				switch {
+				case !send && to <= -16 && on(t, false) && ucpMask(w.at(to+8), r.req.TagBits) && t&^w.at(to+8) == 0:
+					lr.l.RecvUserOff, lr.l.RecvTagOff, lr.l.RecvMaskOff, lr.recv = int32(uo), int32(to), int32(to+8), true
+					return
+				case send && t>>32 != 0 && on(t, true) && uint32(t) < maxTag:
+					lr.l.SendUserOff, lr.l.SendTagOff, lr.send = int32(uo), int32(to), true
+					return
+				}
+			}
+		}
+	}
+}
