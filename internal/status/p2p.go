@@ -829,7 +829,7 @@ func (p *process) frameArgs(mem memory, fs []unwind.Frame, regs unwind.Regs, fra
 	if len(ws) > 0 {
 		return ws // requests were read: they say more
 	}
-	// No request (a probe): the frame's communicator.
+	// No request: the frame's communicator.
 	var c agg.Comm
 	switch {
 	case a.HasHandle:
@@ -853,9 +853,12 @@ func (p *process) frameArgs(mem memory, fs []unwind.Frame, regs unwind.Regs, fra
 	default:
 		return ws
 	}
-	w := hang.Wait{Peer: hang.PeerUnknown, CommPeer: -1, Tag: hang.TagUnknown, Comm: &c, Known: !a.PeerMaybe}
+	// A probe, or a send whose request could not be read (the UCX
+	// request of a libucp build not yet learnt): the frame alone.
+	send := !strings.HasSuffix(strings.ToLower(in.Call), "probe")
+	w := hang.Wait{Send: send, Peer: hang.PeerUnknown, CommPeer: -1, Tag: hang.TagUnknown, Comm: &c, Known: !a.PeerMaybe}
 	switch {
-	case peer == r.req.AnySource:
+	case peer == r.req.AnySource && !send:
 		w.Peer = hang.AnySource
 	case peer < 0 || peer >= maxRank || (c.Size > 0 && int(peer) >= c.Size):
 		return ws
