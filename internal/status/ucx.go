@@ -80,7 +80,8 @@ type ucpComm struct {
 // the MPICH request at addr, on one of the communicators comms: the user
 // data pointer is the place in a UCX request that points back to addr; a
 // receive's tag and mask are two words in a row, the mask one MPICH gives
-// (ucpMask) and the tag inside it with a communicator's context id; a
+// (ucpMask) and the tag inside it with a communicator's context id, after
+// the user data pointer when that is UCX's own field; a
 // send's tag is a word with a communicator's context id and the process's
 // own rank in it as the source. The nearest such place before the user's
 // part is taken.
@@ -107,8 +108,11 @@ func (r p2pReader) learnUCP(addr uint64, send bool, comms []ucpComm) {
 			if w.at(uo) != addr {
 				continue
 			}
-			// The fields precede the user's part, nearest first.
-			for to := -8; to >= ucpFieldsFrom; to -= 8 {
+			// The fields precede the user's part, nearest first. A
+			// back pointer in UCX's own request (user_data, before the
+			// user's part) comes before the tag fields: below it lies
+			// the request before in UCX's pool, a receive too, maybe.
+			for to := -8; to >= ucpFieldsFrom && (uo >= 0 || to > uo); to -= 8 {
 				t := w.at(to)
 				switch {
 				case !send && to <= -16 && on(t, false) && ucpMask(w.at(to+8), r.req.TagBits) && t&^w.at(to+8) == 0:

@@ -40,6 +40,10 @@ func TestUCPLearnt(t *testing.T) {
 	m.put64(recvU-0x48, ^uint64(0))
 	m.put64(recvU-0x30, tag(ctx0, 1, 7)) // a copy of the tag, its mask no receive's
 	m.put64(recvU-0x28, 0x00ff00ff00ff00ff)
+	// Below the back pointer, the receive before in UCX's pool: another
+	// tag and mask, on WORLD too.
+	m.put64(recvU-0x190, tag(ctx0, 1, 14))
+	m.put64(recvU-0x188, 0xffffffff9fffffff)
 	request(send0, send0U, 1)
 	m.put64(send0U, send0)
 	m.put64(send0U-0x60, tag(ctx0, 0, 9))
@@ -53,7 +57,20 @@ func TestUCPLearnt(t *testing.T) {
 	learnt := &ucpLearnt{}
 	r := p2pReader{kind: probes.LayoutMPICH, mem: m.read, comms: c, req: probes.MPICHReqHeader(), ok: true, ucpLearn: learnt}
 
+	// A barrier's receive first: its tag's context id (3) is no
+	// communicator's here, and the neighbour below teaches nothing.
+	const coll, collU = 0x6003000, 0x7003400
+	request(coll, collU, 2)
+	m.put64(collU-0x100, coll)
+	m.put64(collU-0x50, tag(3, 1, 1))
+	m.put64(collU-0x48, 0xffffffff9fffffff)
+	m.put64(collU-0x190, tag(ctx0, 1, 14))
+	m.put64(collU-0x188, 0xffffffff9fffffff)
+
 	setRank(0)
+	if w, ok := r.mpichRequest(coll, 0); ok || learnt.recv {
+		t.Errorf("a receive on a context no communicator here has: %+v (read %v), learnt %+v", w, ok, learnt.l)
+	}
 	if w, ok := r.mpichRequest(send0, 0); !ok || w.Tag != hang.TagUnknown || w.Peer != 1 || w.Known {
 		t.Errorf("rank 0's send on WORLD before anything is learnt: %+v (read %v), want to rank 1, inferred, tag unknown", w, ok)
 	}
