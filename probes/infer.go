@@ -16,8 +16,8 @@ import (
 )
 
 // NoVerifiedLayoutsEnv names the environment variable that, set to 1,
-// turns the tables of verified builds off (communicator, free-list and
-// ob1 request layouts): layouts then come from debug info or are inferred, as for a
+// turns the tables of verified builds off (communicator, free-list, ob1
+// and MPICH request, UCX request layouts and MPICH frame slots): layouts then come from debug info or are inferred, as for a
 // build nobody checked. It exists for tests, which run the same checks
 // with and without the tables.
 const NoVerifiedLayoutsEnv = "MPIPROBE_NO_VERIFIED_LAYOUTS"

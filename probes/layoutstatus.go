@@ -74,3 +74,68 @@ func FreeListLayoutStatus(f *elf.File, t Target, debugDirs []string) LayoutStatu
 	}
 	return st
 }
+
+// The request layouts of MPICH in a LayoutStatus.
+const (
+	MPICHRequestStruct = "MPIR_Request"
+	UCPRequestStruct   = "ucp request"
+)
+
+// MPICHSources is how MPIR_Request's header is known for an MPICH build
+// the table does not hold: as the sources of every MPICH 4.0 to 4.2
+// declare it (probes.MPICHReqHeader), an assumption rather than an
+// inference.
+const MPICHSources layout.How = "assumed: MPICH 4.x sources"
+
+// MPICHRequestLayoutStatus lists where an MPICH build (libmpich, its file
+// f, shown as display) keeps a request's kind and completion, for
+// `mpiprobe probes`, with the source of each field.
+func MPICHRequestLayoutStatus(f *elf.File, display string) LayoutStatus {
+	st := LayoutStatus{File: display, Struct: MPICHRequestStruct}
+	st.BuildID, _ = elfx.BuildID(f)
+	l, known := MPICHReqLayoutOf(st.BuildID)
+	how := layout.Verified
+	if !known {
+		l, how = MPICHReqHeader(), MPICHSources
+	}
+	for _, fld := range []namedValue{
+		{"handle kind", uint64(l.HandleKind)}, {"kind", uint64(l.KindOff)}, {"kind send", uint64(l.KindSend)},
+		{"kind receive", uint64(l.KindRecv)}, {"completion counter pointer", uint64(l.CCPtrOff)},
+	} {
+		st.Fields = append(st.Fields, LayoutField{Name: fld.name, Value: fld.v, How: how})
+	}
+	if dev, _ := MPICHDevice(f); strings.HasPrefix(dev, "ch3:") {
+		st.Fields = append(st.Fields, LayoutField{Name: "match (ch3)", How: layout.Unknown,
+			Note: "learnt by status from the first posted receive it reads"})
+	} else if known && l.UCPReqOff != 0 {
+		st.Fields = append(st.Fields, LayoutField{Name: "UCX request", Value: uint64(l.UCPReqOff), How: layout.Verified})
+	} else {
+		st.Fields = append(st.Fields, LayoutField{Name: "UCX request", How: layout.Unknown,
+			Note: "found by status in each request: the pointer whose UCX request points back"})
+	}
+	return st
+}
+
+// UCPRequestLayoutStatus lists where a libucp build (its file f, shown as
+// display) keeps a tag request's fields, for `mpiprobe probes`.
+func UCPRequestLayoutStatus(f *elf.File, display string) LayoutStatus {
+	st := LayoutStatus{File: display, Struct: UCPRequestStruct}
+	st.BuildID, _ = elfx.BuildID(f)
+	l, known := UCPReqLayoutOf(st.BuildID)
+	for _, fld := range []struct {
+		name string
+		off  int32
+	}{
+		{"receive tag", l.RecvTagOff}, {"receive tag mask", l.RecvMaskOff}, {"receive user data", l.RecvUserOff},
+		{"send tag", l.SendTagOff}, {"send user data", l.SendUserOff},
+	} {
+		lf := LayoutField{Name: fld.name, Value: uint64(int64(fld.off)), How: layout.Verified,
+			Note: fmt.Sprintf("%#x from the pointer UCX hands MPICH", fld.off)}
+		if !known {
+			lf = LayoutField{Name: fld.name, How: layout.Unknown,
+				Note: "learnt by status from the first requests it reads (a receive's tag and mask, a send's tag)"}
+		}
+		st.Fields = append(st.Fields, lf)
+	}
+	return st
+}

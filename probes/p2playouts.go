@@ -115,6 +115,9 @@ func MPICHReqHeader() MPICHReqLayout {
 
 // MPICHReqLayoutOf returns the request layout of a libmpich build.
 func MPICHReqLayoutOf(buildID string) (MPICHReqLayout, bool) {
+	if !verifiedLayoutsOn() {
+		return MPICHReqLayout{}, false
+	}
 	l, ok := mpichReqLayouts[buildID]
 	return l, ok
 }
@@ -145,6 +148,9 @@ var ucpReqLayouts = map[string]UCPReqLayout{
 
 // UCPReqLayoutOf returns the request layout of a libucp build.
 func UCPReqLayoutOf(buildID string) (UCPReqLayout, bool) {
+	if !verifiedLayoutsOn() {
+		return UCPReqLayout{}, false
+	}
 	l, ok := ucpReqLayouts[buildID]
 	return l, ok
 }
@@ -218,6 +224,9 @@ var mpichFrameArgs = map[string]map[string]MPICHFrameArgs{
 // MPICHFrameArgsOf returns where a libmpich build's call keeps its
 // arguments while it waits.
 func MPICHFrameArgsOf(buildID, call string) (MPICHFrameArgs, bool) {
+	if !verifiedLayoutsOn() {
+		return MPICHFrameArgs{}, false
+	}
 	a, ok := mpichFrameArgs[buildID][call]
 	return a, ok
 }

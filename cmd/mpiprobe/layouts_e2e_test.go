@@ -15,18 +15,34 @@ import (
 // TestProbesListsLayoutSources runs `mpiprobe probes --json -p PID` on a
 // rank of Open MPI and of MPICH, with the tables of verified builds and
 // with them off: the struct layouts that status and the collectives read
-// (Open MPI's communicator and ob1 request, MPICH's communicator) list
-// every field with its source, "verified table" first, then, with the
-// tables off, an inferred source (Debian's libraries have no DWARF) and
-// the same values.
+// (Open MPI's communicator and ob1 request, MPICH's communicator, request
+// and UCX request) list every field with its source, "verified table"
+// first, then, with the tables off, another source (Debian's libraries
+// have no DWARF) and, where found, the same values.
 func TestProbesListsLayoutSources(t *testing.T) {
+	// The source of each struct's fields without the tables: inferred,
+	// MPIR_Request's header taken from MPICH's sources, and UCX's request
+	// learnt by status from the requests it reads (unknown here).
+	offSource := map[string]string{
+		probes.CommLayoutStruct: "inferred: ", probes.OB1LayoutStruct: "inferred: ",
+		probes.MPICHRequestStruct: string(probes.MPICHSources), probes.UCPRequestStruct: "unknown",
+		// Where an MPIR_Request keeps its UCX request: status finds it in
+		// each request.
+		probes.MPICHRequestStruct + "/UCX request": "unknown",
+	}
+	sourceOf := func(name, field string) string {
+		if s, ok := offSource[name+"/"+field]; ok {
+			return s
+		}
+		return offSource[name]
+	}
 	bin := mpitest.BuildMpiprobe(t)
 	for _, tc := range []struct {
 		impl    mpitest.Impl
 		structs []string
 	}{
 		{mpitest.OpenMPI(), []string{probes.CommLayoutStruct, probes.OB1LayoutStruct}},
-		{mpitest.MPICH(), []string{probes.CommLayoutStruct}},
+		{mpitest.MPICH(), []string{probes.CommLayoutStruct, probes.MPICHRequestStruct, probes.UCPRequestStruct}},
 	} {
 		t.Run(tc.impl.Name, func(t *testing.T) {
 			mpitest.RequireE2E(t, tc.impl)
@@ -45,9 +61,9 @@ func TestProbesListsLayoutSources(t *testing.T) {
 						t.Errorf("%s %s: source %q with the tables", name, w.Name, w.How)
 					case i < 0:
 						t.Errorf("%s %s: not listed without the tables", name, w.Name)
-					case !strings.HasPrefix(string(got[i].How), "inferred: "):
-						t.Errorf("%s %s: source %q without the tables, want an inferred one (%s)", name, w.Name, got[i].How, got[i].Note)
-					case got[i].Value != w.Value:
+					case !strings.HasPrefix(string(got[i].How), sourceOf(name, w.Name)):
+						t.Errorf("%s %s: source %q without the tables, want %q... (%s)", name, w.Name, got[i].How, sourceOf(name, w.Name), got[i].Note)
+					case got[i].Found() && got[i].Value != w.Value:
 						t.Errorf("%s %s: inferred %#x, the table has %#x", name, w.Name, got[i].Value, w.Value)
 					}
 				}

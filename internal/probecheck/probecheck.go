@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/mpiprobe/mpiprobe/internal/discover"
 	"github.com/mpiprobe/mpiprobe/internal/elfx"
@@ -92,8 +93,14 @@ func Layouts(pfs procfs.FS, pid int, debugDirs []string) ([]probes.LayoutStatus,
 		}
 		st, comm := probes.CommLayoutStatus(f, t, p)
 		out = append(out, st)
-		if t.Library == probes.OMPILibMPI {
+		switch t.Library {
+		case probes.OMPILibMPI:
 			out = append(out, ob1Status(pfs, pid, maps, f, p, comm))
+		case probes.MPICHLib:
+			out = append(out, probes.MPICHRequestLayoutStatus(f, t.Display))
+			if st, ok := ucpStatus(pfs, pid, maps); ok {
+				out = append(out, st)
+			}
 		}
 		_ = f.Close()
 	}
@@ -130,4 +137,21 @@ func ob1Status(pfs procfs.FS, pid int, maps []procfs.Mapping, lib *elf.File, p p
 		return st
 	}
 	return probes.OB1LayoutStatus(lib, ob1, display, p, comm)
+}
+
+// ucpStatus lists the request layout of the libucp a process maps, if it
+// maps one (MPICH with ch4:ucx).
+func ucpStatus(pfs procfs.FS, pid int, maps []procfs.Mapping) (probes.LayoutStatus, bool) {
+	for _, m := range maps {
+		if m.Inode == 0 || !strings.HasPrefix(filepath.Base(m.Path), "libucp.so") {
+			continue
+		}
+		f, err := elf.Open(fmt.Sprintf("%s/%d/map_files/%x-%x", discover.ProcRoot(pfs), pid, m.Start, m.End))
+		if err != nil {
+			return probes.LayoutStatus{File: m.Path, Struct: probes.UCPRequestStruct, Reason: err.Error()}, true
+		}
+		defer f.Close()
+		return probes.UCPRequestLayoutStatus(f, m.Path), true
+	}
+	return probes.LayoutStatus{}, false
 }
