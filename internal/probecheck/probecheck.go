@@ -11,6 +11,7 @@ import (
 	"github.com/mpiprobe/mpiprobe/internal/elfx"
 	"github.com/mpiprobe/mpiprobe/internal/kernel"
 	"github.com/mpiprobe/mpiprobe/internal/procfs"
+	"github.com/mpiprobe/mpiprobe/internal/symbolize"
 	"github.com/mpiprobe/mpiprobe/probes"
 )
 
@@ -113,18 +114,14 @@ func Layouts(pfs procfs.FS, pid int, debugDirs []string) ([]probes.LayoutStatus,
 func ob1Status(pfs procfs.FS, pid int, maps []procfs.Mapping, lib *elf.File, p probes.LiveProcess, comm probes.CommLayout) probes.LayoutStatus {
 	st := probes.LayoutStatus{Struct: probes.OB1LayoutStruct}
 	ob1, display := lib, "libmpi.so (ob1 built in)"
-	for _, m := range maps {
-		if m.Inode == 0 || filepath.Base(m.Path) != "mca_pml_ob1.so" {
-			continue
-		}
-		f, err := elf.Open(fmt.Sprintf("%s/%d/map_files/%x-%x", discover.ProcRoot(pfs), pid, m.Start, m.End))
-		if err != nil {
-			st.File, st.Reason = m.Path, err.Error()
-			return st
-		}
-		defer f.Close()
+	f, m, done, err := openMapped(pfs, pid, maps, func(base string) bool { return base == "mca_pml_ob1.so" })
+	if err != nil {
+		st.File, st.Reason = m.Path, err.Error()
+		return st
+	}
+	if f != nil {
+		defer done()
 		ob1, display = f, m.Path
-		break
 	}
 	if ob1 == lib {
 		if syms, err := elfx.Defined(lib); err != nil || syms["mca_pml_ob1_recv_request_t_class"].Value == 0 {
@@ -142,16 +139,36 @@ func ob1Status(pfs procfs.FS, pid int, maps []procfs.Mapping, lib *elf.File, p p
 // ucpStatus lists the request layout of the libucp a process maps, if it
 // maps one (MPICH with ch4:ucx).
 func ucpStatus(pfs procfs.FS, pid int, maps []procfs.Mapping) (probes.LayoutStatus, bool) {
+	f, m, done, err := openMapped(pfs, pid, maps, func(base string) bool { return strings.HasPrefix(base, "libucp.so") })
+	switch {
+	case err != nil:
+		return probes.LayoutStatus{File: m.Path, Struct: probes.UCPRequestStruct, Reason: err.Error()}, true
+	case f == nil:
+		return probes.LayoutStatus{}, false
+	}
+	defer done()
+	return probes.UCPRequestLayoutStatus(f, m.Path), true
+}
+
+// openMapped opens the first file pid maps whose base name match accepts,
+// as symbolize.ProcOpener does (map_files, else the path under the
+// process's root), with the function that closes it; no file and no error
+// when pid maps none.
+func openMapped(pfs procfs.FS, pid int, maps []procfs.Mapping, match func(base string) bool) (*elf.File, procfs.Mapping, func(), error) {
 	for _, m := range maps {
-		if m.Inode == 0 || !strings.HasPrefix(filepath.Base(m.Path), "libucp.so") {
+		if m.Inode == 0 || !match(filepath.Base(m.Path)) {
 			continue
 		}
-		f, err := elf.Open(fmt.Sprintf("%s/%d/map_files/%x-%x", discover.ProcRoot(pfs), pid, m.Start, m.End))
+		osf, err := symbolize.ProcOpener(pfs, pid)(m)
 		if err != nil {
-			return probes.LayoutStatus{File: m.Path, Struct: probes.UCPRequestStruct, Reason: err.Error()}, true
+			return nil, m, nil, err
 		}
-		defer f.Close()
-		return probes.UCPRequestLayoutStatus(f, m.Path), true
+		f, err := elf.NewFile(osf)
+		if err != nil {
+			_ = osf.Close()
+			return nil, m, nil, fmt.Errorf("%s: %w", m.Path, err)
+		}
+		return f, m, func() { _ = osf.Close() }, nil
 	}
-	return probes.LayoutStatus{}, false
+	return nil, procfs.Mapping{}, nil, nil
 }
