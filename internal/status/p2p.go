@@ -387,14 +387,16 @@ func (r p2pReader) mpichRequest(addr, comm uint64) (hang.Wait, bool) {
 		return r.ch3Request(addr, send, r.stackAndWorld(comm))
 	}
 	if lr := r.ucpLearn; lr != nil {
-		var cs []ucpComm
-		for _, cm := range r.stackAndWorld(comm) { // the stack's and WORLD
-			cid, ok := r.u32(cm + uint64(r.comms.layout.CIDOff))
-			if _, me, ok2 := r.comms.comm(cm); cm != 0 && ok && ok2 {
-				cs = append(cs, ucpComm{uint16(cid & r.comms.layout.CIDMask), me})
+		if send && !lr.send || !send && !lr.recv {
+			var cs []ucpComm
+			for _, cm := range r.stackAndWorld(comm) {
+				cid, ok := r.u32(cm + uint64(r.comms.layout.CIDOff))
+				if _, me, ok2 := r.comms.comm(cm); cm != 0 && ok && ok2 {
+					cs = append(cs, ucpComm{uint16(cid & r.comms.layout.CIDMask), me})
+				}
 			}
+			r.learnUCP(addr, send, cs)
 		}
-		r.learnUCP(addr, send, cs)
 		switch {
 		case send && !lr.send:
 			return r.otherOfTwo(r.stackAndWorld(comm))

@@ -76,8 +76,9 @@ type ucpComm struct {
 	me  int
 }
 
-// learnUCP learns where a libucp build keeps a tag request's fields from
-// the MPICH request at addr, on one of the communicators comms: the user
+// learnUCP learns where a libucp build keeps a tag request's fields (the
+// caller has not learnt them yet for this direction) from the MPICH
+// request at addr, on one of the communicators comms: the user
 // data pointer is the place in a UCX request that points back to addr; a
 // receive's tag and mask are two words in a row, the mask one MPICH gives
 // (ucpMask) and the tag inside it with a communicator's context id, after
@@ -87,7 +88,7 @@ type ucpComm struct {
 // part is taken.
 func (r p2pReader) learnUCP(addr uint64, send bool, comms []ucpComm) {
 	lr := r.ucpLearn
-	if lr == nil || (send && lr.send) || (!send && lr.recv) || len(comms) == 0 {
+	if len(comms) == 0 {
 		return
 	}
 	on := func(t uint64, sender bool) bool {
