@@ -151,22 +151,23 @@ func (r *recorder) run() {
 	r.done <- err
 }
 
-// decodeTraceEvent reads a struct trace_event of bpf/mpiprobe.bpf.c: the
-// process, the return address, and the call with its rank and site left
-// to fill in.
-func decodeTraceEvent(b []byte) (tgid uint32, addr uint64, e tracefile.Event) {
+// decodeTraceEvent reads a struct trace_event of bpf/mpiprobe.bpf.c into
+// e, whose rank and site are left to fill in, and returns its process and
+// return address. It writes in place: the recorder decodes every call the
+// ranks make, on CPU taken from them.
+func decodeTraceEvent(b []byte, e *tracefile.Event) (tgid uint32, addr uint64) {
 	ne := binary.NativeEndian
-	return ne.Uint32(b[0:]), ne.Uint64(b[8:]), tracefile.Event{
-		TID:      int32(ne.Uint32(b[4:])),
-		Enter:    int64(ne.Uint64(b[16:])),
-		Exit:     int64(ne.Uint64(b[24:])),
-		Count:    int64(ne.Uint64(b[32:])),
-		Peer:     int32(ne.Uint32(b[40:])),
-		Root:     int32(ne.Uint32(b[44:])),
-		ElemSize: int32(ne.Uint32(b[48:])),
-		Ret:      int32(ne.Uint32(b[52:])),
-		Call:     int(ne.Uint16(b[56:])),
-	}
+	_ = b[traceEventSize-1]
+	e.TID = int32(ne.Uint32(b[4:]))
+	e.Enter = int64(ne.Uint64(b[16:]))
+	e.Exit = int64(ne.Uint64(b[24:]))
+	e.Count = int64(ne.Uint64(b[32:]))
+	e.Peer = int32(ne.Uint32(b[40:]))
+	e.Root = int32(ne.Uint32(b[44:]))
+	e.ElemSize = int32(ne.Uint32(b[48:]))
+	e.Ret = int32(ne.Uint32(b[52:]))
+	e.Call = int(ne.Uint16(b[56:]))
+	return ne.Uint32(b[0:]), ne.Uint64(b[8:])
 }
 
 // addRecord adds the calls of a ring buffer record: one struct
@@ -182,16 +183,25 @@ func (r *recorder) addRecord(b []byte) error {
 }
 
 func (r *recorder) add(b []byte) error {
-	tgid, addr, e := decodeTraceEvent(b)
+	// Every field is written below: the slot is not zeroed first.
+	n := len(r.batch)
+	if n == cap(r.batch) {
+		r.batch = slices.Grow(r.batch, 1)
+	}
+	r.batch = r.batch[:n+1]
+	e := &r.batch[n]
+	tgid, addr := decodeTraceEvent(b, e)
 	e.Enter -= int64(r.monoZero)
 	e.Exit -= int64(r.monoZero)
 	if e.Call >= len(r.calls) {
+		r.batch = r.batch[:len(r.batch)-1]
 		return nil
 	}
 	l := &r.last[tgid%uint32(len(r.last))]
 	if !l.valid || l.tgid != tgid {
 		rank, err := r.rank(tgid)
 		if err != nil {
+			r.batch = r.batch[:len(r.batch)-1]
 			return err
 		}
 		*l = lastSite{tgid: tgid, rank: rank, site: -1}
@@ -200,12 +210,12 @@ func (r *recorder) add(b []byte) error {
 	if l.site < 0 || l.addr != addr {
 		site, err := r.site(tgid, addr)
 		if err != nil {
+			r.batch = r.batch[:len(r.batch)-1]
 			return err
 		}
 		l.valid, l.site, l.addr = true, site, addr
 	}
 	e.Site = l.site
-	r.batch = append(r.batch, e)
 	r.stats.Events++
 	if len(r.batch) >= 4096 {
 		return r.flush()

@@ -3,6 +3,7 @@ package session
 import (
 	"bytes"
 	"encoding/binary"
+	"io"
 	"log/slog"
 	"testing"
 
@@ -25,7 +26,8 @@ func TestDecodeTraceEvent(t *testing.T) {
 	if buf.Len() != traceEventSize {
 		t.Fatalf("struct trace_event is %d bytes, the recorder reads %d", buf.Len(), traceEventSize)
 	}
-	tgid, addr, e := decodeTraceEvent(buf.Bytes())
+	var e tracefile.Event
+	tgid, addr := decodeTraceEvent(buf.Bytes(), &e)
 	want := tracefile.Event{TID: 4243, Call: 513, Enter: 1_000_000_123, Exit: 1_000_900_456,
 		Peer: 3, Root: tracefile.NoValue, Count: tracefile.NoValue, ElemSize: 8, Ret: -2}
 	if tgid != 4242 || addr != 0x55aa00112233 || e != want {
@@ -94,4 +96,37 @@ func TestRecorderRecords(t *testing.T) {
 			t.Errorf("call %d: %s, want call %d", i, tr.Calls[e.Call], w.call)
 		}
 	}
+}
+
+// BenchmarkRecorderCalls measures the recorder's CPU per call: records of
+// 8 calls, as the BPF side stages them, from two processes taking turns
+// with one call site each, like the 2-rank allreduce loop of
+// internal/bench, decoded and written to a trace file. That CPU is taken
+// from the ranks when they keep every core busy.
+func BenchmarkRecorderCalls(b *testing.B) {
+	r, err := newRecorder(nil, io.Discard, tracefile.Header{Host: "h"}, []string{"Allreduce"}, 1000,
+		procfs.FS{Root: b.TempDir()}, slog.New(slog.DiscardHandler))
+	if err != nil {
+		b.Fatal(err)
+	}
+	const perRecord = 8
+	var records [2][]byte
+	now := uint64(5000)
+	for p := range records {
+		for range perRecord {
+			ev := bpf.MpiprobeTraceEvent{Tgid: uint32(100 + p), Tid: uint32(100 + p), Site: 0x401234, EnterNs: now, ExitNs: now + 900,
+				Count: 1, Peer: -2147483648, Root: -2147483648, ElemSize: 8, Call: 0}
+			now += 1100
+			if records[p], err = binary.Append(records[p], binary.NativeEndian, ev); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	b.ResetTimer()
+	for i := 0; b.Loop(); i++ {
+		if err := r.addRecord(records[i%2]); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*perRecord), "ns/call")
 }

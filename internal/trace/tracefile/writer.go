@@ -33,7 +33,6 @@ type Writer struct {
 	streams map[streamKey]int
 	states  []Event // last event of each stream
 	cur     int     // stream of the previous event, -1 before the first
-	last    Event   // previous event of the chunk
 
 	chunk []byte // scratch for framing a chunk
 }
@@ -124,15 +123,16 @@ func (w *Writer) WriteEvents(ev []Event) error {
 		}
 	}
 	for i := range ev {
-		e := ev[i]
-		if e.Call = w.callFile[e.Call]; e.Call < 0 {
-			c, err := w.define(chunkCall, appendString(nil, w.calls[ev[i].Call]), "call name", &w.ncalls)
+		e := &ev[i]
+		call := w.callFile[e.Call]
+		if call < 0 {
+			c, err := w.define(chunkCall, appendString(nil, w.calls[e.Call]), "call name", &w.ncalls)
 			if err != nil {
 				return err
 			}
-			w.callFile[ev[i].Call], e.Call = c, c
+			w.callFile[e.Call], call = c, c
 		}
-		w.encode(&e)
+		w.encode(e, call)
 		if w.evn == eventsPerChunk || len(w.ev) >= min(chunkBytes, max(minChunkBytes, w.evBytes/8)) {
 			if err := w.flushEvents(); err != nil {
 				return err
@@ -209,18 +209,35 @@ func (w *Writer) check(e *Event) error {
 	return nil
 }
 
-// encode appends e to the events chunk being built.
-func (w *Writer) encode(e *Event) {
+// scanStreams is how many streams a chunk may hold before encode looks
+// them up in the map instead of comparing them all: a chunk of a job's
+// node mostly holds a few, and a scan of those is cheaper than a map
+// lookup at every switch between ranks.
+const scanStreams = 16
+
+// encode appends e, its call numbered call in the file, to the events
+// chunk being built.
+func (w *Writer) encode(e *Event, call int) {
 	k := streamKey{e.Rank, e.TID}
 	sid, newStream := w.cur, false
 	if sid < 0 || w.states[sid].Rank != e.Rank || w.states[sid].TID != e.TID {
-		var ok bool
-		if sid, ok = w.streams[k]; !ok {
+		ok := false
+		if len(w.states) <= scanStreams {
+			for i := range w.states {
+				if w.states[i].Rank == e.Rank && w.states[i].TID == e.TID {
+					sid, ok = i, true
+					break
+				}
+			}
+		} else {
+			sid, ok = w.streams[k]
+		}
+		if !ok {
 			sid, newStream = len(w.states), true
 			w.streams[k] = sid
-			st := w.last
-			if w.evn == 0 {
-				st = initialState()
+			st := initialState()
+			if w.cur >= 0 {
+				st = w.states[w.cur] // the chunk's previous event
 			}
 			st.Rank, st.TID = e.Rank, e.TID
 			w.states = append(w.states, st)
@@ -232,7 +249,7 @@ func (w *Writer) encode(e *Event) {
 	if sid != w.cur {
 		flags |= flagStream
 	}
-	if e.Call != prev.Call {
+	if call != prev.Call {
 		flags |= flagCall
 	}
 	if e.Site != prev.Site {
@@ -263,7 +280,7 @@ func (w *Writer) encode(e *Event) {
 		}
 	}
 	if flags&flagCall != 0 {
-		b = binary.AppendUvarint(b, uint64(e.Call))
+		b = binary.AppendUvarint(b, uint64(call))
 	}
 	if flags&flagSite != 0 {
 		b = binary.AppendUvarint(b, uint64(e.Site))
@@ -288,7 +305,7 @@ func (w *Writer) encode(e *Event) {
 	w.ev = b
 
 	*prev = *e
-	w.last = *e
+	prev.Call = call
 	w.cur = sid
 	w.evn++
 }
