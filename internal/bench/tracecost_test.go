@@ -183,7 +183,7 @@ func BenchmarkLocalCalls(b *testing.B) {
 
 // spreadColumn is each variant's interquartile range of µs per call.
 func spreadColumn(p perCall) column {
-	return column{"25%-75% spread µs", "%.3f", func(v int) float64 {
+	return column{header: "25%-75% spread µs", format: "%.3f", value: func(v int) float64 {
 		return (quantile(p.times[v], 0.75) - quantile(p.times[v], 0.25)) / float64(p.iters) * 1e6
 	}}
 }
