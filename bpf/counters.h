@@ -218,13 +218,13 @@ int count_event(struct pt_regs *ctx)
 	return 0;
 }
 
-// empty does nothing: the benchmark attaches it where count_event would go,
-// to measure the uprobe mechanism's own cost on the same symbol.
-SEC("uprobe")
-int empty(struct pt_regs *ctx)
-{
-	return 0;
-}
+static __always_inline int do_empty(struct pt_regs *ctx) { return 0; }
+
+// empty (and empty_multi) does nothing: the benchmarks attach it where
+// count_event would go, or at an entry and a return as trace mode attaches
+// its programs (a uprobe_multi link each), to measure the uprobe
+// mechanism's own cost on the same symbol.
+UPROBE_TWINS(empty, empty_multi, do_empty)
 
 // ---- Events that name their instance, or need their entry's arguments at return ----
 //

@@ -421,6 +421,7 @@ type MpiprobeProgramSpecs struct {
 	CountEvent             *ebpf.ProgramSpec `ebpf:"count_event"`
 	DumpRegs               *ebpf.ProgramSpec `ebpf:"dump_regs"`
 	Empty                  *ebpf.ProgramSpec `ebpf:"empty"`
+	EmptyMulti             *ebpf.ProgramSpec `ebpf:"empty_multi"`
 	FreeListAtMax          *ebpf.ProgramSpec `ebpf:"free_list_at_max"`
 	FreeListGrow           *ebpf.ProgramSpec `ebpf:"free_list_grow"`
 	GateClose              *ebpf.ProgramSpec `ebpf:"gate_close"`
@@ -633,6 +634,7 @@ type MpiprobePrograms struct {
 	CountEvent             *ebpf.Program `ebpf:"count_event"`
 	DumpRegs               *ebpf.Program `ebpf:"dump_regs"`
 	Empty                  *ebpf.Program `ebpf:"empty"`
+	EmptyMulti             *ebpf.Program `ebpf:"empty_multi"`
 	FreeListAtMax          *ebpf.Program `ebpf:"free_list_at_max"`
 	FreeListGrow           *ebpf.Program `ebpf:"free_list_grow"`
 	GateClose              *ebpf.Program `ebpf:"gate_close"`
@@ -668,6 +670,7 @@ func (p *MpiprobePrograms) Close() error {
 		p.CountEvent,
 		p.DumpRegs,
 		p.Empty,
+		p.EmptyMulti,
 		p.FreeListAtMax,
 		p.FreeListGrow,
 		p.GateClose,

@@ -21,11 +21,11 @@ var worldAllreduce = regexp.MustCompile(`(?m)^  WORLD \(size 2\).*\n(?:    .*\n)
 // call (b) and (c) add and their ratio (target: 1.15 x the floor), and
 // checks that every call was counted.
 func BenchmarkCollectives(b *testing.B) {
-	bin, argv, attachFloor := allreduceSetup(b, collIters)
+	bin, argv, floors := allreduceSetup(b, collIters)
 	run := func(variant int) float64 {
 		switch variant {
 		case 1:
-			defer attachFloor()()
+			defer floors.single()()
 		case 2:
 			var out bytes.Buffer
 			cmd := exec.Command(bin, append([]string{"--collectives", "--"}, argv...)...)
