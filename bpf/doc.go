@@ -18,7 +18,7 @@
 //     startup_mark with the startups map.
 //   - trace.h: trace mode. trace_enter and trace_exit record every MPI call
 //     (thread state in task-local storage), staged per CPU in
-//     trace_stages and moved 8 at a time into the trace_events ring
+//     trace_stages and moved 32 at a time into the trace_events ring
 //     buffer, counting per process what did not fit in trace_lost;
 //     trace_fortran_enter makes the next C call of a Fortran binding take
 //     the binding's call site.

@@ -292,7 +292,7 @@ type MpiprobeTaskRegs struct {
 type MpiprobeTraceBatch uint32
 
 const (
-	MpiprobeTraceBatchTRACE_BATCH MpiprobeTraceBatch = 8
+	MpiprobeTraceBatchTRACE_BATCH MpiprobeTraceBatch = 32
 )
 
 type MpiprobeTraceCookie uint32
@@ -335,7 +335,7 @@ type MpiprobeTraceStage struct {
 	N    uint32
 	Pad  uint32
 	Busy uint64
-	Ev   [8]MpiprobeTraceEvent
+	Ev   [32]MpiprobeTraceEvent
 }
 
 type MpiprobeTraceThread struct {

@@ -104,7 +104,7 @@ _Static_assert(DT_MPICH < 1 << TRACE_KIND_BITS, "a datatype kind does not fit it
 // pays per record too. A ring record is thus a multiple of struct
 // trace_event: TRACE_BATCH of them, or one when the stage was busy.
 enum trace_batch {
-	TRACE_BATCH = 8, // a power of two
+	TRACE_BATCH = 32, // a power of two
 };
 
 _Static_assert((TRACE_BATCH & (TRACE_BATCH - 1)) == 0, "TRACE_BATCH is not a power of two");

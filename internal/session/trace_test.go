@@ -99,7 +99,7 @@ func TestRecorderRecords(t *testing.T) {
 }
 
 // BenchmarkRecorderCalls measures the recorder's CPU per call: records of
-// 8 calls, as the BPF side stages them, from two processes taking turns
+// bpf.MpiprobeTraceBatchTRACE_BATCH calls, as the BPF side stages them, from two processes taking turns
 // with one call site each, like the 2-rank allreduce loop of
 // internal/bench, decoded and written to a trace file. That CPU is taken
 // from the ranks when they keep every core busy.
@@ -109,7 +109,7 @@ func BenchmarkRecorderCalls(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	const perRecord = 8
+	const perRecord = int(bpf.MpiprobeTraceBatchTRACE_BATCH)
 	var records [2][]byte
 	now := uint64(5000)
 	for p := range records {
