@@ -14,7 +14,9 @@
 //   - BenchmarkTraceRecording: trace mode's cost per MPI_Allreduce call
 //     taken apart (floor, thread state and arguments, record and reader,
 //     every function and the real recorder) beside --collectives and,
-//     when MPIPROBE_MPIP names libmpiP.so, mpiP; see docs/trace-cost.md.
+//     when MPIPROBE_MPIP names libmpiP.so, mpiP, as ratios to the floor
+//     (on single and on uprobe_multi links) within each round; see
+//     docs/trace-cost.md.
 //   - BenchmarkLocalCalls: what trace mode costs MPI_Wtime and
 //     MPI_Comm_rank, against probes at their entry.
 //   - BenchmarkTraceFixedCost: the startup and shutdown `mpiprobe trace`
