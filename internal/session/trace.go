@@ -183,25 +183,23 @@ func (r *recorder) addRecord(b []byte) error {
 }
 
 func (r *recorder) add(b []byte) error {
-	// Every field is written below: the slot is not zeroed first.
-	n := len(r.batch)
-	if n == cap(r.batch) {
+	// The call is decoded in place into the slot past the batch's end
+	// (every field is written: the slot is not zeroed first), and the
+	// batch takes it in once it is complete.
+	if len(r.batch) == cap(r.batch) {
 		r.batch = slices.Grow(r.batch, 1)
 	}
-	r.batch = r.batch[:n+1]
-	e := &r.batch[n]
+	e := &r.batch[:len(r.batch)+1][len(r.batch)]
 	tgid, addr := decodeTraceEvent(b, e)
 	e.Enter -= int64(r.monoZero)
 	e.Exit -= int64(r.monoZero)
 	if e.Call >= len(r.calls) {
-		r.batch = r.batch[:len(r.batch)-1]
 		return nil
 	}
 	l := &r.last[tgid%uint32(len(r.last))]
 	if !l.valid || l.tgid != tgid {
 		rank, err := r.rank(tgid)
 		if err != nil {
-			r.batch = r.batch[:len(r.batch)-1]
 			return err
 		}
 		*l = lastSite{tgid: tgid, rank: rank, site: -1}
@@ -210,12 +208,12 @@ func (r *recorder) add(b []byte) error {
 	if l.site < 0 || l.addr != addr {
 		site, err := r.site(tgid, addr)
 		if err != nil {
-			r.batch = r.batch[:len(r.batch)-1]
 			return err
 		}
 		l.valid, l.site, l.addr = true, site, addr
 	}
 	e.Site = l.site
+	r.batch = r.batch[:len(r.batch)+1]
 	r.stats.Events++
 	if len(r.batch) >= 4096 {
 		return r.flush()

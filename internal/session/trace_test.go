@@ -99,10 +99,10 @@ func TestRecorderRecords(t *testing.T) {
 }
 
 // BenchmarkRecorderCalls measures the recorder's CPU per call: records of
-// bpf.MpiprobeTraceBatchTRACE_BATCH calls, as the BPF side stages them, from two processes taking turns
-// with one call site each, like the 2-rank allreduce loop of
-// internal/bench, decoded and written to a trace file. That CPU is taken
-// from the ranks when they keep every core busy.
+// bpf.MpiprobeTraceBatchTRACE_BATCH calls, as the BPF side stages them,
+// from two processes taking turns with one call site each, like the
+// 2-rank allreduce loop of internal/bench, decoded and written to a trace
+// file. That CPU is taken from the ranks when they keep every core busy.
 func BenchmarkRecorderCalls(b *testing.B) {
 	r, err := newRecorder(nil, io.Discard, tracefile.Header{Host: "h"}, []string{"Allreduce"}, 1000,
 		procfs.FS{Root: b.TempDir()}, slog.New(slog.DiscardHandler))
