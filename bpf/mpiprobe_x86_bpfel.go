@@ -331,6 +331,13 @@ type MpiprobeTraceEvent struct {
 	Pad      uint32
 }
 
+type MpiprobeTraceOwned struct {
+	_     structs.HostLayout
+	Owner uint64
+	Start uint64
+	Th    MpiprobeTraceThread
+}
+
 type MpiprobeTraceStage struct {
 	_    structs.HostLayout
 	N    uint32
@@ -440,6 +447,7 @@ type MpiprobeProgramSpecs struct {
 	TraceExitMulti         *ebpf.ProgramSpec `ebpf:"trace_exit_multi"`
 	TraceFortranEnter      *ebpf.ProgramSpec `ebpf:"trace_fortran_enter"`
 	TraceFortranEnterMulti *ebpf.ProgramSpec `ebpf:"trace_fortran_enter_multi"`
+	TraceThreadExit        *ebpf.ProgramSpec `ebpf:"trace_thread_exit"`
 }
 
 // MpiprobeMapSpecs contains maps before they are loaded into the kernel.
@@ -465,6 +473,7 @@ type MpiprobeMapSpecs struct {
 	TraceDtGen   *ebpf.MapSpec `ebpf:"trace_dt_gen"`
 	TraceEvents  *ebpf.MapSpec `ebpf:"trace_events"`
 	TraceLost    *ebpf.MapSpec `ebpf:"trace_lost"`
+	TraceOwned   *ebpf.MapSpec `ebpf:"trace_owned"`
 	TraceStages  *ebpf.MapSpec `ebpf:"trace_stages"`
 	TraceThreads *ebpf.MapSpec `ebpf:"trace_threads"`
 	Traced       *ebpf.MapSpec `ebpf:"traced"`
@@ -474,6 +483,7 @@ type MpiprobeMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type MpiprobeVariableSpecs struct {
+	TraceSlotMask        *ebpf.VariableSpec `ebpf:"trace_slot_mask"`
 	TraceWakeMark        *ebpf.VariableSpec `ebpf:"trace_wake_mark"`
 	UnusedArgLimit       *ebpf.VariableSpec `ebpf:"unused_arg_limit"`
 	UnusedCmpOp          *ebpf.VariableSpec `ebpf:"unused_cmp_op"`
@@ -547,6 +557,7 @@ type MpiprobeMaps struct {
 	TraceDtGen   *ebpf.Map `ebpf:"trace_dt_gen"`
 	TraceEvents  *ebpf.Map `ebpf:"trace_events"`
 	TraceLost    *ebpf.Map `ebpf:"trace_lost"`
+	TraceOwned   *ebpf.Map `ebpf:"trace_owned"`
 	TraceStages  *ebpf.Map `ebpf:"trace_stages"`
 	TraceThreads *ebpf.Map `ebpf:"trace_threads"`
 	Traced       *ebpf.Map `ebpf:"traced"`
@@ -573,6 +584,7 @@ func (m *MpiprobeMaps) Close() error {
 		m.TraceDtGen,
 		m.TraceEvents,
 		m.TraceLost,
+		m.TraceOwned,
 		m.TraceStages,
 		m.TraceThreads,
 		m.Traced,
@@ -583,6 +595,7 @@ func (m *MpiprobeMaps) Close() error {
 //
 // It can be passed to LoadMpiprobeObjects or ebpf.CollectionSpec.LoadAndAssign.
 type MpiprobeVariables struct {
+	TraceSlotMask        *ebpf.Variable `ebpf:"trace_slot_mask"`
 	TraceWakeMark        *ebpf.Variable `ebpf:"trace_wake_mark"`
 	UnusedArgLimit       *ebpf.Variable `ebpf:"unused_arg_limit"`
 	UnusedCmpOp          *ebpf.Variable `ebpf:"unused_cmp_op"`
@@ -653,6 +666,7 @@ type MpiprobePrograms struct {
 	TraceExitMulti         *ebpf.Program `ebpf:"trace_exit_multi"`
 	TraceFortranEnter      *ebpf.Program `ebpf:"trace_fortran_enter"`
 	TraceFortranEnterMulti *ebpf.Program `ebpf:"trace_fortran_enter_multi"`
+	TraceThreadExit        *ebpf.Program `ebpf:"trace_thread_exit"`
 }
 
 func (p *MpiprobePrograms) Close() error {
@@ -689,6 +703,7 @@ func (p *MpiprobePrograms) Close() error {
 		p.TraceExitMulti,
 		p.TraceFortranEnter,
 		p.TraceFortranEnterMulti,
+		p.TraceThreadExit,
 	)
 }
 

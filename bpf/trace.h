@@ -148,6 +148,40 @@ struct {
 	__type(value, struct trace_thread);
 } trace_threads SEC(".maps");
 
+// Thread states in slots of an array indexed by tid (tid &
+// trace_slot_mask): an array lookup is inlined by the verifier, and two of
+// them per call cost less than two task-storage lookups. owner says whose
+// state a slot holds; a thread whose slot another thread holds keeps its
+// state in trace_threads instead. The loader sizes the array from pid_max
+// (1 entry, mask 0, outside trace mode); a thread's exit frees its slot.
+struct trace_owned {
+	__u64 owner; // the owning task (its address), 0 none
+	__u64 start; // its start_time: a later task can reuse the address
+	struct trace_thread th;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct trace_owned);
+} trace_owned SEC(".maps");
+
+// trace_slot_mask is the array's size less one (a power of two less one).
+volatile const __u32 trace_slot_mask = 0;
+
+// trace_owned_state returns the slot of trace_owned a task maps to (NULL if
+// none), in *slot, and the task's state there if the task owns it.
+static __always_inline struct trace_thread *trace_owned_state(struct task_struct *task, struct trace_owned **slot)
+{
+	__u32 i = (__u32)task->pid & trace_slot_mask;
+	struct trace_owned *o = bpf_map_lookup_elem(&trace_owned, &i);
+	*slot = o;
+	if (o && o->owner == (__u64)task && o->start == task->start_time)
+		return &o->th;
+	return 0;
+}
+
 // trace_dt_gen[0] moves at every call that may free or make a datatype:
 // a thread reads a datatype's size again when it moved (or the datatype
 // differs), instead of at every call.
@@ -285,18 +319,19 @@ static __always_inline void trace_args(struct pt_regs *ctx, struct trace_thread 
 		th->root = (__s32)arg(ctx, a);
 }
 
-// do_trace_enter runs at the entry of an MPI C function (fortran 0) or a
-// Fortran binding (fortran 1).
-static __always_inline int do_trace_enter(struct pt_regs *ctx, int fortran)
+// trace_thread_slow finds or makes the state of a thread that does not
+// own its trace_owned slot (or exec'd since): its first MPI call in this
+// program (state is made only for traced processes: the traced lookup is
+// not made on every call), or a thread whose slot another owns. At no
+// call in flight, it takes the slot when free, or when it holds its own
+// address (whoever had it is gone).
+static __always_inline struct trace_thread *trace_thread_slow(struct task_struct *task, __u64 mm, struct trace_owned *slot)
 {
-	struct task_struct *task = bpf_get_current_task_btf();
-	__u64 mm = (__u64)task->mm;
 	struct trace_thread *th = bpf_task_storage_get(&trace_threads, task, 0, 0);
+	if (th && th->mm == mm && th->depth > 0)
+		return th; // a call in flight: its state stays where it is
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	if (!th || th->mm != mm) {
-		// The thread's first MPI call of this program (state is made
-		// only for traced processes, and an exec changes the mm): is
-		// the process traced? The lookup is not made on every call.
-		__u64 pid_tgid = bpf_get_current_pid_tgid();
 		__u32 tgid = pid_tgid >> 32;
 		__u32 *flags = bpf_map_lookup_elem(&traced, &tgid);
 		if (!flags)
@@ -309,14 +344,38 @@ static __always_inline int do_trace_enter(struct pt_regs *ctx, int fortran)
 			*flags |= TRACED_SEEN; // two threads may both notify: harmless
 			notify(PROC_MPI, tgid, 0, 0);
 		}
+	}
+	int fresh = 0;
+	if (slot && (slot->owner == (__u64)task ||
+		     (slot->owner == 0 && __sync_val_compare_and_swap(&slot->owner, 0, (__u64)task) == 0))) {
+		slot->start = task->start_time;
+		th = &slot->th;
+		fresh = 1;
+	} else if (!th) {
 		th = bpf_task_storage_get(&trace_threads, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
 		if (!th)
 			return 0;
-		if (th->mm != mm) {
-			__builtin_memset(th, 0, sizeof(*th));
-			th->mm = mm;
-			th->pid_tgid = pid_tgid;
-		}
+	}
+	if (fresh || th->mm != mm) {
+		__builtin_memset(th, 0, sizeof(*th));
+		th->mm = mm;
+		th->pid_tgid = pid_tgid;
+	}
+	return th;
+}
+
+// do_trace_enter runs at the entry of an MPI C function (fortran 0) or a
+// Fortran binding (fortran 1).
+static __always_inline int do_trace_enter(struct pt_regs *ctx, int fortran)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	__u64 mm = (__u64)task->mm;
+	struct trace_owned *slot;
+	struct trace_thread *th = trace_owned_state(task, &slot);
+	if (!th || th->mm != mm) {
+		th = trace_thread_slow(task, mm, slot);
+		if (!th)
+			return 0;
 	}
 	__u64 cookie = bpf_get_attach_cookie(ctx);
 	__u32 call = TRACE_CALL(cookie);
@@ -384,7 +443,11 @@ static __always_inline int do_trace_enter(struct pt_regs *ctx, int fortran)
 // that has an entry probe.
 static __always_inline int do_trace_exit(struct pt_regs *ctx)
 {
-	struct trace_thread *th = bpf_task_storage_get(&trace_threads, bpf_get_current_task_btf(), 0, 0);
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct trace_owned *slot;
+	struct trace_thread *th = trace_owned_state(task, &slot);
+	if (!th)
+		th = bpf_task_storage_get(&trace_threads, task, 0, 0);
 	if (!th || th->depth == 0)
 		return 0;
 	if (th->depth > 1) {
@@ -438,5 +501,17 @@ URETPROBE_TWINS(trace_exit, trace_exit_multi, do_trace_exit)
 // caller's site, with the arguments and result of the C function it
 // implements.
 UPROBE_TWINS(trace_fortran_enter, trace_fortran_enter_multi, do_trace_fortran)
+
+// trace_thread_exit frees the trace_owned slot of a thread that ends, for
+// a later thread of the same slot (trace mode attaches it).
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(trace_thread_exit, struct task_struct *p)
+{
+	__u32 i = (__u32)p->pid & trace_slot_mask;
+	struct trace_owned *o = bpf_map_lookup_elem(&trace_owned, &i);
+	if (o && o->owner == (__u64)p)
+		__sync_val_compare_and_swap(&o->owner, (__u64)p, 0);
+	return 0;
+}
 
 #endif // MPIPROBE_TRACE_H

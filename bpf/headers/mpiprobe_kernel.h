@@ -34,6 +34,7 @@ struct task_struct {
 	struct signal_struct *signal;
 	struct task_struct *real_parent;
 	struct uprobe_task *utask;
+	unsigned long long start_time; // ns since boot: tells apart tasks at one address
 } __attribute__((preserve_access_index));
 
 // The user registers a task entered the kernel with (bpf_task_pt_regs).

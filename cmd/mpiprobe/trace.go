@@ -28,6 +28,7 @@ type traceConfig struct {
 	output   string
 	duration time.Duration
 	ring     string
+	slots    uint32
 	verbose  bool
 }
 
@@ -67,6 +68,9 @@ func newTraceCmd() *cobra.Command {
 	fs.StringArrayVar(&f.libs, "lib", nil, "with -- COMMAND, also attach to MPI library `FILE` (repeatable)")
 	fs.StringVar(&f.cfg.ring, "ring", "64M", "`SIZE` of the ring buffer between the kernel and mpiprobe: a power of two from 4K to 1G")
 	fs.BoolVarP(&f.cfg.verbose, "verbose", "v", false, "log attach and symbolization details")
+	// Tests share slots between threads with it; the default fits the node.
+	fs.Uint32Var(&f.cfg.slots, "thread-slots", 0, "keep the state of `N` threads (a power of two) in the fast array; default from pid_max")
+	_ = fs.MarkHidden("thread-slots")
 	c.AddCommand(newTraceShowCmd(), newTraceExportCmd())
 	return c
 }
@@ -95,7 +99,10 @@ func (f *traceFlags) config(args []string, dash int) (traceConfig, error) {
 	if err != nil {
 		return cfg, usagef("--ring %s: %w", text.Quote(cfg.ring), err)
 	}
-	cfg.monitor.Trace = &session.TraceConfig{RingBytes: ring}
+	if cfg.slots&(cfg.slots-1) != 0 {
+		return cfg, usagef("--thread-slots %d: give a power of two", cfg.slots)
+	}
+	cfg.monitor.Trace = &session.TraceConfig{RingBytes: ring, ThreadSlots: cfg.slots}
 	return cfg, nil
 }
 

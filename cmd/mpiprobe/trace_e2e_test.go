@@ -416,34 +416,45 @@ func TestTraceLossIsCounted(t *testing.T) {
 
 // TestTraceThreads: with MPI_THREAD_MULTIPLE, two threads of each rank make
 // calls at the same time; each thread's stream is compressed on its own.
+// With one thread-state slot for the node, the first thread to call keeps
+// its state there and the others in task storage, the slot passing on when
+// its thread ends: the traces must not differ.
 func TestTraceThreads(t *testing.T) {
-	for _, impl := range []mpitest.Impl{mpitest.OpenMPI(), mpitest.MPICH()} {
-		t.Run(impl.Name, func(t *testing.T) {
-			mpitest.RequireE2E(t, impl)
-			bin := mpitest.BuildMpiprobe(t)
-			prog := mpitest.Build(t, impl, "threads")
-			const na, nb = 6, 4
-			s, _ := traceAndShow(t, bin, []string{"--per-rank"}, append([]string{"--"}, impl.Command(2, nil, prog, strconv.Itoa(na), strconv.Itoa(nb))...)...)
-			// Per rank: the main thread, then the threads in the order they first called.
-			threads := regexp.MustCompile(`(?m)^rank (\d+) .*\n  thread \d+:\n  (.*)\n  thread \d+:\n  (.*)\n  thread \d+:\n  (.*)$`).FindAllStringSubmatch(s.text, -1)
-			if len(threads) != 2 {
-				t.Fatalf("want 2 ranks of 3 threads each:\n%s", s.text)
-			}
-			for _, m := range threads {
-				if m[2] != "Init_thread0 Comm_dup1 Comm_dup2 Comm_free3 Comm_free4 Finalize5" {
-					t.Errorf("rank %s main thread: %q", m[1], m[2])
-				}
-				workers := []string{m[3], m[4]}
-				want := []string{fmt.Sprintf("(Allreduce6)[%d]", na), fmt.Sprintf("(Barrier7)[%d]", nb)}
-				if workers[0] != want[0] && workers[0] == want[1] { // the barrier thread called first
-					want = []string{fmt.Sprintf("(Allreduce7)[%d]", na), fmt.Sprintf("(Barrier6)[%d]", nb)}
-					want[0], want[1] = want[1], want[0]
-				}
-				if workers[0] != want[0] || workers[1] != want[1] {
-					t.Errorf("rank %s workers: %q, want %q", m[1], workers, want)
-				}
-			}
-		})
+	for _, slots := range []string{"", "1"} {
+		for _, impl := range []mpitest.Impl{mpitest.OpenMPI(), mpitest.MPICH()} {
+			t.Run(impl.Name+"/slots="+slots, func(t *testing.T) { traceThreads(t, impl, slots) })
+		}
+	}
+}
+
+func traceThreads(t *testing.T, impl mpitest.Impl, slots string) {
+	mpitest.RequireE2E(t, impl)
+	bin := mpitest.BuildMpiprobe(t)
+	prog := mpitest.Build(t, impl, "threads")
+	const na, nb = 6, 4
+	args := []string{"--"}
+	if slots != "" {
+		args = []string{"--thread-slots", slots, "--"}
+	}
+	s, _ := traceAndShow(t, bin, []string{"--per-rank"}, append(args, impl.Command(2, nil, prog, strconv.Itoa(na), strconv.Itoa(nb))...)...)
+	// Per rank: the main thread, then the threads in the order they first called.
+	threads := regexp.MustCompile(`(?m)^rank (\d+) .*\n  thread \d+:\n  (.*)\n  thread \d+:\n  (.*)\n  thread \d+:\n  (.*)$`).FindAllStringSubmatch(s.text, -1)
+	if len(threads) != 2 {
+		t.Fatalf("want 2 ranks of 3 threads each:\n%s", s.text)
+	}
+	for _, m := range threads {
+		if m[2] != "Init_thread0 Comm_dup1 Comm_dup2 Comm_free3 Comm_free4 Finalize5" {
+			t.Errorf("rank %s main thread: %q", m[1], m[2])
+		}
+		workers := []string{m[3], m[4]}
+		want := []string{fmt.Sprintf("(Allreduce6)[%d]", na), fmt.Sprintf("(Barrier7)[%d]", nb)}
+		if workers[0] != want[0] && workers[0] == want[1] { // the barrier thread called first
+			want = []string{fmt.Sprintf("(Allreduce7)[%d]", na), fmt.Sprintf("(Barrier6)[%d]", nb)}
+			want[0], want[1] = want[1], want[0]
+		}
+		if workers[0] != want[0] || workers[1] != want[1] {
+			t.Errorf("rank %s workers: %q, want %q", m[1], workers, want)
+		}
 	}
 }
 

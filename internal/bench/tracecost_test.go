@@ -13,6 +13,7 @@ import (
 	"github.com/mpiprobe/mpiprobe/bpf"
 	"github.com/mpiprobe/mpiprobe/internal/kernel"
 	"github.com/mpiprobe/mpiprobe/internal/mpitest"
+	"github.com/mpiprobe/mpiprobe/internal/procfs"
 	"github.com/mpiprobe/mpiprobe/internal/session"
 	"github.com/mpiprobe/mpiprobe/probes"
 )
@@ -35,9 +36,11 @@ type traceParts struct {
 func newTraceParts(b *testing.B) *traceParts {
 	b.Helper()
 	p := &traceParts{ex: openLibmpi(b)}
+	pidMax, _ := procfs.FS{}.PidMax()
+	slots := session.TraceThreadSlots(pidMax)
 	for _, size := range []uint32{64 << 20, 4096} {
 		objs := new(bpf.MpiprobeObjects)
-		if err := kernel.Load(objs, kernel.Options{MaxEntries: map[string]uint32{"trace_events": size}, Variables: session.TraceVariables(size)}); err != nil {
+		if err := kernel.Load(objs, session.TraceOptions(size, slots)); err != nil {
 			b.Fatal(err)
 		}
 		b.Cleanup(func() { objs.Close() })

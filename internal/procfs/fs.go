@@ -123,6 +123,20 @@ func (f FS) PIDs() ([]int, error) {
 	return pids, nil
 }
 
+// PidMax reads Root/sys/kernel/pid_max: process and thread ids stay below
+// it.
+func (f FS) PidMax() (int, error) {
+	data, err := os.ReadFile(filepath.Join(f.root(), "sys", "kernel", "pid_max"))
+	if err != nil {
+		return 0, fmt.Errorf("read pid_max: %w", err)
+	}
+	v, err := parseDecimal(strings.TrimSuffix(string(data), "\n"))
+	if err != nil || v == 0 || v > 1<<31-1 {
+		return 0, fmt.Errorf("read pid_max: %q is not a pid limit", strings.TrimSpace(string(data)))
+	}
+	return int(v), nil
+}
+
 // MapFile returns the path Root/PID/map_files/<start>-<end> (lowercase hex,
 // no 0x) through which the file behind m can be opened from the host even
 // when the process lives in another mount namespace, or the file was

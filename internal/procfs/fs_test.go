@@ -124,6 +124,48 @@ func TestFSDefaultRoot(t *testing.T) {
 	}
 }
 
+func TestPidMax(t *testing.T) {
+	for _, tc := range []struct {
+		name, content string
+		want          int
+		wantErr       string
+	}{
+		{name: "default", content: "32768\n", want: 32768},
+		{name: "large", content: "4194304\n", want: 4194304},
+		{name: "not a number", content: "lots\n", wantErr: `"lots" is not a pid limit`},
+		{name: "zero", content: "0\n", wantErr: `"0" is not a pid limit`},
+		{name: "missing", wantErr: "no such file"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			root := t.TempDir()
+			if tc.content != "" {
+				dir := filepath.Join(root, "sys", "kernel")
+				if err := os.MkdirAll(dir, 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(filepath.Join(dir, "pid_max"), []byte(tc.content), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			got, err := FS{Root: root}.PidMax()
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("PidMax = %d, %v; want error containing %q", got, err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil || got != tc.want {
+				t.Fatalf("PidMax = %d, %v; want %d", got, err, tc.want)
+			}
+		})
+	}
+	if _, err := os.Stat("/proc/sys/kernel/pid_max"); err == nil {
+		if n, err := (FS{}).PidMax(); err != nil || n < os.Getpid() {
+			t.Errorf("real PidMax = %d, %v; this process is %d", n, err, os.Getpid())
+		}
+	}
+}
+
 // TestFSRealProc reads this test process through the real /proc.
 func TestFSRealProc(t *testing.T) {
 	if _, err := os.Stat("/proc/self/stat"); err != nil {

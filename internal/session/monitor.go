@@ -243,7 +243,11 @@ func (s *session) run(ctx context.Context) error {
 			_ = l.Close()
 		}
 	}()
-	for _, p := range []*ebpf.Program{s.objs.OnFork, s.objs.OnExec, s.objs.OnExit} {
+	tps := []*ebpf.Program{s.objs.OnFork, s.objs.OnExec, s.objs.OnExit}
+	if cfg.Trace != nil {
+		tps = append(tps, s.objs.TraceThreadExit) // frees thread-state slots
+	}
+	for _, p := range tps {
 		l, err := link.AttachTracing(link.TracingOptions{Program: p})
 		if err != nil {
 			return kernel.ExplainLoad("attach process tracepoints", err)

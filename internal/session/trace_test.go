@@ -130,3 +130,48 @@ func BenchmarkRecorderCalls(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*perRecord), "ns/call")
 }
+
+func TestTraceThreadSlots(t *testing.T) {
+	for _, tc := range []struct {
+		pidMax int
+		want   uint32
+	}{
+		{0, MaxThreadSlots},     // unknown
+		{-1, MaxThreadSlots},    // unknown
+		{1, 1},                  // the least
+		{300, 512},              // rounded up
+		{32768, 32768},          // the kernel's default
+		{32769, MaxThreadSlots}, // rounded up to the cap
+		{4194304, MaxThreadSlots},
+	} {
+		if got := TraceThreadSlots(tc.pidMax); got != tc.want {
+			t.Errorf("TraceThreadSlots(%d) = %d, want %d", tc.pidMax, got, tc.want)
+		}
+	}
+}
+
+// TestTraceOptions checks that the options name maps and variables the
+// BPF object has: kernel.Load rejects an unknown one.
+func TestTraceOptions(t *testing.T) {
+	spec, err := bpf.LoadMpiprobe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := TraceOptions(1<<20, 1<<15)
+	for name, n := range o.MaxEntries {
+		if spec.Maps[name] == nil {
+			t.Errorf("no map %s to give %d entries", name, n)
+		}
+	}
+	for name := range o.Variables {
+		if spec.Variables[name] == nil {
+			t.Errorf("no variable %s", name)
+		}
+	}
+	if o.MaxEntries["trace_owned"] != 1<<15 || o.Variables["trace_slot_mask"] != uint32(1<<15-1) {
+		t.Errorf("slots %d, mask %v; want 32768 and 32767", o.MaxEntries["trace_owned"], o.Variables["trace_slot_mask"])
+	}
+	if spec.Maps["trace_owned"].MaxEntries != 1 {
+		t.Errorf("trace_owned has %d entries outside trace mode, want 1", spec.Maps["trace_owned"].MaxEntries)
+	}
+}
