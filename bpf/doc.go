@@ -17,7 +17,9 @@
 //     ring buffer, the exits kept for the agent (watch_all), and
 //     startup_mark with the startups map.
 //   - trace.h: trace mode. trace_enter and trace_exit record every MPI call
-//     (thread state in task-local storage), staged per CPU in
+//     (thread state in a trace_owned slot indexed by tid, owned by the
+//     task, or task-local storage when another thread holds the slot;
+//     trace_thread_exit frees a thread's slot), staged per CPU in
 //     trace_stages and moved 32 at a time into the trace_events ring
 //     buffer, counting per process what did not fit in trace_lost;
 //     trace_fortran_enter makes the next C call of a Fortran binding take
