@@ -197,6 +197,8 @@ func TestExecuteUsage(t *testing.T) {
 		{[]string{"trace", "shwo"}, `did you mean "show"?`, "mpiprobe trace"},
 		{[]string{"trace", "-p", "1"}, "give the output file with -o FILE", "mpiprobe trace"},
 		{[]string{"trace", "-o", "x", "--ring", "3K", "-p", "1"}, "--ring 3K", "mpiprobe trace"},
+		{[]string{"trace", "-o", "x", "--thread-slots", "3", "-p", "1"}, "--thread-slots 3: give a power of two up to 65536", "mpiprobe trace"},
+		{[]string{"trace", "-o", "x", "--thread-slots", "131072", "-p", "1"}, "--thread-slots 131072: give a power of two up to 65536", "mpiprobe trace"},
 		{[]string{"agent", "--interval", "10ms"}, "--interval 10ms: give 100ms to 1m0s", "mpiprobe agent"},
 		{[]string{"agent", "--pin-dir", "/tmp/pins"}, "--pin-dir /tmp/pins is not below /sys/fs/bpf", "mpiprobe agent"},
 		{[]string{"agent", "extra"}, `unexpected argument "extra"`, "mpiprobe agent"},
