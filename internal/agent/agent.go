@@ -482,9 +482,13 @@ func (a *agent) poll() {
 }
 
 // endVanished ends the running processes that are gone although no exit
-// was recorded for them.
+// was recorded for them. The exits are read again first: a process that
+// ended since poll read them has its record in the map already (it is
+// written at the exit, before the process leaves /proc), and would
+// otherwise be taken for vanished.
 func (a *agent) endVanished(now time.Time) {
 	a.lastAlive = now
+	a.readExits()
 	for pid, p := range a.t.procs {
 		if p.End.Kind == agg.Running && !alive(pid, p.StartTicks, a.cfg.Proc) {
 			a.ended(pid, agg.End{Kind: agg.Vanished, At: now})
