@@ -503,14 +503,16 @@ URETPROBE_TWINS(trace_exit, trace_exit_multi, do_trace_exit)
 UPROBE_TWINS(trace_fortran_enter, trace_fortran_enter_multi, do_trace_fortran)
 
 // trace_thread_exit frees the trace_owned slot of a thread that ends, for
-// a later thread of the same slot (trace mode attaches it).
+// a later thread of the same slot (trace mode attaches it). It runs as the
+// ending thread, and no other thread changes a slot it owns: a plain store
+// frees it.
 SEC("tp_btf/sched_process_exit")
 int BPF_PROG(trace_thread_exit, struct task_struct *p)
 {
 	__u32 i = (__u32)p->pid & trace_slot_mask;
 	struct trace_owned *o = bpf_map_lookup_elem(&trace_owned, &i);
 	if (o && o->owner == (__u64)p)
-		__sync_val_compare_and_swap(&o->owner, (__u64)p, 0);
+		o->owner = 0;
 	return 0;
 }
 

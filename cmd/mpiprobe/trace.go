@@ -99,8 +99,8 @@ func (f *traceFlags) config(args []string, dash int) (traceConfig, error) {
 	if err != nil {
 		return cfg, usagef("--ring %s: %w", text.Quote(cfg.ring), err)
 	}
-	if cfg.slots&(cfg.slots-1) != 0 || cfg.slots > session.MaxThreadSlots {
-		return cfg, usagef("--thread-slots %d: give a power of two up to %d", cfg.slots, session.MaxThreadSlots)
+	if err := session.CheckThreadSlots(cfg.slots); err != nil {
+		return cfg, usagef("--thread-slots %d: %w", cfg.slots, err)
 	}
 	cfg.monitor.Trace = &session.TraceConfig{RingBytes: ring, ThreadSlots: cfg.slots}
 	return cfg, nil

@@ -86,8 +86,8 @@ func (a *agent) restore() {
 	} else if len(st.Jobs) > 0 {
 		a.cfg.Log.Warn("the pinned counters of the previous agent are gone (reboot, cleanup or another build): its jobs' counts before now are lost", "jobs", len(st.Jobs))
 	}
-	// Processes whose end the kernel could not record for us.
-	a.readExits()
+	// Processes whose end the kernel could not record for us (endVanished
+	// takes the recorded exits first).
 	a.endVanished(a.cfg.Clock.Now())
 	a.cfg.Log.Info("previous agent state restored", "jobs", len(st.Jobs), "processes", len(st.Procs), "saved", st.Saved)
 }

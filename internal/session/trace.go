@@ -410,14 +410,16 @@ func (s *session) load() error {
 		if slots == 0 {
 			pidMax, err := s.cfg.Proc.PidMax()
 			if err != nil {
-				s.cfg.Log.Debug("thread slots at their most", "err", err)
+				s.cfg.Log.Debug("pid_max unknown: the most trace thread slots", "slots", MaxThreadSlots, "err", err)
 			}
 			slots = TraceThreadSlots(pidMax)
 		}
-		if slots&(slots-1) != 0 {
-			return fmt.Errorf("%d trace thread slots: give a power of two", slots)
+		if err := CheckThreadSlots(slots); err != nil {
+			return fmt.Errorf("%d trace thread slots: %w", slots, err)
 		}
-		return s.loadTrace(TraceOptions(size, slots))
+		opts := TraceOptions(size, slots)
+		maps.Copy(opts.MaxEntries, sizes)
+		return s.loadTrace(opts)
 	}
 	return kernel.Load(&s.objs, kernel.Options{MaxEntries: sizes})
 }
@@ -457,6 +459,15 @@ func TraceOptions(ringBytes, threadSlots uint32) kernel.Options {
 
 // MaxThreadSlots bounds TraceThreadSlots: 65536 slots take 6 MiB.
 const MaxThreadSlots = 1 << 16
+
+// CheckThreadSlots says why n thread-state slots cannot be used, or nil: n
+// must be a power of two up to MaxThreadSlots (0 meaning the default).
+func CheckThreadSlots(n uint32) error {
+	if n&(n-1) != 0 || n > MaxThreadSlots {
+		return fmt.Errorf("give a power of two up to %d", MaxThreadSlots)
+	}
+	return nil
+}
 
 // TraceThreadSlots is how many thread-state slots trace mode uses on a
 // node whose pid_max (/proc/sys/kernel/pid_max) is pidMax: one per tid
