@@ -1,6 +1,7 @@
 package probes
 
 import (
+	"github.com/mpiprobe/mpiprobe/internal/mpiabi"
 	"slices"
 
 	"debug/elf"
@@ -38,13 +39,13 @@ type Target struct {
 	Root string
 }
 
-// debugDirs returns where the separate debug file of t is looked up: dirs
+// DebugDirs returns where the separate debug file of t is looked up: dirs
 // (elfx.DefaultDebugDir when nil), then, for a file of another namespace,
 // the default directory inside that namespace.
-// sibling returns a path that opens the file name in the directory where
+// Sibling returns a path that opens the file name in the directory where
 // the target's process sees the target file: an installation keeps its
 // libraries together.
-func (t Target) sibling(name string) string {
+func (t Target) Sibling(name string) string {
 	dir := filepath.Dir(t.Display)
 	switch {
 	case t.Root != "":
@@ -55,7 +56,7 @@ func (t Target) sibling(name string) string {
 	return filepath.Join(dir, name)
 }
 
-func (t Target) debugDirs(dirs []string) []string {
+func (t Target) DebugDirs(dirs []string) []string {
 	if dirs == nil {
 		dirs = []string{elfx.DefaultDebugDir}
 	}
@@ -226,12 +227,12 @@ func (a *Attacher) attachFile(t Target) ([]link.Link, []Status, error) {
 	// from: resolved on first use, once per file.
 	freeList := sync.OnceValues(func() (cookieLayout, error) {
 		id, _ := elfx.BuildID(file)
-		l, src, err := resolveFreeListLayout(file, id, t.debugDirs(a.DebugDirs), t.sibling(libmpiName))
+		l, src, err := mpiabi.ResolveFreeListLayout(file, id, t.DebugDirs(a.DebugDirs), t.Sibling(mpiabi.LibMPIName))
 		if err != nil {
 			return cookieLayout{}, err
 		}
-		op, err := l.operand()
-		return cookieLayout{operand: op, note: freeListStruct + " from " + src}, err
+		op, err := l.Operand()
+		return cookieLayout{operand: op, note: mpiabi.FreeListStruct + " from " + src}, err
 	})
 	closeMade := func(err error) ([]link.Link, []Status, error) {
 		for _, l := range made {

@@ -2,6 +2,7 @@ package probes
 
 import (
 	"fmt"
+	"github.com/mpiprobe/mpiprobe/internal/mpiabi"
 	"regexp"
 	"slices"
 	"strings"
@@ -36,6 +37,18 @@ const (
 	// Open MPI's openib BTL and UCX load.
 	IBVerbs Library = "libibverbs"
 )
+
+// Flavour says which MPI C library lib is: mpiabi.NoFlavour for the
+// others (components, libopen-pal, libibverbs).
+func (lib Library) Flavour() mpiabi.Flavour {
+	switch lib {
+	case OMPILibMPI:
+		return mpiabi.OpenMPI
+	case MPICHLib:
+		return mpiabi.MPICH
+	}
+	return mpiabi.NoFlavour
+}
 
 // Side says whether a probe fires on a function's entry or on its return.
 type Side uint8

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mpiprobe/mpiprobe/internal/mpiabi"
+
 	"github.com/mpiprobe/mpiprobe/bpf"
 )
 
@@ -143,7 +145,7 @@ func TestCookieFieldsDisjoint(t *testing.T) {
 		argBits   = bpf.MpiprobeTraceCookieTRACE_ARG_BITS
 		collArg   = bpf.MpiprobeCollCookieCOLL_ARG_BITS
 		flBits    = bpf.MpiprobeFreeListLayoutFL_FIELD_BITS
-		flMax     = uint64(maxLayoutOffset / flWord)
+		flMax     = uint64(mpiabi.MaxFreeListOffset / mpiabi.FreeListWord)
 		maxArg    = uint64(MaxArg)
 	)
 	tests := []struct {

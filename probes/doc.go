@@ -11,9 +11,9 @@
 // The files to attach to (Target) are found by package discover; they are
 // read through package elfx (symbols, build ids, DWARF). Attachers attach
 // each file, by (device, inode), once: a uprobe on a file is armed in every
-// process that maps it. Struct layouts the programs read (the Open MPI
-// free lists, the communicators of --collectives) are kept here in tables
-// of verified builds keyed by build id.
+// process that maps it. The struct layouts the programs read (the Open
+// MPI free lists, the communicators of --collectives) come from package
+// mpiabi, which knows the MPI builds.
 //
 // For trace mode, MPIFunctions and FortranBindings list every MPI function
 // and Fortran binding of a library, ArgsOf says which arguments hold the

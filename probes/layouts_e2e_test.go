@@ -10,9 +10,6 @@ import (
 	"github.com/mpiprobe/mpiprobe/probes"
 )
 
-// debianOb1File is Debian's ob1 component, as libopenmpi3 installs it.
-const debianOb1File = "/usr/lib/x86_64-linux-gnu/openmpi/lib/openmpi3/mca_pml_ob1.so"
-
 // TestFreeListEventsFindTheLayout attaches the whole catalog to a copy of
 // Debian's libopen-pal whose build id mpiprobe does not know (what a
 // rebuild of the same sources gives) and to Debian's ob1: without a debug
@@ -22,8 +19,8 @@ const debianOb1File = "/usr/lib/x86_64-linux-gnu/openmpi/lib/openmpi3/mca_pml_ob
 // came from.
 func TestFreeListEventsFindTheLayout(t *testing.T) {
 	objs := loadObjects(t)
-	if _, err := os.Stat(debianOb1File); err != nil {
-		mpitest.Require(t, "Debian's libopenmpi3 ("+debianOb1File+")")
+	if _, err := os.Stat(mpitest.DebianOb1); err != nil {
+		mpitest.Require(t, "Debian's libopenmpi3 ("+mpitest.DebianOb1+")")
 	}
 	foreign := mpitest.NewForeignPal(t)
 	if got := elfx.DebugFile(foreign.DebugDir, foreign.BuildID); got != foreign.DebugFile {
@@ -48,7 +45,7 @@ func TestFreeListEventsFindTheLayout(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ob1, err := probes.FileTarget(probes.OMPIPmlOb1, debianOb1File, debianOb1File)
+	ob1, err := probes.FileTarget(probes.OMPIPmlOb1, mpitest.DebianOb1, mpitest.DebianOb1)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,199 +1,14 @@
 package probes
 
 import (
-	"debug/elf"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/mpiprobe/mpiprobe/bpf"
-	"github.com/mpiprobe/mpiprobe/internal/elfx"
-	"github.com/mpiprobe/mpiprobe/internal/mpitest"
+
+	"github.com/mpiprobe/mpiprobe/internal/mpiabi"
 )
-
-// debianPal is the libopen-pal of Debian 12's libopenmpi3; debianPalID its build id.
-const (
-	debianPal   = mpitest.DebianPal
-	debianPalID = "85e46cc75b438761041c473c7aab15698809b6f5"
-)
-
-// headerLayoutLib builds testdata/freelist_layout.c: a library whose DWARF
-// holds opal_free_list_t as the installed Open MPI headers define it.
-func headerLayoutLib(t *testing.T) string {
-	t.Helper()
-	impl := mpitest.OpenMPI()
-	if _, err := os.Stat("/usr/lib/x86_64-linux-gnu/openmpi/include/openmpi/opal/class/opal_free_list.h"); err != nil {
-		mpitest.Require(t, "Open MPI's headers (libopenmpi-dev)")
-	}
-	return mpitest.BuildLib(t, impl, "freelist_layout")
-}
-
-func openELF(t *testing.T, path string) *elf.File {
-	t.Helper()
-	f, err := elf.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = f.Close() })
-	return f
-}
-
-// TestFreeListLayoutOperand checks the cookie packing against the decoding
-// of the FL_* macros of bpf/counters.h, and its limits.
-func TestFreeListLayoutOperand(t *testing.T) {
-	decode := func(op int32) freeListLayout {
-		c, err := CookieParam(0, Condition{Value: op}, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		fl := func(shift bpf.MpiprobeFreeListLayout) uint32 {
-			return uint32(field(c, uint32(bpf.MpiprobeCookieLayoutCOOKIE_OPERAND_SHIFT)+uint32(shift), bpf.MpiprobeFreeListLayoutFL_FIELD_BITS)) * flWord
-		}
-		return freeListLayout{
-			MaxToAlloc:   fl(bpf.MpiprobeFreeListLayoutFL_MAX_TO_ALLOC_SHIFT),
-			NumAllocated: fl(bpf.MpiprobeFreeListLayoutFL_NUM_ALLOCATED_SHIFT),
-			FragClass:    fl(bpf.MpiprobeFreeListLayoutFL_FRAG_CLASS_SHIFT),
-		}
-	}
-	for _, l := range []freeListLayout{
-		{80, 88, 144},
-		{0, 8, 16},
-		{maxLayoutOffset, maxLayoutOffset - 8, maxLayoutOffset},
-		{104, 112, 176}, // a debug build's larger objects
-	} {
-		op, err := l.operand()
-		if err != nil {
-			t.Fatalf("%+v: %v", l, err)
-		}
-		if got := decode(op); got != l {
-			t.Errorf("operand(%+v) decodes to %+v", l, got)
-		}
-	}
-	for _, l := range []freeListLayout{{81, 88, 144}, {80, 88, maxLayoutOffset + 8}} {
-		if _, err := l.operand(); err == nil || !strings.Contains(err.Error(), "want a multiple of 8") {
-			t.Errorf("operand(%+v): err %v, want a range error", l, err)
-		}
-	}
-}
-
-// TestFreeListLayoutTableMatchesHeaders reads opal_free_list_t from the
-// DWARF of a library compiled against the installed Open MPI headers: it
-// must be the table's layout for the installed libopen-pal.
-func TestFreeListLayoutTableMatchesHeaders(t *testing.T) {
-	lib := headerLayoutLib(t)
-	got, err := freeListLayoutFromDWARF(openELF(t, lib))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(debianPal); err != nil {
-		mpitest.Require(t, "Debian's libopenmpi3 ("+debianPal+")")
-	}
-	id, err := elfx.BuildID(openELF(t, debianPal))
-	if err != nil {
-		t.Fatal(err)
-	}
-	want, ok := freeListLayouts[id]
-	if !ok {
-		t.Fatalf("the installed libopen-pal (build id %s) is not in freeListLayouts; its headers give %+v: verify and add it", id, got)
-	}
-	if got != want {
-		t.Errorf("headers give %+v, freeListLayouts[%s] = %+v", got, id, want)
-	}
-}
-
-// TestResolveFreeListLayout resolves the layout of real files: the stripped
-// Debian library by its build id, a library with its own DWARF, a separate
-// debug file found by build id, and the failures.
-func TestResolveFreeListLayout(t *testing.T) {
-	lib := headerLayoutLib(t)
-	if _, err := os.Stat(debianPal); err != nil {
-		mpitest.Require(t, "Debian's libopenmpi3 ("+debianPal+")")
-	}
-	pal := openELF(t, debianPal)
-	want := freeListLayouts[debianPalID]
-	const otherID = "0123456789abcdef0123456789abcdef01234567"
-
-	debugDir := t.TempDir()
-	debugFile := elfx.DebugFile(debugDir, otherID)
-	if err := os.MkdirAll(filepath.Dir(debugFile), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	raw, err := os.ReadFile(lib)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(debugFile, raw, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	// A debug file with DWARF but without the struct: Debian's libopen-pal
-	// has none, so any other file with DWARF and no opal types will do.
-	wrongDir := t.TempDir()
-	wrongFile := elfx.DebugFile(wrongDir, otherID)
-	if err := os.MkdirAll(filepath.Dir(wrongFile), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	unrelated := mpitest.Build(t, mpitest.OpenMPI(), "errors")
-	rawUnrelated, err := os.ReadFile(unrelated)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(wrongFile, rawUnrelated, 0o644); err != nil {
-		t.Fatal(err)
-	}
-
-	noPal := openELF(t, unrelated)
-	tests := []struct {
-		name      string
-		file      *elf.File
-		id        string
-		dirs      []string
-		libmpi    string // the libmpi.so beside the file
-		wantFrom  string
-		wantError string
-	}{
-		{"verified build", pal, debianPalID, nil, "", "verified build " + debianPalID, ""},
-		{"own DWARF", openELF(t, lib), otherID, nil, "", "the library's own DWARF", ""},
-		{"debug file by build id", pal, otherID, []string{t.TempDir(), debugDir}, lib, "debug file " + debugFile, ""},
-		// lib stands for a libmpi.so whose debugger support's DWARF
-		// describes opal_free_list_t, as Open MPI's does.
-		{"the DWARF of libmpi beside it", pal, otherID, []string{t.TempDir()}, lib, "the DWARF of " + lib, ""},
-		// Debian's stripped libopen-pal under another build id: its
-		// code gives the table's layout.
-		{"inferred from the code", pal, otherID, []string{t.TempDir()}, "",
-			"the code of opal_free_list_grow_st (fl_frag_class by declaration order, loaded there too)", ""},
-		// A file with neither the struct in its DWARF nor the function.
-		{"nothing to read it from", noPal, otherID, []string{t.TempDir()}, "", "",
-			"layout of opal_free_list_t unknown for this build (build id " + otherID + "): install its debug symbols"},
-		{"a libmpi beside it without the struct", noPal, otherID, []string{t.TempDir()}, unrelated, "",
-			"layout of opal_free_list_t unknown for this build"},
-		{"no libmpi beside it", noPal, otherID, []string{t.TempDir()}, filepath.Join(t.TempDir(), "libmpi.so.40"), "",
-			"layout of opal_free_list_t unknown for this build"},
-		{"no build id", noPal, "", []string{debugDir}, "", "", "(build id none)"},
-		{"debug file without the struct", pal, otherID, []string{wrongDir}, lib, "", "no complete opal_free_list_t in its DWARF"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			l, from, err := resolveFreeListLayout(tt.file, tt.id, tt.dirs, tt.libmpi)
-			if tt.wantError != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.wantError) {
-					t.Fatalf("err %v, want it to contain %q", err, tt.wantError)
-				}
-				if strings.Contains(err.Error(), "\n") {
-					t.Errorf("error spans lines: %q", err)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if l != want || from != tt.wantFrom {
-				t.Errorf("got %+v from %q, want %+v from %q", l, from, want, tt.wantFrom)
-			}
-		})
-	}
-}
 
 // TestTargetDebugDirs: the configured directories first, then for a file
 // found in a process's namespace the system's debug directory inside it.
@@ -211,7 +26,7 @@ func TestTargetDebugDirs(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := tt.target.debugDirs(tt.dirs); !slices.Equal(got, tt.want) {
+			if got := tt.target.DebugDirs(tt.dirs); !slices.Equal(got, tt.want) {
 				t.Errorf("debugDirs(%q) = %q, want %q", tt.dirs, got, tt.want)
 			}
 		})
@@ -231,9 +46,47 @@ func TestTargetSibling(t *testing.T) {
 		{"container", Target{Path: "/proc/42/map_files/7f00-7f10", Display: "/usr/lib/libopen-pal.so.40", Root: "/proc/42/root"}, "/proc/42/root/usr/lib/libmpi.so.40"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := tt.target.sibling(libmpiName); got != tt.want {
+			if got := tt.target.Sibling(mpiabi.LibMPIName); got != tt.want {
 				t.Errorf("sibling = %q, want %q", got, tt.want)
 			}
 		})
+	}
+}
+
+// TestFreeListLayoutOperand checks the cookie packing against the decoding
+// of the FL_* macros of bpf/counters.h, and its limits.
+func TestFreeListLayoutOperand(t *testing.T) {
+	decode := func(op int32) mpiabi.FreeListLayout {
+		c, err := CookieParam(0, Condition{Value: op}, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fl := func(shift bpf.MpiprobeFreeListLayout) uint32 {
+			return uint32(field(c, uint32(bpf.MpiprobeCookieLayoutCOOKIE_OPERAND_SHIFT)+uint32(shift), bpf.MpiprobeFreeListLayoutFL_FIELD_BITS)) * mpiabi.FreeListWord
+		}
+		return mpiabi.FreeListLayout{
+			MaxToAlloc:   fl(bpf.MpiprobeFreeListLayoutFL_MAX_TO_ALLOC_SHIFT),
+			NumAllocated: fl(bpf.MpiprobeFreeListLayoutFL_NUM_ALLOCATED_SHIFT),
+			FragClass:    fl(bpf.MpiprobeFreeListLayoutFL_FRAG_CLASS_SHIFT),
+		}
+	}
+	for _, l := range []mpiabi.FreeListLayout{
+		{MaxToAlloc: 80, NumAllocated: 88, FragClass: 144},
+		{MaxToAlloc: 0, NumAllocated: 8, FragClass: 16},
+		{MaxToAlloc: mpiabi.MaxFreeListOffset, NumAllocated: mpiabi.MaxFreeListOffset - 8, FragClass: mpiabi.MaxFreeListOffset},
+		{MaxToAlloc: 104, NumAllocated: 112, FragClass: 176}, // a debug build's larger objects
+	} {
+		op, err := l.Operand()
+		if err != nil {
+			t.Fatalf("%+v: %v", l, err)
+		}
+		if got := decode(op); got != l {
+			t.Errorf("operand(%+v) decodes to %+v", l, got)
+		}
+	}
+	for _, l := range []mpiabi.FreeListLayout{{MaxToAlloc: 81, NumAllocated: 88, FragClass: 144}, {MaxToAlloc: 80, NumAllocated: 88, FragClass: mpiabi.MaxFreeListOffset + 8}} {
+		if _, err := l.Operand(); err == nil || !strings.Contains(err.Error(), "want a multiple of 8") {
+			t.Errorf("operand(%+v): err %v, want a range error", l, err)
+		}
 	}
 }

@@ -8,8 +8,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mpiprobe/mpiprobe/internal/mpiabi"
+
 	"github.com/mpiprobe/mpiprobe/internal/mpitest"
-	"github.com/mpiprobe/mpiprobe/probes"
 )
 
 // TestProbesListsLayoutSources runs `mpiprobe probes --json -p PID` on a
@@ -24,11 +25,11 @@ func TestProbesListsLayoutSources(t *testing.T) {
 	// MPIR_Request's header taken from MPICH's sources, and UCX's request
 	// learnt by status from the requests it reads (unknown here).
 	offSource := map[string]string{
-		probes.CommLayoutStruct: "inferred: ", probes.OB1LayoutStruct: "inferred: ",
-		probes.MPICHRequestStruct: string(probes.MPICHSources), probes.UCPRequestStruct: "unknown",
+		mpiabi.CommLayoutStruct: "inferred: ", mpiabi.OB1LayoutStruct: "inferred: ",
+		mpiabi.MPICHRequestStruct: string(mpiabi.MPICHSources), mpiabi.UCPRequestStruct: "unknown",
 		// Where an MPIR_Request keeps its UCX request: status finds it in
 		// each request.
-		probes.MPICHRequestStruct + "/UCX request": "unknown",
+		mpiabi.MPICHRequestStruct + "/UCX request": "unknown",
 	}
 	sourceOf := func(name, field string) string {
 		if s, ok := offSource[name+"/"+field]; ok {
@@ -41,8 +42,8 @@ func TestProbesListsLayoutSources(t *testing.T) {
 		impl    mpitest.Impl
 		structs []string
 	}{
-		{mpitest.OpenMPI(), []string{probes.CommLayoutStruct, probes.OB1LayoutStruct}},
-		{mpitest.MPICH(), []string{probes.CommLayoutStruct, probes.MPICHRequestStruct, probes.UCPRequestStruct}},
+		{mpitest.OpenMPI(), []string{mpiabi.CommLayoutStruct, mpiabi.OB1LayoutStruct}},
+		{mpitest.MPICH(), []string{mpiabi.CommLayoutStruct, mpiabi.MPICHRequestStruct, mpiabi.UCPRequestStruct}},
 	} {
 		t.Run(tc.impl.Name, func(t *testing.T) {
 			mpitest.RequireE2E(t, tc.impl)
@@ -55,7 +56,7 @@ func TestProbesListsLayoutSources(t *testing.T) {
 					t.Errorf("%s: no fields with the tables", name)
 				}
 				for _, w := range want {
-					i := slices.IndexFunc(got, func(f probes.LayoutField) bool { return f.Name == w.Name })
+					i := slices.IndexFunc(got, func(f mpiabi.LayoutField) bool { return f.Name == w.Name })
 					switch {
 					case w.How != "verified table":
 						t.Errorf("%s %s: source %q with the tables", name, w.Name, w.How)
@@ -75,11 +76,11 @@ func TestProbesListsLayoutSources(t *testing.T) {
 // layoutsOf returns the fields of each struct layout `mpiprobe probes
 // --json -p pid` lists, by struct, with the tables of verified builds off
 // or on.
-func layoutsOf(t *testing.T, bin, pid string, off bool) map[string][]probes.LayoutField {
+func layoutsOf(t *testing.T, bin, pid string, off bool) map[string][]mpiabi.LayoutField {
 	t.Helper()
 	cmd := exec.Command(bin, "probes", "--json", "-p", pid)
 	if off {
-		cmd.Env = append(cmd.Environ(), probes.NoVerifiedLayoutsEnv+"=1")
+		cmd.Env = append(cmd.Environ(), mpiabi.NoVerifiedLayoutsEnv+"=1")
 	}
 	out, err := cmd.Output()
 	if err != nil {
@@ -87,13 +88,13 @@ func layoutsOf(t *testing.T, bin, pid string, off bool) map[string][]probes.Layo
 	}
 	var doc struct {
 		Processes []struct {
-			Layouts []probes.LayoutStatus `json:"layouts"`
+			Layouts []mpiabi.LayoutStatus `json:"layouts"`
 		} `json:"processes"`
 	}
 	if err := json.Unmarshal(out, &doc); err != nil || len(doc.Processes) != 1 {
 		t.Fatalf("mpiprobe probes --json: %v, %d processes\n%s", err, len(doc.Processes), out)
 	}
-	res := map[string][]probes.LayoutField{}
+	res := map[string][]mpiabi.LayoutField{}
 	for _, l := range doc.Processes[0].Layouts {
 		if l.Reason != "" {
 			t.Logf("%s of %s: %s", l.Struct, l.File, l.Reason)

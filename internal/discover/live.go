@@ -1,14 +1,12 @@
 package discover
 
 import (
-	"errors"
-	"fmt"
-	"os"
 	"strconv"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/mpiprobe/mpiprobe/internal/identity"
+	"github.com/mpiprobe/mpiprobe/internal/mpiabi"
 	"github.com/mpiprobe/mpiprobe/internal/procfs"
 	"github.com/mpiprobe/mpiprobe/probes"
 )
@@ -23,31 +21,11 @@ func MappingOf(maps []procfs.Mapping, t probes.Target) (procfs.Mapping, bool) {
 	return procfs.Mapping{}, false
 }
 
-// ProcRoot is the procfs mount point fs reads.
-func ProcRoot(fs procfs.FS) string {
-	if fs.Root == "" {
-		return "/proc"
-	}
-	return fs.Root
-}
-
-// LiveProcess reads what inference needs to know of a process: its memory
-// and its world rank and size from its environment.
-func LiveProcess(fs procfs.FS, pid int, mem *os.File) probes.LiveProcess {
-	lp := probes.LiveProcess{WorldRank: -1, WorldSize: -1, Mem: func(addr uint64, p []byte) error {
-		if addr > 1<<62 {
-			return fmt.Errorf("address %#x out of range", addr)
-		}
-		n, err := mem.ReadAt(p, int64(addr))
-		if n == len(p) {
-			return nil
-		}
-		if err == nil {
-			err = errors.New("short read")
-		}
-		return err
-	}}
-	if env, err := fs.Environ(pid); err == nil {
+// LiveProcess is what inference needs to know of a process: its memory,
+// and its world rank and size from its environment env (nil: unknown).
+func LiveProcess(mem procfs.Memory, env map[string]string) mpiabi.LiveProcess {
+	lp := mpiabi.LiveProcess{WorldRank: -1, WorldSize: -1, Mem: mem}
+	if env != nil {
 		id := identity.FromEnv(env)
 		if v, err := strconv.Atoi(id.Rank); err == nil {
 			lp.WorldRank = v
@@ -55,7 +33,7 @@ func LiveProcess(fs procfs.FS, pid int, mem *os.File) probes.LiveProcess {
 		if v, err := strconv.Atoi(id.Size); err == nil {
 			lp.WorldSize = v
 		}
-		lp.OMPIName = probes.OMPIName(env)
+		lp.OMPIName = mpiabi.OMPIName(env)
 	}
 	return lp
 }

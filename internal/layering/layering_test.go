@@ -18,12 +18,16 @@ const module = "github.com/mpiprobe/mpiprobe"
 // import packages of strictly lower layers only. Keep docs/architecture.md
 // in step with this table.
 var layers = [][]string{
+	// Process access: /proc's files and a process's memory.
+	{"internal/procfs"},
 	// Leaves: generated BPF bindings, parsers and pure helpers.
-	{"bpf", "internal/text", "internal/ranks", "internal/procfs", "internal/elfx", "internal/layout",
+	{"bpf", "internal/text", "internal/ranks", "internal/elfx", "internal/layout",
 		"internal/trace/tracefile", "internal/trace/loops"},
-	// The C/T rule, naming processes and code, the probe catalog, the
-	// stores of what was seen.
-	{"thresholds", "internal/identity", "internal/symbolize", "internal/status/unwind", "probes", "internal/jobstore", "internal/journal"},
+	// The C/T rule, naming processes and code, what one MPI build is and
+	// how its objects read, the stores of what was seen.
+	{"thresholds", "internal/identity", "internal/symbolize", "internal/status/unwind", "internal/mpiabi", "internal/jobstore", "internal/journal"},
+	// The probe catalog, its cookies and attachers.
+	{"probes"},
 	// Aggregation; discovery of targets; the configuration file.
 	{"agg", "internal/discover", "internal/config"},
 	// What is built from aggregates: counter snapshots, collective state,

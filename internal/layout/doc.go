@@ -20,7 +20,7 @@
 // A field both methods agree on is used; one that only one method finds is
 // used and said so; otherwise it is unknown, with why (Field.Note). The
 // analysis reads untrusted code and memory: it is bounded and fuzzed.
-// probes.InferCommLayout does the reading from a live process.
+// mpiabi.InferCommLayout does the reading from a live process.
 //
 // ArgHomes, for package status, is a third use of the decoder: a data-flow
 // analysis over one API function that says where it keeps an argument

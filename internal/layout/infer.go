@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/mpiprobe/mpiprobe/internal/procfs"
 )
 
 // How says how a field was found.
@@ -206,7 +208,7 @@ type OMPI struct {
 	Rank, Size, Name, C2F Facts
 	Known                 Known
 	// Mem reads the groups the communicators point to.
-	Mem Memory
+	Mem procfs.Memory
 }
 
 // ompiNameLen is MPI_MAX_OBJECT_NAME in Open MPI's mpi.h, an ABI constant.
@@ -354,7 +356,7 @@ type MPICH struct {
 	Rank, Size, Name Facts
 	// Bias is the library's load bias; Mem reads the process.
 	Bias  uint64
-	Mem   Memory
+	Mem   procfs.Memory
 	Known Known
 }
 

@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"fmt"
 	"slices"
+
+	"github.com/mpiprobe/mpiprobe/internal/procfs"
 )
 
 // More ways a field is found, for layouts read from code that is not an
@@ -70,7 +72,7 @@ type OB1 struct {
 	// mpirun sets OMPI_MCA_ess_base_jobid and _vpid); 0 when unknown.
 	Name uint64
 	// Mem reads the groups and processes the communicators point to.
-	Mem Memory
+	Mem procfs.Memory
 }
 
 // InferOB1 locates the fields of ob1's requests (mca_pml_base_request_t

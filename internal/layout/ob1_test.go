@@ -3,6 +3,8 @@ package layout
 import (
 	"strings"
 	"testing"
+
+	"github.com/mpiprobe/mpiprobe/internal/procfs"
 )
 
 // ob1Input builds what InferOB1 reads in the shape of Open MPI 4.1: the
@@ -174,7 +176,7 @@ func sentinels(in *OB1, rank int) {
 }
 
 // fakeMemWith reads b at addr, and everything else from mem.
-func fakeMemWith(mem Memory, addr uint64, b []byte) Memory {
+func fakeMemWith(mem procfs.Memory, addr uint64, b []byte) procfs.Memory {
 	return func(a uint64, p []byte) error {
 		if a >= addr && a+uint64(len(p)) <= addr+uint64(len(b)) {
 			copy(p, b[a-addr:])

@@ -4,10 +4,9 @@ import (
 	"bytes"
 	"encoding/binary"
 	"slices"
-)
 
-// Memory reads a process's memory at a runtime address.
-type Memory func(addr uint64, p []byte) error
+	"github.com/mpiprobe/mpiprobe/internal/procfs"
+)
 
 // Known are the values the predefined communicators must hold.
 type Known struct {
@@ -59,7 +58,7 @@ const maxGroupField = 64
 // groupSizes returns where world and self point to a group whose size
 // reads worldSize and 1: 8-byte aligned pointers in both objects, and
 // 4-byte aligned offsets in the groups they point to.
-func groupSizes(world, self []byte, worldSize int, mem Memory) []GroupSize {
+func groupSizes(world, self []byte, worldSize int, mem procfs.Memory) []GroupSize {
 	var out []GroupSize
 	for _, pp := range pointerPairs(world, self) {
 		off, pw, ps := pp.off, pp.a, pp.b

@@ -3,6 +3,8 @@ package layout
 import (
 	"encoding/binary"
 	"fmt"
+
+	"github.com/mpiprobe/mpiprobe/internal/procfs"
 )
 
 // The fields of MPICH ch3's virtual connection table (MPIDI_VCRT_t: an
@@ -33,7 +35,7 @@ type vcrtPlace struct{ comm, size, entries int64 }
 // size, and SELF's only entry is WORLD's entry for this process. It
 // returns the places and, for each, WORLD's entries. worldSize must be
 // known (ch4 builds, whose objects hold no such table, find none).
-func vcrts(world, self []byte, k Known, mem Memory) ([]vcrtPlace, [][]uint64) {
+func vcrts(world, self []byte, k Known, mem procfs.Memory) ([]vcrtPlace, [][]uint64) {
 	if k.WorldSize <= 0 || k.WorldSize > maxMembers || mem == nil {
 		return nil, nil
 	}
@@ -79,7 +81,7 @@ func vcrts(world, self []byte, k Known, mem Memory) ([]vcrtPlace, [][]uint64) {
 // the same table), and the rank in a connection, where each of WORLD's
 // connections holds its index (the first such place: pg_rank comes
 // before lpid, which holds the same in WORLD's).
-func inferVCRT(r *Result, world, self []byte, k Known, mem Memory) {
+func inferVCRT(r *Result, world, self []byte, k Known, mem procfs.Memory) {
 	places, tables := vcrts(world, self, k, mem)
 	if len(places) == 0 {
 		r.add(Field{Name: FieldVCRT, How: Unknown, Note: "no ch3 connection table in the predefined objects (ch4, another device, or the job's size is not known)"})

@@ -79,6 +79,9 @@ func CopyWithBuildID(t testing.TB, src, dst string) string {
 	return hex.EncodeToString(id)
 }
 
+// DebianOb1 is the ob1 component of Debian 12's libopenmpi3.
+const DebianOb1 = "/usr/lib/x86_64-linux-gnu/openmpi/lib/openmpi3/mca_pml_ob1.so"
+
 // DebianPal is the libopen-pal of Debian 12's libopenmpi3.
 const DebianPal = "/usr/lib/x86_64-linux-gnu/libopen-pal.so.40.30.2"
 

@@ -3,9 +3,10 @@ package probecheck
 import (
 	"debug/elf"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/mpiprobe/mpiprobe/internal/mpiabi"
 
 	"github.com/mpiprobe/mpiprobe/internal/discover"
 	"github.com/mpiprobe/mpiprobe/internal/elfx"
@@ -57,7 +58,7 @@ func Entries(pfs procfs.FS, pid int, cat probes.Catalog, debugDirs []string) ([]
 // inferred and how, unknown): the communicator layout of its MPI C library
 // and the free-list layout of its libopen-pal. debugDirs are as in
 // session.Config.DebugDirs.
-func Layouts(pfs procfs.FS, pid int, debugDirs []string) ([]probes.LayoutStatus, error) {
+func Layouts(pfs procfs.FS, pid int, debugDirs []string) ([]mpiabi.LayoutStatus, error) {
 	libs, err := discover.CheckTarget(pfs, pid)
 	if err != nil {
 		return nil, err
@@ -67,24 +68,25 @@ func Layouts(pfs procfs.FS, pid int, debugDirs []string) ([]probes.LayoutStatus,
 	if err != nil {
 		return nil, err
 	}
-	mem, err := os.Open(fmt.Sprintf("%s/%d/mem", discover.ProcRoot(pfs), pid))
+	mem, err := pfs.OpenMem(pid)
 	if err != nil {
-		return nil, fmt.Errorf("open the memory of pid %d: %w", pid, err)
+		return nil, err
 	}
 	defer mem.Close()
-	lp := discover.LiveProcess(pfs, pid, mem)
-	var out []probes.LayoutStatus
+	env, _ := pfs.Environ(pid)
+	lp := discover.LiveProcess(mem.Memory(), env)
+	var out []mpiabi.LayoutStatus
 	for _, t := range targets {
 		if t.Library != probes.OMPILibMPI && t.Library != probes.MPICHLib && t.Library != probes.OMPIPal {
 			continue
 		}
 		f, err := elf.Open(t.Path)
 		if err != nil {
-			out = append(out, probes.LayoutStatus{File: t.Display, Reason: err.Error()})
+			out = append(out, mpiabi.LayoutStatus{File: t.Display, Reason: err.Error()})
 			continue
 		}
 		if t.Library == probes.OMPIPal {
-			out = append(out, probes.FreeListLayoutStatus(f, t, debugDirs))
+			out = append(out, mpiabi.FreeListLayoutStatus(f, t.Display, t.DebugDirs(debugDirs), t.Sibling(mpiabi.LibMPIName)))
 			_ = f.Close()
 			continue
 		}
@@ -92,13 +94,13 @@ func Layouts(pfs procfs.FS, pid int, debugDirs []string) ([]probes.LayoutStatus,
 		if m, ok := discover.MappingOf(maps, t); ok {
 			p.Bias, _ = elfx.Loads(f.Progs).Bias(m.Start, m.Offset)
 		}
-		st, comm := probes.CommLayoutStatus(f, t, p)
+		st, comm := mpiabi.CommLayoutStatus(f, t.Library.Flavour(), t.Display, p)
 		out = append(out, st)
 		switch t.Library {
 		case probes.OMPILibMPI:
 			out = append(out, ob1Status(pfs, pid, maps, f, p, comm))
 		case probes.MPICHLib:
-			out = append(out, probes.MPICHRequestLayoutStatus(f, t.Display))
+			out = append(out, mpiabi.MPICHRequestLayoutStatus(f, t.Display))
 			if st, ok := ucpStatus(pfs, pid, maps); ok {
 				out = append(out, st)
 			}
@@ -111,8 +113,8 @@ func Layouts(pfs procfs.FS, pid int, debugDirs []string) ([]probes.LayoutStatus,
 // ob1Status resolves the request layout of the ob1 a process with Open
 // MPI's libmpi (lib) uses: mca_pml_ob1.so, or lib itself when it builds
 // ob1 in (Open MPI 5.0).
-func ob1Status(pfs procfs.FS, pid int, maps []procfs.Mapping, lib *elf.File, p probes.LiveProcess, comm probes.CommLayout) probes.LayoutStatus {
-	st := probes.LayoutStatus{Struct: probes.OB1LayoutStruct}
+func ob1Status(pfs procfs.FS, pid int, maps []procfs.Mapping, lib *elf.File, p mpiabi.LiveProcess, comm mpiabi.CommLayout) mpiabi.LayoutStatus {
+	st := mpiabi.LayoutStatus{Struct: mpiabi.OB1LayoutStruct}
 	ob1, display := lib, "libmpi.so (ob1 built in)"
 	f, m, done, err := openMapped(pfs, pid, maps, func(base string) bool { return base == "mca_pml_ob1.so" })
 	if err != nil {
@@ -129,25 +131,25 @@ func ob1Status(pfs procfs.FS, pid int, maps []procfs.Mapping, lib *elf.File, p p
 			return st
 		}
 	}
-	if comm.Kind != probes.LayoutOMPI {
+	if comm.Kind != mpiabi.LayoutOMPI {
 		st.File, st.Reason = display, "the communicator layout is not known"
 		return st
 	}
-	return probes.OB1LayoutStatus(lib, ob1, display, p, comm)
+	return mpiabi.OB1LayoutStatus(lib, ob1, display, p, comm)
 }
 
 // ucpStatus lists the request layout of the libucp a process maps, if it
 // maps one (MPICH with ch4:ucx).
-func ucpStatus(pfs procfs.FS, pid int, maps []procfs.Mapping) (probes.LayoutStatus, bool) {
+func ucpStatus(pfs procfs.FS, pid int, maps []procfs.Mapping) (mpiabi.LayoutStatus, bool) {
 	f, m, done, err := openMapped(pfs, pid, maps, func(base string) bool { return strings.HasPrefix(base, "libucp.so") })
 	switch {
 	case err != nil:
-		return probes.LayoutStatus{File: m.Path, Struct: probes.UCPRequestStruct, Reason: err.Error()}, true
+		return mpiabi.LayoutStatus{File: m.Path, Struct: mpiabi.UCPRequestStruct, Reason: err.Error()}, true
 	case f == nil:
-		return probes.LayoutStatus{}, false
+		return mpiabi.LayoutStatus{}, false
 	}
 	defer done()
-	return probes.UCPRequestLayoutStatus(f, m.Path), true
+	return mpiabi.UCPRequestLayoutStatus(f, m.Path), true
 }
 
 // openMapped opens the first file pid maps whose base name match accepts,

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/mpiprobe/mpiprobe/internal/mpiabi"
 	"github.com/mpiprobe/mpiprobe/internal/text"
 	"github.com/mpiprobe/mpiprobe/probes"
 )
@@ -15,7 +16,7 @@ type ProbeResult struct {
 	PID     int
 	Entries []probes.EntryStatus
 	// Layouts are the struct layouts the probes read, field by field.
-	Layouts []probes.LayoutStatus
+	Layouts []mpiabi.LayoutStatus
 }
 
 // WriteProbes writes, per process, the line "pid N: A of M entries
@@ -69,7 +70,7 @@ type (
 		PID           int                   `json:"pid"`
 		AttachedCount int                   `json:"attached_count"`
 		Entries       []jsonEntry           `json:"entries"`
-		Layouts       []probes.LayoutStatus `json:"layouts"`
+		Layouts       []mpiabi.LayoutStatus `json:"layouts"`
 	}
 	jsonEntry struct {
 		Event    string `json:"event"`
@@ -90,7 +91,7 @@ func WriteProbesJSON(w io.Writer, results []ProbeResult) error {
 	for _, r := range results {
 		p := jsonProbeProc{PID: r.PID, Entries: make([]jsonEntry, 0, len(r.Entries)), Layouts: r.Layouts}
 		if p.Layouts == nil {
-			p.Layouts = []probes.LayoutStatus{}
+			p.Layouts = []mpiabi.LayoutStatus{}
 		}
 		for _, e := range r.Entries {
 			if e.Attached {
@@ -107,7 +108,7 @@ func WriteProbesJSON(w io.Writer, results []ProbeResult) error {
 // writeLayouts writes the layouts as a table of fields (STRUCT, FIELD,
 // VALUE, SOURCE, NOTE), after a line per file naming it and, for an
 // inference, how long it took.
-func writeLayouts(buf *bytes.Buffer, ls []probes.LayoutStatus) error {
+func writeLayouts(buf *bytes.Buffer, ls []mpiabi.LayoutStatus) error {
 	for _, l := range ls {
 		fmt.Fprintf(buf, "\n%s layout of %s", text.Line(l.Struct), text.Quote(l.File))
 		if l.BuildID != "" {

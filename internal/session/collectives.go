@@ -2,6 +2,7 @@ package session
 
 import (
 	"fmt"
+	"github.com/mpiprobe/mpiprobe/internal/mpiabi"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -45,7 +46,7 @@ func (s *session) startCollectives(targets []probes.Target, live []int) (*collTr
 		CommFree:  s.objs.CollCommFree,
 		WaitEnter: s.objs.CollWaitEnter, WaitExit: s.objs.CollWaitExit,
 		WaitEnterSingle: s.objs.CollWaitEnterSingle, WaitExitSingle: s.objs.CollWaitExitSingle,
-	}, func(i int, l probes.CommLayout) error {
+	}, func(i int, l mpiabi.CommLayout) error {
 		return s.objs.CollLayouts.Put(uint32(i), bpfLayout(l))
 	})
 	if err := s.attachLive("attach collective probes", ct.att.Add); err != nil {
@@ -72,7 +73,7 @@ func (s *session) startCollectives(targets []probes.Target, live []int) (*collTr
 }
 
 // bpfLayout converts a layout for the coll_layouts map.
-func bpfLayout(l probes.CommLayout) bpf.MpiprobeCollLayout {
+func bpfLayout(l mpiabi.CommLayout) bpf.MpiprobeCollLayout {
 	return bpf.MpiprobeCollLayout{
 		Kind: uint32(l.Kind), CidOff: l.CIDOff, CidMask: l.CIDMask, RankOff: l.RankOff,
 		SizeOff: l.SizeOff, GroupOff: l.GroupOff, ObjSize: l.ObjSize, IndBlocksOff: l.IndBlocksOff,

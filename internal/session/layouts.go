@@ -3,9 +3,11 @@ package session
 import (
 	"debug/elf"
 	"fmt"
-	"os"
 	"sync"
 	"time"
+
+	"github.com/mpiprobe/mpiprobe/internal/mpiabi"
+	"github.com/mpiprobe/mpiprobe/internal/procfs"
 
 	"github.com/mpiprobe/mpiprobe/internal/collstate"
 	"github.com/mpiprobe/mpiprobe/internal/discover"
@@ -53,8 +55,8 @@ const recheckAfter = 50 * time.Millisecond
 
 // watchedProc is what the watch keeps of a process between attempts.
 type watchedProc struct {
-	mem  *os.File
-	live probes.LiveProcess
+	mem  *procfs.Mem
+	live mpiabi.LiveProcess
 	// bias of each pending library it maps, by layout index
 	bias map[int]uint64
 }
@@ -64,7 +66,7 @@ type pendingLib struct {
 	lib     probes.CollLibrary
 	file    *elf.File
 	segs    elfx.Segments
-	ci      *probes.CommInference
+	ci      *mpiabi.CommInference
 	prep    time.Duration // the time PrepareCommInference took
 	lastErr error
 }
@@ -74,7 +76,7 @@ func pendingLayouts(libs []probes.CollLibrary) ([]*pendingLib, []error) {
 	var out []*pendingLib
 	var errs []error
 	for _, l := range libs {
-		if l.Layout.Kind != probes.LayoutUnknown {
+		if l.Layout.Kind != mpiabi.LayoutUnknown {
 			continue
 		}
 		f, err := elf.Open(l.Target.Path)
@@ -83,7 +85,7 @@ func pendingLayouts(libs []probes.CollLibrary) ([]*pendingLib, []error) {
 			continue
 		}
 		start := time.Now()
-		ci, err := probes.PrepareCommInference(f, l.Library)
+		ci, err := mpiabi.PrepareCommInference(f, l.Library.Flavour())
 		if err != nil {
 			_ = f.Close()
 			errs = append(errs, fmt.Errorf("%s: %w", l.Display, err))
@@ -115,7 +117,7 @@ func (w *layoutWatch) tryProcess(pending []*pendingLib, pid int, all []int) []*p
 		// Not seen yet, or not mapping every pending library yet (a
 		// fork before its exec): read its mappings, unless it ran the
 		// same program a moment ago without them.
-		exe, _ := os.Readlink(fmt.Sprintf("%s/%d/exe", discover.ProcRoot(fs), pid))
+		exe, _ := fs.Exe(pid)
 		if u, ok := w.unmapped[pid]; ok && wp == nil && u.exe == exe && time.Since(u.seen) < recheckAfter {
 			return pending
 		}
@@ -141,11 +143,12 @@ func (w *layoutWatch) tryProcess(pending []*pendingLib, pid int, all []int) []*p
 		if wp == nil {
 			// Opened after the exec that mapped the library: the memory
 			// file and the environment are the new program's.
-			mem, err := os.Open(fmt.Sprintf("%s/%d/mem", discover.ProcRoot(fs), pid))
+			mem, err := fs.OpenMem(pid)
 			if err != nil {
 				return pending
 			}
-			wp = &watchedProc{mem: mem, live: discover.LiveProcess(fs, pid, mem)}
+			env, _ := fs.Environ(pid)
+			wp = &watchedProc{mem: mem, live: discover.LiveProcess(mem.Memory(), env)}
 			w.procs[pid] = wp
 		}
 		wp.bias = biases
@@ -185,17 +188,17 @@ func (w *layoutWatch) tryProcess(pending []*pendingLib, pid int, all []int) []*p
 
 // rekey keys the communicators that processes of the library (among
 // pids) keyed by handle, by what layout l reads.
-func (w *layoutWatch) rekey(p *pendingLib, l probes.CommLayout, pids []int) int {
+func (w *layoutWatch) rekey(p *pendingLib, l mpiabi.CommLayout, pids []int) int {
 	moved := 0
 	for _, pid := range pids {
-		var mem probes.LiveProcess
+		var mem procfs.Memory
 		var bias uint64
 		if wp := w.procs[pid]; wp != nil && len(wp.bias) > 0 {
 			b, ok := wp.bias[p.lib.LayoutIndex]
 			if !ok {
 				continue
 			}
-			mem, bias = wp.live, b
+			mem, bias = wp.live.Mem, b
 		} else {
 			maps, err := w.s.cfg.Proc.Maps(pid)
 			if err != nil {
@@ -208,15 +211,15 @@ func (w *layoutWatch) rekey(p *pendingLib, l probes.CommLayout, pids []int) int 
 			if bias, ok = p.segs.Bias(m.Start, m.Offset); !ok {
 				continue
 			}
-			f, err := os.Open(fmt.Sprintf("%s/%d/mem", discover.ProcRoot(w.s.cfg.Proc), pid))
+			f, err := w.s.cfg.Proc.OpenMem(pid)
 			if err != nil {
 				continue
 			}
 			defer f.Close()
-			mem = discover.LiveProcess(w.s.cfg.Proc, pid, f)
+			mem = f.Memory()
 		}
 		n, err := collstate.Rekey(w.maps, pid, func(h uint64) (uint64, int32, int32, bool) {
-			return l.CommIdentity(h, bias, mem.Mem)
+			return l.CommIdentity(h, bias, mem)
 		})
 		moved += n
 		if err != nil {
@@ -249,7 +252,7 @@ func (s *session) bumpCollGen() {
 }
 
 // describeFields is the one-line account of how the fields were found.
-func describeFields(fs []probes.LayoutField) string {
+func describeFields(fs []mpiabi.LayoutField) string {
 	s := ""
 	for i, f := range fs {
 		if i > 0 {

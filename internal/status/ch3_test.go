@@ -3,8 +3,9 @@ package status
 import (
 	"testing"
 
+	"github.com/mpiprobe/mpiprobe/internal/mpiabi"
+
 	"github.com/mpiprobe/mpiprobe/internal/status/hang"
-	"github.com/mpiprobe/mpiprobe/probes"
 )
 
 // TestCH3Requests reads ch3 requests in the shape MPICH 3.4.3 gives them:
@@ -44,7 +45,7 @@ func TestCH3Requests(t *testing.T) {
 
 	newReader := func() p2pReader {
 		c := commReader{layout: l, bias: bias, mem: m.read}
-		return p2pReader{kind: probes.LayoutMPICH, mem: m.read, comms: c, req: probes.MPICHReqHeader(), ok: true, ch3: &ch3Match{}}
+		return p2pReader{kind: mpiabi.LayoutMPICH, mem: m.read, comms: c, req: mpiabi.MPICHReqHeader(), ok: true, ch3: &ch3Match{}}
 	}
 	r := newReader()
 	if _, ok := r.ch3Request(early, true, r.stackAndWorld(0)); ok {
@@ -97,7 +98,7 @@ const mpichTestBias = 0x7f5500000000
 // mpichWorldImage returns Debian's MPICH layout and a memory holding its
 // MPI_COMM_WORLD (context id 0) as rank of size ranks sees it, and WORLD's
 // address.
-func mpichWorldImage(t *testing.T, rank, size uint32) (probes.CommLayout, image, uint64) {
+func mpichWorldImage(t *testing.T, rank, size uint32) (mpiabi.CommLayout, image, uint64) {
 	l := layoutOf(t, mpichBuild)
 	m := image{}
 	world := mpichTestBias + l.Builtin

@@ -4,67 +4,27 @@ import (
 	"bytes"
 	"encoding/binary"
 
-	"github.com/mpiprobe/mpiprobe/agg"
-	"github.com/mpiprobe/mpiprobe/probes"
-)
+	"github.com/mpiprobe/mpiprobe/internal/mpiabi"
+	"github.com/mpiprobe/mpiprobe/internal/procfs"
 
-// memory reads a process's memory at a runtime address.
-type memory func(addr uint64, p []byte) error
+	"github.com/mpiprobe/mpiprobe/agg"
+)
 
 // commReader reads communicator objects of one process with the layout of
 // its MPI library build.
 type commReader struct {
-	layout probes.CommLayout
+	layout mpiabi.CommLayout
 	bias   uint64 // the library's load bias: runtime address minus file address
-	mem    memory
+	mem    procfs.Memory
 }
 
-func (r commReader) u32(addr uint64) (uint32, bool) {
-	var b [4]byte
-	if r.mem(addr, b[:]) != nil {
-		return 0, false
-	}
-	return binary.LittleEndian.Uint32(b[:]), true
-}
+func (r commReader) u32(addr uint64) (uint32, bool) { return r.mem.U32(addr) }
 
-func (r commReader) u64(addr uint64) (uint64, bool) {
-	var b [8]byte
-	if r.mem(addr, b[:]) != nil {
-		return 0, false
-	}
-	return binary.LittleEndian.Uint64(b[:]), true
-}
+func (r commReader) u64(addr uint64) (uint64, bool) { return r.mem.U64(addr) }
 
 // mpichObject returns the address of the MPIR_Comm an MPICH handle names.
 func (r commReader) mpichObject(h uint32) (uint64, bool) {
-	l := r.layout
-	if (h>>26)&0xf != 1 || l.ObjSize == 0 {
-		return 0, false
-	}
-	idx := uint64(h & 0x03ffffff)
-	switch h >> 30 {
-	case 1:
-		return r.bias + l.Builtin + idx*uint64(l.ObjSize), true
-	case 2:
-		if l.DirectCount != 0 && idx >= uint64(l.DirectCount) {
-			return 0, false
-		}
-		return r.bias + l.Direct + idx*uint64(l.ObjSize), true
-	case 3:
-		if l.IndIndexMask == 0 {
-			return 0, false
-		}
-		blocks, ok := r.u64(r.bias + l.Mem + uint64(l.IndBlocksOff))
-		if !ok || blocks == 0 {
-			return 0, false
-		}
-		block, ok := r.u64(blocks + 8*uint64((h>>l.IndShift)&l.IndBlockMask))
-		if !ok || block == 0 {
-			return 0, false
-		}
-		return block + uint64(h&l.IndIndexMask)*uint64(l.ObjSize), true
-	}
-	return 0, false
+	return r.layout.MPICHObject(h, r.bias, r.mem)
 }
 
 // isComm reports whether addr is a communicator object: Open MPI's start
@@ -75,10 +35,10 @@ func (r commReader) isComm(addr uint64) bool {
 		return false
 	}
 	switch r.layout.Kind {
-	case probes.LayoutOMPI:
+	case mpiabi.LayoutOMPI:
 		cls, ok := r.u64(addr + uint64(r.layout.ClassOff))
 		return ok && r.layout.ClassAddr != 0 && cls == r.bias+r.layout.ClassAddr
-	case probes.LayoutMPICH:
+	case mpiabi.LayoutMPICH:
 		h, ok := r.u32(addr)
 		if !ok {
 			return false
@@ -114,7 +74,7 @@ func (r commReader) comm(addr uint64) (agg.Comm, int, bool) {
 		rank = int(int32(v))
 	}
 	switch l.Kind {
-	case probes.LayoutOMPI:
+	case mpiabi.LayoutOMPI:
 		if g, ok := r.u64(addr + uint64(l.GroupOff)); ok && g != 0 {
 			if v, ok := r.u32(g + uint64(l.SizeOff)); ok {
 				c.Size = int(int32(v))
@@ -126,7 +86,7 @@ func (r commReader) comm(addr uint64) (agg.Comm, int, bool) {
 		case 1:
 			c.Name = "SELF"
 		}
-	case probes.LayoutMPICH:
+	case mpiabi.LayoutMPICH:
 		if v, ok := r.u32(addr + uint64(l.SizeOff)); ok {
 			c.Size = int(int32(v))
 		}
@@ -181,10 +141,10 @@ const (
 // they come from the connection table (ch3Members).
 func (r commReader) mpichMembers(comm uint64) []int {
 	l := r.layout
-	if l.Kind == probes.LayoutMPICH && l.MapOff == 0 && l.VCRTOff != 0 {
+	if l.Kind == mpiabi.LayoutMPICH && l.MapOff == 0 && l.VCRTOff != 0 {
 		return r.ch3Members(comm)
 	}
-	if l.Kind != probes.LayoutMPICH || l.MapOff == 0 {
+	if l.Kind != mpiabi.LayoutMPICH || l.MapOff == 0 {
 		return nil
 	}
 	var b [40]byte

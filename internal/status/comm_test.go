@@ -8,10 +8,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mpiprobe/mpiprobe/internal/mpiabi"
+
 	"github.com/mpiprobe/mpiprobe/agg"
 	"github.com/mpiprobe/mpiprobe/internal/collstate"
 	"github.com/mpiprobe/mpiprobe/internal/status/hang"
-	"github.com/mpiprobe/mpiprobe/probes"
 )
 
 // The builds of Debian 12's libraries, whose layouts probes knows.
@@ -44,11 +45,11 @@ func (m image) read(addr uint64, p []byte) error {
 	return nil
 }
 
-func layoutOf(t *testing.T, build string) probes.CommLayout {
+func layoutOf(t *testing.T, build string) mpiabi.CommLayout {
 	t.Helper()
-	l, ok := probes.CommLayoutOf(build)
+	l, ok := mpiabi.CommLayoutOf(build)
 	if !ok {
-		t.Fatalf("probes.CommLayoutOf(%s): unknown build", build)
+		t.Fatalf("mpiabi.CommLayoutOf(%s): unknown build", build)
 	}
 	return l
 }
@@ -344,7 +345,7 @@ func TestCommReaderUnreadable(t *testing.T) {
 				t.Errorf("%s: userName(%#x) = %q on unreadable memory", build, addr, n)
 			}
 		}
-		if r.layout.Kind == probes.LayoutMPICH {
+		if r.layout.Kind == mpiabi.LayoutMPICH {
 			if obj, ok := r.mpichObject(0xc4001003); ok {
 				t.Errorf("%s: mpichObject(0xc4001003) = %#x, true on unreadable memory", build, obj)
 			}

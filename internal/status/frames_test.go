@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/mpiprobe/mpiprobe/bpf"
+	"github.com/mpiprobe/mpiprobe/internal/procfs"
 	"github.com/mpiprobe/mpiprobe/internal/symbolize"
 )
 
@@ -461,16 +462,19 @@ func memFile(t *testing.T, size int) *process {
 	for i := range b {
 		b[i] = byte(i % 251)
 	}
-	name := filepath.Join(t.TempDir(), "mem")
-	if err := os.WriteFile(name, b, 0o600); err != nil {
+	root := t.TempDir()
+	if err := os.Mkdir(filepath.Join(root, "1"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	f, err := os.Open(name)
+	if err := os.WriteFile(filepath.Join(root, "1", "mem"), b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	m, err := procfs.FS{Root: root}.OpenMem(1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = f.Close() })
-	return &process{mem: f}
+	t.Cleanup(func() { _ = m.Close() })
+	return &process{mem: m}
 }
 
 func TestProcessRead(t *testing.T) {

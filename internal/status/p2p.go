@@ -11,13 +11,14 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/mpiprobe/mpiprobe/internal/mpiabi"
+
 	"github.com/mpiprobe/mpiprobe/agg"
 	"github.com/mpiprobe/mpiprobe/internal/elfx"
 	"github.com/mpiprobe/mpiprobe/internal/procfs"
 	"github.com/mpiprobe/mpiprobe/internal/status/hang"
 	"github.com/mpiprobe/mpiprobe/internal/status/unwind"
 	"github.com/mpiprobe/mpiprobe/internal/symbolize"
-	"github.com/mpiprobe/mpiprobe/probes"
 )
 
 // p2pReader reads the point-to-point requests a thread waits for from one
@@ -26,16 +27,16 @@ import (
 // MPICH's MPIR_Request and the UCX request behind it (the UCX tag holds
 // the context id, the source rank and the tag).
 type p2pReader struct {
-	kind  probes.CommLayoutKind
-	mem   memory
+	kind  mpiabi.CommLayoutKind
+	mem   procfs.Memory
 	comms commReader
 	// Open MPI: ob1's layout and load bias.
-	ob1     probes.OB1Layout
+	ob1     mpiabi.OB1Layout
 	ob1Bias uint64
 	// MPICH: MPIR_Request's and UCX's request layouts; without UCX
 	// (ch3), where the build keeps a request's match (ch3.go).
-	req probes.MPICHReqLayout
-	ucp probes.UCPReqLayout
+	req mpiabi.MPICHReqLayout
+	ucp mpiabi.UCPReqLayout
 	ch3 *ch3Match
 	// ucpLearn, for a libucp build the table does not hold, is its
 	// layout learnt from the requests (ucx.go).
@@ -67,7 +68,7 @@ func newP2PReader(p *process) p2pReader {
 		return "", 0, false
 	}
 	switch r.kind {
-	case probes.LayoutOMPI:
+	case mpiabi.LayoutOMPI:
 		build, bias, ok := find("mca_pml_ob1.so")
 		if !ok && p.definesOB1() {
 			// Open MPI 5.0 builds its components into libmpi.so.
@@ -81,7 +82,7 @@ func newP2PReader(p *process) p2pReader {
 			}
 			return r
 		}
-		l, known := probes.OB1LayoutOf(build)
+		l, known := mpiabi.OB1LayoutOf(build)
 		if !known {
 			var err error
 			if l, err = p.ob1Layout(found, build); err != nil {
@@ -90,10 +91,10 @@ func newP2PReader(p *process) p2pReader {
 			}
 		}
 		r.ob1, r.ob1Bias, r.ok = l, bias, true
-	case probes.LayoutMPICH:
-		l, known := probes.MPICHReqLayoutOf(p.build)
+	case mpiabi.LayoutMPICH:
+		l, known := mpiabi.MPICHReqLayoutOf(p.build)
 		if !known {
-			l = probes.MPICHReqHeader()
+			l = mpiabi.MPICHReqHeader()
 		}
 		build, _, ok := find("libucp.so")
 		if !ok {
@@ -106,7 +107,7 @@ func newP2PReader(p *process) p2pReader {
 			r.req, r.ok, r.ch3 = l, true, p.files.ch3For(p.build)
 			return r
 		}
-		u, known := probes.UCPReqLayoutOf(build)
+		u, known := mpiabi.UCPReqLayoutOf(build)
 		if !known {
 			// Learnt from the requests themselves (ucx.go).
 			r.req, r.ucpLearn, r.ok = l, p.files.ucpFor(build), true
@@ -120,13 +121,13 @@ func newP2PReader(p *process) p2pReader {
 }
 
 // mpichDevice returns the device the process's MPICH library names
-// (probes.MPICHDevice), "" if unknown; read once per build.
+// (mpiabi.MPICHDevice), "" if unknown; read once per build.
 func (p *process) mpichDevice() string {
 	if dev, ok := p.files.devices[p.build]; ok {
 		return dev
 	}
 	var dev string
-	p.withLib(func(f *elf.File) { dev, _ = probes.MPICHDevice(f) })
+	p.withLib(func(f *elf.File) { dev, _ = mpiabi.MPICHDevice(f) })
 	if p.files.devices == nil {
 		p.files.devices = map[string]string{}
 	}
@@ -167,16 +168,16 @@ func (p *process) withLib(fn func(*elf.File)) {
 }
 
 // ob1Layout finds the ob1 request layout of a build the table does not
-// hold, once per pair of builds for all processes (probes.ResolveOB1Layout):
+// hold, once per pair of builds for all processes (mpiabi.ResolveOB1Layout):
 // from the DWARF Open MPI builds into libmpi.so, else, when the library is
 // stripped, inferred from the process's predefined objects and ob1's code.
-func (p *process) ob1Layout(ob1 procfs.Mapping, ob1Build string) (probes.OB1Layout, error) {
+func (p *process) ob1Layout(ob1 procfs.Mapping, ob1Build string) (mpiabi.OB1Layout, error) {
 	key := ob1Build + "/" + p.build
 	if res, ok := p.files.ob1[key]; ok {
 		return res.layout, res.err
 	}
 	l, err := p.readOB1Layout(ob1)
-	if errors.Is(err, probes.ErrLayoutNotReady) {
+	if errors.Is(err, mpiabi.ErrLayoutNotReady) {
 		return l, err // another process may be past MPI_Init
 	}
 	if p.files.ob1 == nil {
@@ -186,7 +187,7 @@ func (p *process) ob1Layout(ob1 procfs.Mapping, ob1Build string) (probes.OB1Layo
 	return l, err
 }
 
-func (p *process) readOB1Layout(ob1 procfs.Mapping) (probes.OB1Layout, error) {
+func (p *process) readOB1Layout(ob1 procfs.Mapping) (mpiabi.OB1Layout, error) {
 	var lib procfs.Mapping
 	for _, m := range p.maps {
 		if m.Inode != 0 && m.Path == p.lib {
@@ -195,43 +196,31 @@ func (p *process) readOB1Layout(ob1 procfs.Mapping) (probes.OB1Layout, error) {
 		}
 	}
 	if lib.Inode == 0 {
-		return probes.OB1Layout{}, fmt.Errorf("%s is not mapped", p.lib)
+		return mpiabi.OB1Layout{}, fmt.Errorf("%s is not mapped", p.lib)
 	}
 	var files [2]*elf.File
 	for i, m := range []procfs.Mapping{lib, ob1} {
 		f, err := p.open(m)
 		if err != nil {
-			return probes.OB1Layout{}, err
+			return mpiabi.OB1Layout{}, err
 		}
 		defer f.Close()
 		if files[i], err = elf.NewFile(f); err != nil {
-			return probes.OB1Layout{}, fmt.Errorf("%s: %w", m.Path, err)
+			return mpiabi.OB1Layout{}, fmt.Errorf("%s: %w", m.Path, err)
 		}
 	}
 	bias, ok := p.bias(lib)
 	if !ok {
-		return probes.OB1Layout{}, fmt.Errorf("no load bias for %s", p.lib)
+		return mpiabi.OB1Layout{}, fmt.Errorf("no load bias for %s", p.lib)
 	}
-	lp := probes.LiveProcess{Mem: p.read, Bias: bias, WorldRank: -1, WorldSize: -1, OMPIName: p.ompiName}
-	res, err := probes.ResolveOB1Layout(files[0], files[1], lp, p.comms.layout)
+	lp := mpiabi.LiveProcess{Mem: p.read, Bias: bias, WorldRank: -1, WorldSize: -1, OMPIName: p.ompiName}
+	res, err := mpiabi.ResolveOB1Layout(files[0], files[1], lp, p.comms.layout)
 	return res.Layout, err
 }
 
-func (r p2pReader) u32(addr uint64) (uint32, bool) {
-	var b [4]byte
-	if r.mem(addr, b[:]) != nil {
-		return 0, false
-	}
-	return binary.LittleEndian.Uint32(b[:]), true
-}
+func (r p2pReader) u32(addr uint64) (uint32, bool) { return r.mem.U32(addr) }
 
-func (r p2pReader) u64(addr uint64) (uint64, bool) {
-	var b [8]byte
-	if r.mem(addr, b[:]) != nil {
-		return 0, false
-	}
-	return binary.LittleEndian.Uint64(b[:]), true
-}
+func (r p2pReader) u64(addr uint64) (uint64, bool) { return r.mem.U64(addr) }
 
 // mpichWorld is MPICH's MPI_COMM_WORLD handle.
 const mpichWorld = 0x44000000
@@ -310,8 +299,8 @@ const maxMembers = 1024
 // group (Open MPI, when ob1's layout is known: it says where a group keeps
 // its processes), in the group's order; nil if they cannot all be read or
 // the group is larger than maxMembers.
-func (r p2pReader) members(comm uint64, l probes.CommLayout) []int {
-	if !r.ok || r.kind != probes.LayoutOMPI || l.Kind != probes.LayoutOMPI {
+func (r p2pReader) members(comm uint64, l mpiabi.CommLayout) []int {
+	if !r.ok || r.kind != mpiabi.LayoutOMPI || l.Kind != mpiabi.LayoutOMPI {
 		return nil
 	}
 	g, ok := r.u64(comm + uint64(l.GroupOff))
@@ -509,7 +498,7 @@ func (r p2pReader) ucpRequest(addr uint64, off uint32, userOff int32) (uint64, b
 // flight that the words between sp and the application's frame point to
 // (for completion calls under Open MPI also the application's frame,
 // where its request array is), innermost first, each once.
-func (p *process) requestsOnStack(mem memory, sp, ret uint64, call string, comm uint64) []hang.Wait {
+func (p *process) requestsOnStack(mem procfs.Memory, sp, ret uint64, call string, comm uint64) []hang.Wait {
 	if !p.p2p.ok || sp == 0 {
 		return nil
 	}
@@ -552,7 +541,7 @@ func (p *process) requestsIn(buf []byte, ret uint64, call string, comm uint64, s
 			extra--
 		}
 		if ret != 0 && w == ret && extra < 0 {
-			if r.kind != probes.LayoutOMPI || !completionCalls[call] {
+			if r.kind != mpiabi.LayoutOMPI || !completionCalls[call] {
 				break
 			}
 			extra = appFrameWords
@@ -563,9 +552,9 @@ func (p *process) requestsIn(buf []byte, ret uint64, call string, comm uint64, s
 		seen[w] = true
 		var wt hang.Wait
 		switch r.kind {
-		case probes.LayoutOMPI:
+		case mpiabi.LayoutOMPI:
 			wt, ok = r.ompiRequest(w)
-		case probes.LayoutMPICH:
+		case mpiabi.LayoutMPICH:
 			wt, ok = r.mpichRequest(w, comm)
 		default:
 			ok = false
@@ -705,7 +694,7 @@ func resolveCommPeers(rs []Rank) []hang.Rank {
 }
 
 // frameArgs completes an MPICH thread's waits with the arguments its API
-// function keeps in its frame (probes.MPICHFrameArgs): MPI_Ssend's
+// function keeps in its frame (mpiabi.MPICHFrameArgs): MPI_Ssend's
 // destination, which its request does not hold, and MPI_Probe's source
 // and tag, for which there is no request. The slots come from the table
 // of checked builds or, for another build, from decoding the function
@@ -713,9 +702,9 @@ func resolveCommPeers(rs []Rank) []hang.Rank {
 // and only what passes the checks (the frame's request is the one read,
 // or the frame's communicator handle names the request's communicator
 // or is a communicator; the rank is one of the communicator's) is taken.
-func (p *process) frameArgs(mem memory, fs []unwind.Frame, regs unwind.Regs, frames []symbolize.Site, in inMPI, comm uint64, ws []hang.Wait) []hang.Wait {
+func (p *process) frameArgs(mem procfs.Memory, fs []unwind.Frame, regs unwind.Regs, frames []symbolize.Site, in inMPI, comm uint64, ws []hang.Wait) []hang.Wait {
 	r := p.p2p
-	if !r.ok || r.kind != probes.LayoutMPICH || in.API <= 0 || in.API >= len(fs) || in.API >= len(frames) {
+	if !r.ok || r.kind != mpiabi.LayoutMPICH || in.API <= 0 || in.API >= len(fs) || in.API >= len(frames) {
 		return ws
 	}
 	f := fs[in.API]
@@ -727,7 +716,7 @@ func (p *process) frameArgs(mem memory, fs []unwind.Frame, regs unwind.Regs, fra
 	if !ok {
 		return ws
 	}
-	a, ok := probes.MPICHFrameArgsOf(p.build, in.Call)
+	a, ok := mpiabi.MPICHFrameArgsOf(p.build, in.Call)
 	if !ok {
 		if a, ok = p.inferredFrameArgs(in.Call, frames[in.API].Function, f.PC-bias); !ok {
 			return ws
@@ -736,9 +725,9 @@ func (p *process) frameArgs(mem memory, fs []unwind.Frame, regs unwind.Regs, fra
 	if !slices.Contains(a.RetPCs, f.PC-bias) {
 		return ws
 	}
-	slot := func(s probes.FrameSlot) (int32, bool) {
+	slot := func(s mpiabi.FrameSlot) (int32, bool) {
 		if s.Reg >= 0 {
-			v, ok := unwind.ValueAt(fs, in.API, s.Reg, regs, unwind.Memory(mem))
+			v, ok := unwind.ValueAt(fs, in.API, s.Reg, regs, mem)
 			return int32(uint32(v)), ok
 		}
 		addr := f.SP + uint64(s.Off)
@@ -881,17 +870,17 @@ func (p *process) frameArgs(mem memory, fs []unwind.Frame, regs unwind.Regs, fra
 
 // inferredFrameArgs decodes, once per build, function and return
 // address, where the library's function fn keeps call's arguments
-// (probes.InferMPICHFrameArgs) for a build the table does not hold.
-func (p *process) inferredFrameArgs(call, fn string, retPC uint64) (probes.MPICHFrameArgs, bool) {
-	if fn == "" || !probes.FrameArgCall(call) {
-		return probes.MPICHFrameArgs{}, false
+// (mpiabi.InferMPICHFrameArgs) for a build the table does not hold.
+func (p *process) inferredFrameArgs(call, fn string, retPC uint64) (mpiabi.MPICHFrameArgs, bool) {
+	if fn == "" || !mpiabi.FrameArgCall(call) {
+		return mpiabi.MPICHFrameArgs{}, false
 	}
 	key := fmt.Sprintf("%s/%s/%#x", p.build, fn, retPC)
 	if res, ok := p.files.frames[key]; ok {
 		return res.args, res.err == nil
 	}
 	res := frameResult{err: fmt.Errorf("%s cannot be read", p.lib)}
-	p.withLib(func(f *elf.File) { res.args, res.err = probes.InferMPICHFrameArgs(f, call, fn, retPC) })
+	p.withLib(func(f *elf.File) { res.args, res.err = mpiabi.InferMPICHFrameArgs(f, call, fn, retPC) })
 	if p.files.frames == nil {
 		p.files.frames = map[string]frameResult{}
 	}

@@ -5,8 +5,9 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"os"
 	"path"
+
+	"github.com/mpiprobe/mpiprobe/internal/mpiabi"
 
 	"github.com/mpiprobe/mpiprobe/internal/discover"
 	"github.com/mpiprobe/mpiprobe/internal/elfx"
@@ -62,12 +63,12 @@ func sharedOf[T any](m *map[string]*T, build string) *T {
 }
 
 type frameResult struct {
-	args probes.MPICHFrameArgs
+	args mpiabi.MPICHFrameArgs
 	err  error
 }
 
 type ob1Result struct {
-	layout probes.OB1Layout
+	layout mpiabi.OB1Layout
 	err    error
 }
 
@@ -83,7 +84,7 @@ type fileInfo struct {
 type process struct {
 	pid   int
 	maps  []procfs.Mapping
-	mem   *os.File
+	mem   *procfs.Mem
 	open  symbolize.Opener
 	files *tables
 	// comms reads communicator objects; its layout Kind is LayoutUnknown
@@ -92,7 +93,7 @@ type process struct {
 	// lib is the MPI C library's path and build id.
 	lib, build string
 	// ompiName is the process's Open MPI name from its environment
-	// (probes.OMPIName), 0 if none.
+	// (mpiabi.OMPIName), 0 if none.
 	ompiName uint64
 	// p2p reads point-to-point requests (p2p.go).
 	p2p p2pReader
@@ -103,9 +104,9 @@ func openProcess(fs procfs.FS, pid int, files *tables) (*process, error) {
 	if err != nil {
 		return nil, err
 	}
-	mem, err := os.Open(fmt.Sprintf("%s/%d/mem", fsRoot(fs), pid))
+	mem, err := fs.OpenMem(pid)
 	if err != nil {
-		return nil, fmt.Errorf("open the memory of pid %d: %w", pid, err)
+		return nil, err
 	}
 	p := &process{pid: pid, maps: maps, mem: mem, open: symbolize.ProcOpener(fs, pid), files: files}
 	p.comms = commReader{mem: p.read}
@@ -113,7 +114,7 @@ func openProcess(fs procfs.FS, pid int, files *tables) (*process, error) {
 	if err != nil {
 		env = nil // the layouts are then inferred without it
 	}
-	p.ompiName = probes.OMPIName(env)
+	p.ompiName = mpiabi.OMPIName(env)
 	for _, m := range discover.Discover(maps) {
 		if m.Library != probes.OMPILibMPI && m.Library != probes.MPICHLib {
 			continue
@@ -132,30 +133,10 @@ func openProcess(fs procfs.FS, pid int, files *tables) (*process, error) {
 	return p, nil
 }
 
-// fsRoot is the proc root of fs.
-func fsRoot(fs procfs.FS) string {
-	if fs.Root == "" {
-		return "/proc"
-	}
-	return fs.Root
-}
-
 func (p *process) close() { _ = p.mem.Close() }
 
 // read reads the process's memory.
-func (p *process) read(addr uint64, b []byte) error {
-	if addr > 1<<63 {
-		return fmt.Errorf("address %#x out of range", addr)
-	}
-	n, err := p.mem.ReadAt(b, int64(addr))
-	if n == len(b) {
-		return nil
-	}
-	if err == nil {
-		err = fmt.Errorf("short read at %#x", addr)
-	}
-	return err
-}
+func (p *process) read(addr uint64, b []byte) error { return p.mem.Read(addr, b) }
 
 func (p *process) mapping(addr uint64) (procfs.Mapping, bool) {
 	for _, m := range p.maps {
@@ -238,7 +219,7 @@ type patch struct {
 
 // threadMemory reads the process's memory as the thread's stack really
 // is: with the return addresses uretprobes hid put back.
-func (p *process) threadMemory(patches []patch) memory {
+func (p *process) threadMemory(patches []patch) procfs.Memory {
 	if len(patches) == 0 {
 		return p.read
 	}
@@ -261,7 +242,7 @@ func (p *process) stack(tid int, regs unwind.Regs, patches []patch, res *symboli
 	t := thread{tid: tid, regs: regs}
 	mem := p.threadMemory(patches)
 	var fs []unwind.Frame
-	fs, t.unwindErr = unwind.Walk(regs, p.module, unwind.Memory(mem), maxFrames)
+	fs, t.unwindErr = unwind.Walk(regs, p.module, mem, maxFrames)
 	for _, f := range fs {
 		t.pcs = append(t.pcs, f.PC)
 	}
@@ -313,8 +294,8 @@ const maxScan = 64 << 10
 // commOnStack finds the communicator object that the words between sp and
 // the return address into the application (the MPI library's frames),
 // and the live register values of those frames, point to most often.
-func (p *process) commOnStack(mem memory, sp, ret uint64, live []uint64) (uint64, map[uint64]int) {
-	if p.comms.layout.Kind == probes.LayoutUnknown || sp == 0 {
+func (p *process) commOnStack(mem procfs.Memory, sp, ret uint64, live []uint64) (uint64, map[uint64]int) {
+	if p.comms.layout.Kind == mpiabi.LayoutUnknown || sp == 0 {
 		return 0, nil
 	}
 	buf := make([]byte, maxScan)

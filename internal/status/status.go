@@ -13,6 +13,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mpiprobe/mpiprobe/internal/mpiabi"
+
 	"golang.org/x/sys/unix"
 
 	"github.com/mpiprobe/mpiprobe/agg"
@@ -24,7 +26,6 @@ import (
 	"github.com/mpiprobe/mpiprobe/internal/status/hang"
 	"github.com/mpiprobe/mpiprobe/internal/status/unwind"
 	"github.com/mpiprobe/mpiprobe/internal/symbolize"
-	"github.com/mpiprobe/mpiprobe/probes"
 )
 
 // Config says which ranks status looks at and how.
@@ -244,7 +245,7 @@ func Collect(ctx context.Context, cfg Config) (Result, error) {
 		p := procs[pid]
 		if p != nil {
 			r.Library = p.libName()
-			if p.comms.layout.Kind == probes.LayoutUnknown {
+			if p.comms.layout.Kind == mpiabi.LayoutUnknown {
 				r.Note = fmt.Sprintf("unknown %s build %s: communicators are not read", p.libName(), shortID(p.build))
 			}
 		}

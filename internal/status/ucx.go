@@ -4,7 +4,7 @@ import (
 	"encoding/binary"
 	"slices"
 
-	"github.com/mpiprobe/mpiprobe/probes"
+	"github.com/mpiprobe/mpiprobe/internal/mpiabi"
 )
 
 // ucpLearnt is the request layout of a libucp build the table does not
@@ -13,7 +13,7 @@ import (
 // the receive fields, a send the send fields.
 type ucpLearnt struct {
 	recv, send bool
-	l          probes.UCPReqLayout
+	l          mpiabi.UCPReqLayout
 }
 
 // ucpFor returns what is learnt of a libucp build.

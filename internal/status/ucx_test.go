@@ -3,8 +3,9 @@ package status
 import (
 	"testing"
 
+	"github.com/mpiprobe/mpiprobe/internal/mpiabi"
+
 	"github.com/mpiprobe/mpiprobe/internal/status/hang"
-	"github.com/mpiprobe/mpiprobe/probes"
 )
 
 // TestUCPLearnt reads MPICH ch4:ucx requests through a libucp build the
@@ -55,7 +56,7 @@ func TestUCPLearnt(t *testing.T) {
 
 	c := commReader{layout: l, bias: bias, mem: m.read}
 	learnt := &ucpLearnt{}
-	r := p2pReader{kind: probes.LayoutMPICH, mem: m.read, comms: c, req: probes.MPICHReqHeader(), ok: true, ucpLearn: learnt}
+	r := p2pReader{kind: mpiabi.LayoutMPICH, mem: m.read, comms: c, req: mpiabi.MPICHReqHeader(), ok: true, ucpLearn: learnt}
 
 	// A barrier's receive first: its tag's context id (3) is no
 	// communicator's here, and the neighbour below teaches nothing.
@@ -81,7 +82,7 @@ func TestUCPLearnt(t *testing.T) {
 	if !ok || w.Peer != 1 || w.Tag != 7 || !w.Known {
 		t.Errorf("receive: %+v (read %v), want from 1 tag 7, read", w, ok)
 	}
-	if want := (probes.UCPReqLayout{RecvTagOff: -0x50, RecvMaskOff: -0x48, RecvUserOff: -0x100}); learnt.l != want {
+	if want := (mpiabi.UCPReqLayout{RecvTagOff: -0x50, RecvMaskOff: -0x48, RecvUserOff: -0x100}); learnt.l != want {
 		t.Errorf("learnt %+v, want %+v", learnt.l, want)
 	}
 	setRank(1)

@@ -15,7 +15,7 @@
 // covering the frame's instruction pointer (through Modules, which maps a
 // runtime address to a file's Table and load bias), run its call frame
 // instructions up to that address, compute the Canonical Frame Address and
-// read the return address and saved rbp through Memory.
+// read the return address and saved rbp through procfs.Memory.
 //
 // The package supports what GCC and clang emit on x86-64: the DW_CFA
 // instructions of DWARF 4 and 5 plus the GNU extensions, the DWARF

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/mpiprobe/mpiprobe/internal/procfs"
 )
 
 // Limits of the DWARF expression evaluator.
@@ -68,7 +70,7 @@ const (
 // exprEnv is what an expression can see of the frame being unwound.
 type exprEnv struct {
 	regs *frame // the callee's registers
-	mem  Memory
+	mem  procfs.Memory
 	bias uint64 // added to DW_OP_addr operands, which are virtual addresses
 }
 

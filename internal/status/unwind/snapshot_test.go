@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mpiprobe/mpiprobe/internal/procfs"
+
 	"github.com/mpiprobe/mpiprobe/internal/elfx"
 	"github.com/mpiprobe/mpiprobe/internal/mpitest"
 )
@@ -142,7 +144,7 @@ func (p *process) symbolize(addr uint64) (file, fn string) {
 }
 
 // stackMemory serves reads from a copy of the stack that starts at base.
-func stackMemory(base uint64, data []byte) Memory {
+func stackMemory(base uint64, data []byte) procfs.Memory {
 	return func(addr uint64, p []byte) error {
 		if addr < base || addr-base > uint64(len(data)) || uint64(len(p)) > uint64(len(data))-(addr-base) {
 			return fmt.Errorf("%#x+%d outside the stack copy [%#x, %#x)", addr, len(p), base, base+uint64(len(data)))

@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+
+	"github.com/mpiprobe/mpiprobe/internal/procfs"
 )
 
 // Regs are the registers unwinding starts from (and the ones it tracks).
@@ -48,10 +50,6 @@ type Module struct {
 // addresses in no known file (anonymous memory, JIT code, unknown).
 type Modules func(addr uint64) (m Module, ok bool)
 
-// Memory reads the target's memory at a runtime address (e.g. process_vm_readv);
-// it returns an error if any byte cannot be read.
-type Memory func(addr uint64, p []byte) error
-
 // frame holds the registers of one frame while unwinding.
 type frame struct {
 	ip, sp, bp uint64
@@ -92,7 +90,7 @@ func (f *frame) value(reg uint64) (uint64, error) {
 // CFA must lie above the callee's SP, so a corrupt stack cannot make
 // Stack loop; max bounds the work in any case. Stack returns nil for
 // max <= 0.
-func Stack(regs Regs, mods Modules, mem Memory, max int) (pcs []uint64, err error) {
+func Stack(regs Regs, mods Modules, mem procfs.Memory, max int) (pcs []uint64, err error) {
 	fs, err := Walk(regs, mods, mem, max)
 	if fs == nil {
 		return nil, err
@@ -120,12 +118,12 @@ type Frame struct {
 
 // Walk is Stack that also returns each frame's stack pointer and where it
 // saved its caller's registers, for SavedAt.
-func Walk(regs Regs, mods Modules, mem Memory, max int) (fs []Frame, err error) {
+func Walk(regs Regs, mods Modules, mem procfs.Memory, max int) (fs []Frame, err error) {
 	if max <= 0 {
 		return nil, nil
 	}
 	if mods == nil || mem == nil {
-		return nil, errors.New("unwind: nil Modules or Memory")
+		return nil, errors.New("unwind: nil Modules or procfs.Memory")
 	}
 	fs = make([]Frame, 0, min(max, 64))
 	cur := frame{ip: regs.IP, sp: regs.SP, bp: regs.BP, bpOK: regs.BP != 0}
@@ -195,7 +193,7 @@ func SavedAt(fs []Frame, k int, reg int) (addr uint64, ok bool) {
 // ValueAt returns frame k's value of callee-saved register reg: where
 // the nearest of its callees that saved the register put it or, when
 // none did, the live register (no frame inside k has changed it).
-func ValueAt(fs []Frame, k, reg int, regs Regs, mem Memory) (uint64, bool) {
+func ValueAt(fs []Frame, k, reg int, regs Regs, mem procfs.Memory) (uint64, bool) {
 	if k < 0 || k >= len(fs) || reg < 0 || reg >= numRegs {
 		return 0, false
 	}
@@ -227,7 +225,7 @@ func LiveIn(fs []Frame, k, reg int, regs Regs) (uint64, bool) {
 // frame pointer has it at bp+8, the caller's bp at bp and its sp at
 // bp+16. A candidate is taken only if the return address lies in code
 // whose CFI covers it, so a stale word is not mistaken for a caller.
-func leafCaller(cur frame, mods Modules, mem Memory) (frame, bool) {
+func leafCaller(cur frame, mods Modules, mem procfs.Memory) (frame, bool) {
 	covered := func(ra uint64) bool {
 		if ra == 0 {
 			return false
@@ -254,7 +252,7 @@ func leafCaller(cur frame, mods Modules, mem Memory) (frame, bool) {
 
 // step computes the caller's registers and the frame's CFA from the
 // callee's cur and the row in force. end reports that the row marks the outermost frame.
-func step(cur *frame, r *row, raCol uint64, mem Memory, bias uint64) (caller frame, cfa uint64, end bool, err error) {
+func step(cur *frame, r *row, raCol uint64, mem procfs.Memory, bias uint64) (caller frame, cfa uint64, end bool, err error) {
 	env := exprEnv{regs: cur, mem: mem, bias: bias}
 	switch {
 	case !r.cfa.set:
@@ -346,7 +344,7 @@ func recover1(cur *frame, rl rule, reg, cfa uint64, env *exprEnv) (v uint64, ok 
 	return 0, false, fmt.Errorf("unknown rule %d", rl.kind)
 }
 
-func read64(mem Memory, addr uint64) (uint64, error) {
+func read64(mem procfs.Memory, addr uint64) (uint64, error) {
 	var b [8]byte
 	if err := mem(addr, b[:]); err != nil {
 		return 0, fmt.Errorf("read stack at %#x: %w", addr, err)

@@ -1,4 +1,4 @@
-package probes_test
+package mpiabi_test
 
 import (
 	"debug/elf"
@@ -6,8 +6,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mpiprobe/mpiprobe/internal/mpiabi"
+
 	"github.com/mpiprobe/mpiprobe/internal/mpitest"
-	"github.com/mpiprobe/mpiprobe/probes"
 )
 
 // TestOB1LayoutFromDWARF reads the ob1 request layout from the DWARF of a
@@ -18,16 +19,16 @@ import (
 // failures: a file without DWARF, an ob1 without the class symbols.
 func TestOB1LayoutFromDWARF(t *testing.T) {
 	withDWARF := ob1LayoutFixture(t)
-	if _, err := os.Stat(debianOb1File); err != nil {
-		mpitest.Require(t, "Debian's libopenmpi3 ("+debianOb1File+")")
+	if _, err := os.Stat(mpitest.DebianOb1); err != nil {
+		mpitest.Require(t, "Debian's libopenmpi3 ("+mpitest.DebianOb1+")")
 	}
-	ob1 := openELFFile(t, debianOb1File)
-	got, err := probes.OB1LayoutFromDWARF(withDWARF, ob1)
+	ob1 := openELFFile(t, mpitest.DebianOb1)
+	got, err := mpiabi.OB1LayoutFromDWARF(withDWARF, ob1)
 	if err != nil {
 		t.Fatal(err)
 	}
 	const debianOb1Build = "cc5a7ec5e99993dcc0c52e06d8a1f2b4699cac25"
-	want, ok := probes.OB1LayoutOf(debianOb1Build)
+	want, ok := mpiabi.OB1LayoutOf(debianOb1Build)
 	if !ok {
 		t.Fatalf("the table lost Debian's ob1 build %s", debianOb1Build)
 	}
@@ -36,10 +37,10 @@ func TestOB1LayoutFromDWARF(t *testing.T) {
 	}
 
 	stripped := openELFFile(t, mpitest.DebianPal)
-	if _, err := probes.OB1LayoutFromDWARF(stripped, ob1); err == nil || !strings.Contains(err.Error(), "no DWARF") {
+	if _, err := mpiabi.OB1LayoutFromDWARF(stripped, ob1); err == nil || !strings.Contains(err.Error(), "no DWARF") {
 		t.Errorf("a libmpi without DWARF: err %v, want it to say no DWARF", err)
 	}
-	if _, err := probes.OB1LayoutFromDWARF(withDWARF, withDWARF); err == nil || !strings.Contains(err.Error(), "request_t_class") {
+	if _, err := mpiabi.OB1LayoutFromDWARF(withDWARF, withDWARF); err == nil || !strings.Contains(err.Error(), "request_t_class") {
 		t.Errorf("an ob1 without the class symbols: err %v, want it to name them", err)
 	}
 }
@@ -50,12 +51,12 @@ func TestOB1LayoutFromDWARF(t *testing.T) {
 // entry for Debian's libmpi, whose headers they are; then a file without
 // DWARF.
 func TestOMPICommLayoutFromDWARF(t *testing.T) {
-	got, err := probes.OMPICommLayoutFromDWARF(ob1LayoutFixture(t))
+	got, err := mpiabi.OMPICommLayoutFromDWARF(ob1LayoutFixture(t))
 	if err != nil {
 		t.Fatal(err)
 	}
 	const debianLibmpi = "2a2f4d8c4f8dc5dcc63f6789a50f3ab49f61e168"
-	want, ok := probes.CommLayoutOf(debianLibmpi)
+	want, ok := mpiabi.CommLayoutOf(debianLibmpi)
 	if !ok {
 		t.Fatalf("the table lost Debian's libmpi %s", debianLibmpi)
 	}
@@ -68,7 +69,7 @@ func TestOMPICommLayoutFromDWARF(t *testing.T) {
 	if len(got.Fields) != 6 {
 		t.Errorf("fields %+v, want the six it reads", got.Fields)
 	}
-	if _, err := probes.OMPICommLayoutFromDWARF(openELFFile(t, mpitest.DebianPal)); err == nil || !strings.Contains(err.Error(), "no DWARF") {
+	if _, err := mpiabi.OMPICommLayoutFromDWARF(openELFFile(t, mpitest.DebianPal)); err == nil || !strings.Contains(err.Error(), "no DWARF") {
 		t.Errorf("a file without DWARF: err %v", err)
 	}
 }
@@ -107,7 +108,7 @@ func TestOMPIName(t *testing.T) {
 		{nil, 0},
 	}
 	for _, tt := range tests {
-		if got := probes.OMPIName(tt.env); got != tt.want {
+		if got := mpiabi.OMPIName(tt.env); got != tt.want {
 			t.Errorf("OMPIName(%v) = %#x, want %#x", tt.env, got, tt.want)
 		}
 	}

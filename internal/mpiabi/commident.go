@@ -1,6 +1,8 @@
-package probes
+package mpiabi
 
-import "encoding/binary"
+import (
+	"github.com/mpiprobe/mpiprobe/internal/procfs"
+)
 
 // CommIdentity reads, as the BPF side does (comm_slot in
 // bpf/collectives.h), the identity of the communicator a handle names in a
@@ -9,50 +11,18 @@ import "encoding/binary"
 // the handle does not decode to an object that can be read, or to one no
 // longer alive (freed: its class or handle gone, no group size, or a rank
 // outside it).
-func (l CommLayout) CommIdentity(handle, bias uint64, mem func(addr uint64, p []byte) error) (id uint64, size, rank int32, ok bool) {
-	u32 := func(a uint64) (uint32, bool) {
-		var b [4]byte
-		if mem(a, b[:]) != nil {
-			return 0, false
-		}
-		return binary.LittleEndian.Uint32(b[:]), true
-	}
-	u64 := func(a uint64) (uint64, bool) {
-		var b [8]byte
-		if mem(a, b[:]) != nil {
-			return 0, false
-		}
-		return binary.LittleEndian.Uint64(b[:]), true
-	}
+func (l CommLayout) CommIdentity(handle, bias uint64, mem procfs.Memory) (id uint64, size, rank int32, ok bool) {
+	u32, u64 := mem.U32, mem.U64
 	var obj uint64
 	switch l.Kind {
 	case LayoutOMPI:
 		obj = handle
 	case LayoutMPICH:
-		h := uint32(handle)
-		if (h>>26)&0xf != 1 || l.ObjSize == 0 {
+		o, ok := l.MPICHObject(uint32(handle), bias, mem)
+		if !ok {
 			return 0, 0, 0, false
 		}
-		idx := uint64(h & 0x03ffffff)
-		switch h >> 30 {
-		case 1:
-			obj = bias + l.Builtin + idx*uint64(l.ObjSize)
-		case 2:
-			obj = bias + l.Direct + idx*uint64(l.ObjSize)
-		case 3:
-			if l.IndIndexMask == 0 {
-				return 0, 0, 0, false
-			}
-			blocks, ok := u64(bias + l.Mem + uint64(l.IndBlocksOff))
-			if !ok || blocks == 0 {
-				return 0, 0, 0, false
-			}
-			block, ok := u64(blocks + 8*uint64((h>>l.IndShift)&l.IndBlockMask))
-			if !ok || block == 0 {
-				return 0, 0, 0, false
-			}
-			obj = block + uint64(h&l.IndIndexMask)*uint64(l.ObjSize)
-		}
+		obj = o
 	}
 	if obj == 0 {
 		return 0, 0, 0, false
@@ -95,4 +65,39 @@ func (l CommLayout) CommIdentity(handle, bias uint64, mem func(addr uint64, p []
 		return 0, 0, 0, false // not a live communicator's
 	}
 	return uint64(cid & l.CIDMask), size, int32(r), true
+}
+
+// MPICHObject returns the address of the MPIR_Comm an MPICH communicator
+// handle names: a builtin or direct object by index into the library's
+// tables (bias is its load bias), an indirect one through the block array
+// of MPIR_Comm_mem. ok is false for a handle of another kind or outside
+// the tables.
+func (l CommLayout) MPICHObject(h uint32, bias uint64, mem procfs.Memory) (uint64, bool) {
+	if (h>>26)&0xf != 1 || l.ObjSize == 0 {
+		return 0, false
+	}
+	idx := uint64(h & 0x03ffffff)
+	switch h >> 30 {
+	case 1:
+		return bias + l.Builtin + idx*uint64(l.ObjSize), true
+	case 2:
+		if l.DirectCount != 0 && idx >= uint64(l.DirectCount) {
+			return 0, false
+		}
+		return bias + l.Direct + idx*uint64(l.ObjSize), true
+	case 3:
+		if l.IndIndexMask == 0 {
+			return 0, false
+		}
+		blocks, ok := mem.U64(bias + l.Mem + uint64(l.IndBlocksOff))
+		if !ok || blocks == 0 {
+			return 0, false
+		}
+		block, ok := mem.U64(blocks + 8*uint64((h>>l.IndShift)&l.IndBlockMask))
+		if !ok || block == 0 {
+			return 0, false
+		}
+		return block + uint64(h&l.IndIndexMask)*uint64(l.ObjSize), true
+	}
+	return 0, false
 }

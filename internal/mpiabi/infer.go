@@ -1,4 +1,4 @@
-package probes
+package mpiabi
 
 import (
 	"debug/elf"
@@ -13,6 +13,7 @@ import (
 
 	"github.com/mpiprobe/mpiprobe/internal/elfx"
 	"github.com/mpiprobe/mpiprobe/internal/layout"
+	"github.com/mpiprobe/mpiprobe/internal/procfs"
 )
 
 // NoVerifiedLayoutsEnv names the environment variable that, set to 1,
@@ -34,7 +35,7 @@ type LayoutField = layout.Field
 // its memory, the library's load bias there, and the world rank and size
 // its environment gives (-1 when unknown).
 type LiveProcess struct {
-	Mem                  func(addr uint64, p []byte) error
+	Mem                  procfs.Memory
 	Bias                 uint64
 	WorldRank, WorldSize int
 	// OMPIName is the process's Open MPI name (job id, then vpid in
@@ -69,15 +70,15 @@ type CommLayoutResult struct {
 var ErrLayoutNotReady = errors.New("the predefined communicators are not initialized yet (before MPI_Init)")
 
 // ResolveCommLayout returns the communicator layout of the library file f
-// (of kind lib and build id buildID) as a live process p uses it: the
+// (of flavour fl and build id buildID) as a live process p uses it: the
 // table of verified builds, else inferred from p's predefined communicators
 // and the library's accessors. The error wraps ErrLayoutNotReady when p
 // has not passed MPI_Init's setup yet.
-func ResolveCommLayout(f *elf.File, lib Library, buildID string, p LiveProcess) (CommLayoutResult, error) {
+func ResolveCommLayout(f *elf.File, fl Flavour, buildID string, p LiveProcess) (CommLayoutResult, error) {
 	if l, ok := CommLayoutOf(buildID); ok {
 		return CommLayoutResult{Layout: l, Fields: verifiedFields(l)}, nil
 	}
-	return InferCommLayout(f, lib, p)
+	return InferCommLayout(f, fl, p)
 }
 
 // verifiedFields lists a table layout's fields as verified.
@@ -163,9 +164,9 @@ func textCode(f *elf.File) (layout.Code, error) {
 // agree on is used; one found by one method only is used and said so; a
 // layout whose identity fields (context id, rank, size, and MPICH's
 // object tables) are not all found is an error naming them.
-func InferCommLayout(f *elf.File, lib Library, p LiveProcess) (CommLayoutResult, error) {
+func InferCommLayout(f *elf.File, fl Flavour, p LiveProcess) (CommLayoutResult, error) {
 	start := time.Now()
-	ci, err := PrepareCommInference(f, lib)
+	ci, err := PrepareCommInference(f, fl)
 	if err != nil {
 		return CommLayoutResult{Took: time.Since(start)}, err
 	}
@@ -179,7 +180,7 @@ func InferCommLayout(f *elf.File, lib Library, p LiveProcess) (CommLayoutResult,
 // objects. Infer then reads a process; it is cheap enough to retry every
 // few milliseconds while a rank is in MPI_Init.
 type CommInference struct {
-	lib                   Library
+	fl                    Flavour
 	rank, size, name, c2f layout.Facts
 	classSym              uint64
 	// Open MPI: where ompi_mpi_comm_world and _self are, by GOT slot
@@ -193,9 +194,9 @@ type CommInference struct {
 }
 
 // PrepareCommInference decodes the accessors of an MPI C library file.
-func PrepareCommInference(f *elf.File, lib Library) (*CommInference, error) {
-	if lib != OMPILibMPI && lib != MPICHLib {
-		return nil, fmt.Errorf("no communicator layout for library %s", lib)
+func PrepareCommInference(f *elf.File, fl Flavour) (*CommInference, error) {
+	if fl != OpenMPI && fl != MPICH {
+		return nil, fmt.Errorf("no communicator layout for %s", fl)
 	}
 	code, err := textCode(f)
 	if err != nil {
@@ -212,8 +213,8 @@ func PrepareCommInference(f *elf.File, lib Library) (*CommInference, error) {
 		}
 		return layout.Analyze(code, s.Value, 0)
 	}
-	ci := &CommInference{lib: lib, rank: analyze("PMPI_Comm_rank"), size: analyze("PMPI_Comm_size"), name: analyze("PMPI_Comm_get_name")}
-	if lib == OMPILibMPI {
+	ci := &CommInference{fl: fl, rank: analyze("PMPI_Comm_rank"), size: analyze("PMPI_Comm_size"), name: analyze("PMPI_Comm_get_name")}
+	if fl == OpenMPI {
 		ci.dwarf = ompiCommDWARF(f)
 		ci.c2f = analyze("PMPI_Comm_c2f")
 		ci.classSym = syms["ompi_communicator_t_class"].Value
@@ -249,8 +250,8 @@ func (ci *CommInference) infer(p LiveProcess) (CommLayoutResult, error) {
 	known := layout.Known{WorldRank: p.WorldRank, WorldSize: p.WorldSize}
 	var r layout.Result
 	var err error
-	switch ci.lib {
-	case OMPILibMPI:
+	switch ci.fl {
+	case OpenMPI:
 		in := layout.OMPI{Rank: ci.rank, Size: ci.size, Name: ci.name, C2F: ci.c2f,
 			ClassSym: ci.classSym, Bias: p.Bias, Known: known, Mem: p.Mem}
 		for _, o := range []struct {
@@ -269,7 +270,7 @@ func (ci *CommInference) infer(p LiveProcess) (CommLayoutResult, error) {
 			*o.dst = b
 		}
 		r, err = layout.InferOMPI(in)
-	case MPICHLib:
+	case MPICH:
 		r, err = layout.InferMPICH(layout.MPICH{Rank: ci.rank, Size: ci.size, Name: ci.name, Bias: p.Bias, Mem: p.Mem, Known: known})
 	}
 	if layout.ErrNotReady(err) {
@@ -282,7 +283,7 @@ func (ci *CommInference) infer(p LiveProcess) (CommLayoutResult, error) {
 		r.Confirm(ci.dwarf)
 	}
 	out.Fields = r.Fields
-	l, err := toCommLayout(ci.lib, r)
+	l, err := toCommLayout(ci.fl, r)
 	if err != nil {
 		return out, err
 	}
@@ -350,17 +351,17 @@ func objectAddr(slot, sym uint64, p LiveProcess) (uint64, error) {
 
 // toCommLayout turns inferred fields into a layout, or says which identity
 // fields are missing.
-func toCommLayout(lib Library, r layout.Result) (CommLayout, error) {
+func toCommLayout(fl Flavour, r layout.Result) (CommLayout, error) {
 	u32 := func(name string) uint32 { return uint32(r.Get(name).Value) }
 	var l CommLayout
 	var need []string
-	switch lib {
-	case OMPILibMPI:
+	switch fl {
+	case OpenMPI:
 		need = []string{layout.FieldCID, layout.FieldRank, layout.FieldGroup, layout.FieldSize}
 		l = CommLayout{Kind: LayoutOMPI, CIDOff: u32(layout.FieldCID), CIDMask: 0xffffffff, RankOff: u32(layout.FieldRank),
 			GroupOff: u32(layout.FieldGroup), SizeOff: u32(layout.FieldSize), ClassAddr: r.Get(layout.FieldClass).Value,
 			ClassOff: u32(layout.FieldClassOff)}
-	case MPICHLib:
+	case MPICH:
 		need = []string{layout.FieldCID, layout.FieldRank, layout.FieldSize, layout.FieldBuiltin, layout.FieldDirect, layout.FieldObjSize}
 		l = CommLayout{Kind: LayoutMPICH, CIDOff: u32(layout.FieldCID), CIDMask: 0xffff, RankOff: u32(layout.FieldRank),
 			SizeOff: u32(layout.FieldSize), Builtin: r.Get(layout.FieldBuiltin).Value, Direct: r.Get(layout.FieldDirect).Value,
@@ -376,10 +377,10 @@ func toCommLayout(lib Library, r layout.Result) (CommLayout, error) {
 	if n := r.Get(layout.FieldName); n.Found() {
 		l.NameOff, l.NameLen = uint32(n.Value), u32(layout.FieldNameLen)
 	}
-	if m := r.Get(layout.FieldRankMap); lib == MPICHLib && m.Found() {
+	if m := r.Get(layout.FieldRankMap); fl == MPICH && m.Found() {
 		l.MapOff = uint32(m.Value)
 	}
-	if v := r.Get(layout.FieldVCRT); lib == MPICHLib && v.Found() && r.Get(layout.FieldVCRank).Found() {
+	if v := r.Get(layout.FieldVCRT); fl == MPICH && v.Found() && r.Get(layout.FieldVCRank).Found() {
 		l.VCRTOff, l.VCRTSizeOff = uint32(v.Value), u32(layout.FieldVCRTSize)
 		l.VCRTEntriesOff, l.VCRankOff = u32(layout.FieldVCRTEntries), u32(layout.FieldVCRank)
 	}
@@ -421,4 +422,20 @@ func OMPICommLayoutFromDWARF(f *elf.File) (CommLayoutResult, error) {
 		fields = append(fields, LayoutField{Name: fv.name, Value: fv.v, How: layout.DebugInfo, Note: "the library's own DWARF"})
 	}
 	return CommLayoutResult{Layout: l, Fields: fields}, nil
+}
+
+// StaticCommLayout returns the communicator layout of the library file f
+// that is known without a process: the table of verified builds, else
+// (Open MPI) the library's own DWARF. ok is false when only a live
+// process can tell (ResolveCommLayout).
+func StaticCommLayout(f *elf.File, fl Flavour, buildID string) (CommLayoutResult, bool) {
+	if l, ok := CommLayoutOf(buildID); ok {
+		return CommLayoutResult{Layout: l, Fields: verifiedFields(l)}, true
+	}
+	if fl == OpenMPI {
+		if r, err := OMPICommLayoutFromDWARF(f); err == nil {
+			return r, true
+		}
+	}
+	return CommLayoutResult{}, false
 }

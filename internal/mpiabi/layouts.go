@@ -1,4 +1,4 @@
-package probes
+package mpiabi
 
 import (
 	"debug/elf"
@@ -10,9 +10,9 @@ import (
 	"github.com/mpiprobe/mpiprobe/internal/layout"
 )
 
-// freeListLayout says where one libopen-pal build keeps the opal_free_list_t
+// FreeListLayout says where one libopen-pal build keeps the opal_free_list_t
 // fields the free-list programs read, as byte offsets from the list.
-type freeListLayout struct {
+type FreeListLayout struct {
 	MaxToAlloc   uint32 // size_t fl_max_to_alloc (0: unlimited)
 	NumAllocated uint32 // size_t fl_num_allocated
 	FragClass    uint32 // opal_class_t *fl_frag_class; the class's first field is its name
@@ -22,7 +22,7 @@ type freeListLayout struct {
 // was verified, by GNU build id. The layout changes with Open MPI's version
 // and with its configuration (a debug build adds fields to every object), so
 // a version number alone does not identify it.
-var freeListLayouts = map[string]freeListLayout{
+var freeListLayouts = map[string]FreeListLayout{
 	// Debian 12, libopenmpi3 4.1.4-3+b1: libopen-pal.so.40.30.2. Checked
 	// three ways: offsetof() against the installed opal headers, their
 	// DWARF, and the e2e test in which the list's maximum reads back as
@@ -30,14 +30,14 @@ var freeListLayouts = map[string]freeListLayout{
 	"85e46cc75b438761041c473c7aab15698809b6f5": {MaxToAlloc: 80, NumAllocated: 88, FragClass: 144},
 }
 
-// freeListStruct is the C struct whose layout resolveFreeListLayout reads.
-const freeListStruct = "opal_free_list_t"
+// FreeListStruct is the C struct whose layout ResolveFreeListLayout reads.
+const FreeListStruct = "opal_free_list_t"
 
-// libmpiName is the name under which Open MPI installs libmpi.so beside
+// LibMPIName is the name under which Open MPI installs libmpi.so beside
 // libopen-pal.so.
-const libmpiName = "libmpi.so.40"
+const LibMPIName = "libmpi.so.40"
 
-// resolveFreeListLayout returns the opal_free_list_t layout of one
+// ResolveFreeListLayout returns the opal_free_list_t layout of one
 // libopen-pal file and where it came from: the table of verified builds,
 // else the DWARF of the file itself, else that of its separate debug file
 // found by build id under debugDirs, else that of libmpi (the libmpi.so of
@@ -47,7 +47,7 @@ const libmpiName = "libmpi.so.40"
 // else inferred from the machine code of opal_free_list_grow_st
 // (layout.InferFreeList). The error says what is missing and how to
 // provide it.
-func resolveFreeListLayout(f *elf.File, buildID string, debugDirs []string, libmpi string) (freeListLayout, string, error) {
+func ResolveFreeListLayout(f *elf.File, buildID string, debugDirs []string, libmpi string) (FreeListLayout, string, error) {
 	if l, ok := freeListLayouts[buildID]; ok && verifiedLayoutsOn() {
 		return l, "verified build " + buildID, nil
 	}
@@ -56,13 +56,13 @@ func resolveFreeListLayout(f *elf.File, buildID string, debugDirs []string, libm
 	}
 	df, p, err := elfx.OpenDebugFile(buildID, debugDirs)
 	if err != nil {
-		return freeListLayout{}, "", err
+		return FreeListLayout{}, "", err
 	}
 	if df != nil {
 		l, err := freeListLayoutFromDWARF(df)
 		_ = df.Close()
 		if err != nil {
-			return freeListLayout{}, "", fmt.Errorf("debug file %s: %w", p, err)
+			return FreeListLayout{}, "", fmt.Errorf("debug file %s: %w", p, err)
 		}
 		return l, "debug file " + p, nil
 	}
@@ -90,13 +90,13 @@ func resolveFreeListLayout(f *elf.File, buildID string, debugDirs []string, libm
 	if len(debugDirs) > 0 {
 		dir = debugDirs[0]
 	}
-	return freeListLayout{}, "", fmt.Errorf("layout of %s unknown for this build (build id %s): install its debug symbols under %s/.build-id/ or pass --debug-dir", freeListStruct, id, dir)
+	return FreeListLayout{}, "", fmt.Errorf("layout of %s unknown for this build (build id %s): install its debug symbols under %s/.build-id/ or pass --debug-dir", FreeListStruct, id, dir)
 }
 
 // freeListLayoutFromDWARF reads the layout of opal_free_list_t from an ELF
 // file's DWARF (see elfx.StructFields) and checks that it fits the cookie.
-func freeListLayoutFromDWARF(f *elf.File) (freeListLayout, error) {
-	var l freeListLayout
+func freeListLayoutFromDWARF(f *elf.File) (FreeListLayout, error) {
+	var l FreeListLayout
 	fields := []struct {
 		name string
 		off  *uint32
@@ -109,13 +109,13 @@ func freeListLayoutFromDWARF(f *elf.File) (freeListLayout, error) {
 	for i, fld := range fields {
 		names[i] = fld.name
 	}
-	offs, err := elfx.StructFields(f, freeListStruct, names...)
+	offs, err := elfx.StructFields(f, FreeListStruct, names...)
 	if err != nil {
-		return freeListLayout{}, err
+		return FreeListLayout{}, err
 	}
 	for i, fld := range fields {
-		if offs[i] < 0 || offs[i] > int64(maxLayoutOffset) {
-			return freeListLayout{}, fmt.Errorf("%s.%s at offset %d: out of range", freeListStruct, fld.name, offs[i])
+		if offs[i] < 0 || offs[i] > int64(MaxFreeListOffset) {
+			return FreeListLayout{}, fmt.Errorf("%s.%s at offset %d: out of range", FreeListStruct, fld.name, offs[i])
 		}
 		*fld.off = uint32(offs[i])
 	}
@@ -125,52 +125,52 @@ func freeListLayoutFromDWARF(f *elf.File) (freeListLayout, error) {
 // freeListLayoutFromCode infers the layout from the machine code of
 // opal_free_list_grow_st (layout.InferFreeList), for a build without any
 // DWARF; seen says the code also loads fl_frag_class where it is placed.
-func freeListLayoutFromCode(f *elf.File) (freeListLayout, bool, error) {
+func freeListLayoutFromCode(f *elf.File) (FreeListLayout, bool, error) {
 	syms, err := elfx.Defined(f)
 	if err != nil {
-		return freeListLayout{}, false, err
+		return FreeListLayout{}, false, err
 	}
 	s, ok := syms["opal_free_list_grow_st"]
 	if !ok || elf.ST_TYPE(s.Info) != elf.STT_FUNC {
-		return freeListLayout{}, false, errors.New("no opal_free_list_grow_st")
+		return FreeListLayout{}, false, errors.New("no opal_free_list_grow_st")
 	}
 	code, err := textCode(f)
 	if err != nil {
-		return freeListLayout{}, false, err
+		return FreeListLayout{}, false, err
 	}
 	fl, err := layout.InferFreeList(code, s.Value, int(s.Size))
 	if err != nil {
-		return freeListLayout{}, false, err
+		return FreeListLayout{}, false, err
 	}
-	l := freeListLayout{MaxToAlloc: uint32(fl.MaxToAlloc), NumAllocated: uint32(fl.NumAllocated), FragClass: uint32(fl.FragClass)}
+	l := FreeListLayout{MaxToAlloc: uint32(fl.MaxToAlloc), NumAllocated: uint32(fl.NumAllocated), FragClass: uint32(fl.FragClass)}
 	return l, fl.ClassSeen, l.check()
 }
 
-// flWord is the unit of the offsets a free-list cookie carries.
-const flWord = uint32(bpf.MpiprobeFreeListLayoutFL_WORD)
+// FreeListWord is the unit of the offsets a free-list cookie carries.
+const FreeListWord = uint32(bpf.MpiprobeFreeListLayoutFL_WORD)
 
-// maxLayoutOffset is the largest offset a layout can carry in the attach
+// MaxFreeListOffset is the largest offset a layout can carry in the attach
 // cookie: FL_FIELD_BITS bits of 8-byte words.
-const maxLayoutOffset = (1<<bpf.MpiprobeFreeListLayoutFL_FIELD_BITS - 1) * flWord
+const MaxFreeListOffset = (1<<bpf.MpiprobeFreeListLayoutFL_FIELD_BITS - 1) * FreeListWord
 
 // check says whether the layout fits the attach cookie.
-func (l freeListLayout) check() error {
+func (l FreeListLayout) check() error {
 	for _, o := range []uint32{l.MaxToAlloc, l.NumAllocated, l.FragClass} {
-		if o%flWord != 0 || o > maxLayoutOffset {
-			return fmt.Errorf("%s field offset %d: want a multiple of %d up to %d", freeListStruct, o, flWord, maxLayoutOffset)
+		if o%FreeListWord != 0 || o > MaxFreeListOffset {
+			return fmt.Errorf("%s field offset %d: want a multiple of %d up to %d", FreeListStruct, o, FreeListWord, MaxFreeListOffset)
 		}
 	}
 	return nil
 }
 
-// operand packs the layout into the cookie's operand bits (32-63) as the
+// Operand packs the layout into the cookie's operand bits (32-63) as the
 // free-list programs read it (enum free_list_layout in bpf/counters.h):
 // three counts of 8-byte words.
-func (l freeListLayout) operand() (int32, error) {
+func (l FreeListLayout) Operand() (int32, error) {
 	if err := l.check(); err != nil {
 		return 0, err
 	}
-	return int32(l.MaxToAlloc/flWord<<bpf.MpiprobeFreeListLayoutFL_MAX_TO_ALLOC_SHIFT |
-		l.NumAllocated/flWord<<bpf.MpiprobeFreeListLayoutFL_NUM_ALLOCATED_SHIFT |
-		l.FragClass/flWord<<bpf.MpiprobeFreeListLayoutFL_FRAG_CLASS_SHIFT), nil
+	return int32(l.MaxToAlloc/FreeListWord<<bpf.MpiprobeFreeListLayoutFL_MAX_TO_ALLOC_SHIFT |
+		l.NumAllocated/FreeListWord<<bpf.MpiprobeFreeListLayoutFL_NUM_ALLOCATED_SHIFT |
+		l.FragClass/FreeListWord<<bpf.MpiprobeFreeListLayoutFL_FRAG_CLASS_SHIFT), nil
 }

@@ -1,4 +1,4 @@
-package probes
+package mpiabi
 
 import (
 	"debug/elf"
@@ -33,10 +33,10 @@ const CommLayoutStruct = "communicator"
 // do: the verified table, else inference. Fields inference could not find
 // are listed as unknown with why.
 // It also returns the layout, whose Kind is LayoutUnknown when none.
-func CommLayoutStatus(f *elf.File, t Target, p LiveProcess) (LayoutStatus, CommLayout) {
-	st := LayoutStatus{File: t.Display, Struct: CommLayoutStruct}
+func CommLayoutStatus(f *elf.File, fl Flavour, display string, p LiveProcess) (LayoutStatus, CommLayout) {
+	st := LayoutStatus{File: display, Struct: CommLayoutStruct}
 	st.BuildID, _ = elfx.BuildID(f)
-	res, err := ResolveCommLayout(f, t.Library, st.BuildID, p)
+	res, err := ResolveCommLayout(f, fl, st.BuildID, p)
 	st.Fields = res.Fields
 	st.TookSeconds = res.Took.Seconds()
 	if err != nil {
@@ -49,11 +49,12 @@ func CommLayoutStatus(f *elf.File, t Target, p LiveProcess) (LayoutStatus, CommL
 // FreeListLayoutStatus resolves the opal_free_list_t layout of a
 // libopen-pal file as the attacher does: the verified table, else DWARF
 // (the file's own, its debug file, or the libmpi.so beside it), else
-// inferred from its code, else unknown.
-func FreeListLayoutStatus(f *elf.File, t Target, debugDirs []string) LayoutStatus {
-	st := LayoutStatus{File: t.Display, Struct: freeListStruct}
+// inferred from its code, else unknown. debugDirs and libmpi are as for
+// ResolveFreeListLayout.
+func FreeListLayoutStatus(f *elf.File, display string, debugDirs []string, libmpi string) LayoutStatus {
+	st := LayoutStatus{File: display, Struct: FreeListStruct}
 	st.BuildID, _ = elfx.BuildID(f)
-	l, src, err := resolveFreeListLayout(f, st.BuildID, t.debugDirs(debugDirs), t.sibling(libmpiName))
+	l, src, err := ResolveFreeListLayout(f, st.BuildID, debugDirs, libmpi)
 	how, note := layout.DebugInfo, src
 	switch {
 	case err != nil:
@@ -70,7 +71,7 @@ func FreeListLayoutStatus(f *elf.File, t Target, debugDirs []string) LayoutStatu
 		st.Fields = append(st.Fields, LayoutField{Name: fld.name, Value: uint64(fld.off), How: how, Note: note})
 	}
 	if err != nil {
-		st.Reason = fmt.Sprintf("%s layout unknown", freeListStruct)
+		st.Reason = fmt.Sprintf("%s layout unknown", FreeListStruct)
 	}
 	return st
 }

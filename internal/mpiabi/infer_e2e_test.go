@@ -1,4 +1,4 @@
-package probes_test
+package mpiabi_test
 
 import (
 	"debug/elf"
@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/mpiprobe/mpiprobe/internal/mpiabi"
 
 	"github.com/mpiprobe/mpiprobe/internal/discover"
 	"github.com/mpiprobe/mpiprobe/internal/elfx"
@@ -33,7 +35,7 @@ func TestInferredLayoutEqualsTheTable(t *testing.T) {
 			job := mpitest.StartJob(t, impl.Command(3, nil, prog, "skip"), prog, 3, impl.Lib)
 			for _, pid := range job.Ranks {
 				res, f, kind, build, _ := inferRank(t, pid)
-				want, ok := probes.CommLayoutOf(build)
+				want, ok := mpiabi.CommLayoutOf(build)
 				if !ok {
 					t.Fatalf("pid %d: build %s of %s is not in the table: this test checks Debian's builds", pid, build, impl.Lib)
 				}
@@ -60,7 +62,7 @@ func TestInferredLayoutEqualsTheTable(t *testing.T) {
 // table turned off, retrying while the rank is still in MPI_Init; it
 // returns the library's file, kind and build id, and the process as the
 // inference read it.
-func inferRank(t *testing.T, pid int) (probes.CommLayoutResult, *elf.File, probes.Library, string, probes.LiveProcess) {
+func inferRank(t *testing.T, pid int) (mpiabi.CommLayoutResult, *elf.File, probes.Library, string, mpiabi.LiveProcess) {
 	t.Helper()
 	fs := procfs.FS{}
 	mem, err := os.Open(fmt.Sprintf("/proc/%d/mem", pid))
@@ -97,19 +99,19 @@ func inferRank(t *testing.T, pid int) (probes.CommLayoutResult, *elf.File, probe
 			if !ok {
 				t.Fatalf("pid %d: no load bias for %s", pid, m.Mapping.Path)
 			}
-			lp := probes.LiveProcess{
+			lp := mpiabi.LiveProcess{
 				Mem: func(addr uint64, p []byte) error {
 					_, err := mem.ReadAt(p, int64(addr))
 					return err
 				},
-				Bias: bias, WorldRank: rank, WorldSize: size, OMPIName: probes.OMPIName(env),
+				Bias: bias, WorldRank: rank, WorldSize: size, OMPIName: mpiabi.OMPIName(env),
 			}
-			res, err := probes.InferCommLayout(f, m.Library, lp)
+			res, err := mpiabi.InferCommLayout(f, m.Library.Flavour(), lp)
 			if err == nil {
 				return res, f, m.Library, build, lp
 			}
 			_ = f.Close()
-			if !errors.Is(err, probes.ErrLayoutNotReady) && time.Now().After(deadline) {
+			if !errors.Is(err, mpiabi.ErrLayoutNotReady) && time.Now().After(deadline) {
 				t.Fatalf("pid %d: %v", pid, err)
 			}
 			if time.Now().After(deadline) {
@@ -124,11 +126,11 @@ func inferRank(t *testing.T, pid int) (probes.CommLayoutResult, *elf.File, probe
 // tables off and that ResolveCommLayout says where each field came from.
 func TestVerifiedLayoutsSwitch(t *testing.T) {
 	const ompi = "2a2f4d8c4f8dc5dcc63f6789a50f3ab49f61e168"
-	t.Setenv(probes.NoVerifiedLayoutsEnv, "")
-	if _, ok := probes.CommLayoutOf(ompi); !ok {
+	t.Setenv(mpiabi.NoVerifiedLayoutsEnv, "")
+	if _, ok := mpiabi.CommLayoutOf(ompi); !ok {
 		t.Fatal("Debian's Open MPI is not in the table")
 	}
-	res, err := probes.ResolveCommLayout(nil, probes.OMPILibMPI, ompi, probes.LiveProcess{})
+	res, err := mpiabi.ResolveCommLayout(nil, mpiabi.OpenMPI, ompi, mpiabi.LiveProcess{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,9 +139,9 @@ func TestVerifiedLayoutsSwitch(t *testing.T) {
 			t.Errorf("%s from %s, want the verified table", f.Name, f.How)
 		}
 	}
-	t.Setenv(probes.NoVerifiedLayoutsEnv, "1")
-	if l, ok := probes.CommLayoutOf(ompi); ok {
-		t.Errorf("with %s=1, CommLayoutOf = %+v, true", probes.NoVerifiedLayoutsEnv, l)
+	t.Setenv(mpiabi.NoVerifiedLayoutsEnv, "1")
+	if l, ok := mpiabi.CommLayoutOf(ompi); ok {
+		t.Errorf("with %s=1, CommLayoutOf = %+v, true", mpiabi.NoVerifiedLayoutsEnv, l)
 	}
 }
 
@@ -159,16 +161,16 @@ func TestInferredOB1LayoutEqualsTheTable(t *testing.T) {
 		if ob1 == nil { // Open MPI 5.0 builds ob1 into libmpi.so
 			ob1, build = lib, libBuild
 		}
-		want, ok := probes.OB1LayoutOf(build)
+		want, ok := mpiabi.OB1LayoutOf(build)
 		source := "the table"
 		if !ok {
 			var err error
-			if want, err = probes.OB1LayoutFromDWARF(lib, ob1); err != nil {
+			if want, err = mpiabi.OB1LayoutFromDWARF(lib, ob1); err != nil {
 				t.Fatalf("pid %d: neither the table nor DWARF gives the layout to compare with: %v", pid, err)
 			}
 			source = "DWARF"
 		}
-		res, err := probes.InferOB1Layout(lib, ob1, lp, comm.Layout)
+		res, err := mpiabi.InferOB1Layout(lib, ob1, lp, comm.Layout)
 		for _, fld := range res.Fields {
 			t.Logf("pid %d: %-24s %#x %s %s", pid, fld.Name, fld.Value, fld.How, fld.Note)
 			if !fld.Found() {

@@ -1,4 +1,4 @@
-package probes
+package mpiabi
 
 import (
 	"debug/elf"
