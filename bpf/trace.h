@@ -1,10 +1,10 @@
 // Trace mode: trace_enter, trace_fortran_enter and trace_exit record every
-// MPI call the application makes on a traced thread (its state in
-// task-local storage), C or Fortran, staging records per CPU in trace_stage
-// and moving them TRACE_BATCH at a time into the trace_events ring buffer,
-// counting per process what did not fit in trace_lost. Calls made from
-// inside an MPI function (a Fortran binding's conversions and C call, a
-// library's internal MPI calls) are not recorded.
+// MPI call the application makes on a traced thread (its state in a slot
+// of trace_owned indexed by its tid, or in task storage on a collision), C
+// or Fortran, staging records per CPU in trace_stage and moving them
+// TRACE_BATCH at a time into the trace_events ring buffer, counting per
+// process what did not fit in trace_lost. Calls made from inside an MPI
+// function (a Fortran binding's conversions, a library's own calls) are not.
 
 #ifndef MPIPROBE_TRACE_H
 #define MPIPROBE_TRACE_H
