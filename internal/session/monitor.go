@@ -25,6 +25,7 @@ import (
 	"github.com/mpiprobe/mpiprobe/internal/identity"
 	"github.com/mpiprobe/mpiprobe/internal/kernel"
 	"github.com/mpiprobe/mpiprobe/internal/procfs"
+	"github.com/mpiprobe/mpiprobe/internal/report"
 	"github.com/mpiprobe/mpiprobe/probes"
 	"github.com/mpiprobe/mpiprobe/thresholds"
 )
@@ -602,17 +603,15 @@ func (s *session) poll() {
 }
 
 func (s *session) print(r thresholds.Report[counters.Key]) {
-	p := s.procs[int(r.Key.PID)]
-	label := fmt.Sprintf("pid=%d", r.Key.PID)
-	if p != nil {
-		label = p.Identity.Label(p.PID)
+	w := report.Warning{At: r.Time, PID: int(r.Key.PID), Prefix: r.Prefix()}
+	if p := s.procs[w.PID]; p != nil {
+		w.ID = &p.Identity
 	}
 	ev, _, _ := s.cat.Lookup(r.Key.Event)
-	msg := ev.Message
-	if sm, _ := s.snap.Sample(r.Key); sm.Detail != "" {
-		msg += " [" + sm.Detail + "]"
-	}
-	fmt.Fprintf(s.cfg.Out, "[%s] %s: %s : %s\n", r.Time.Format("2006-01-02 15:04:05.000"), label, r.Prefix(), msg)
+	w.Message = ev.Message
+	sm, _ := s.snap.Sample(r.Key)
+	w.Detail = sm.Detail
+	fmt.Fprintln(s.cfg.Out, w.Line())
 }
 
 // exitPending says whether a process still counted as running has ended
