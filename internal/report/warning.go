@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/mpiprobe/mpiprobe/internal/identity"
-	"github.com/mpiprobe/mpiprobe/internal/text"
 )
 
 // WarningTime is how a warning line shows when its report fell due.
@@ -41,8 +40,8 @@ type Warning struct {
 // The process is named by identity.Identity.Label (host, job and rank as
 // text.Quote shows them), or "pid=N" without an identity. The timestamp
 // is left out when At is zero, " [<detail>]" when Detail is empty. The
-// detail, which comes from the traced process, is escaped as text.Escape
-// escapes running text, so that no character of it that does not print
+// detail, which comes from the traced process, is escaped as the tables
+// escape it (text.Escape), so that no character of it that does not print
 // reaches a terminal or a log, and the line stays one line.
 func (w Warning) Line() string {
 	var b strings.Builder
@@ -56,7 +55,7 @@ func (w Warning) Line() string {
 	}
 	b.WriteString(": " + w.Prefix + " : " + w.Message)
 	if w.Detail != "" {
-		b.WriteString(" [" + text.Escape(w.Detail) + "]")
+		b.WriteString(" [" + showDetail(w.Detail) + "]")
 	}
 	return b.String()
 }
