@@ -624,10 +624,8 @@ func (s *session) exitPending() bool {
 		if err := unix.Kill(pid, 0); errors.Is(err, unix.ESRCH) {
 			return true
 		}
-		if st, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err == nil {
-			if i := strings.LastIndexByte(string(st), ')'); i >= 0 && i+2 < len(st) && (st[i+2] == 'Z' || st[i+2] == 'X') {
-				return true
-			}
+		if st, err := s.cfg.Proc.Stat(pid); err == nil && st.Ended() {
+			return true
 		}
 	}
 	return false
