@@ -295,7 +295,7 @@ func (s *session) run(ctx context.Context) error {
 			}
 		}
 		if attached == 0 && s.coll == nil {
-			return fmt.Errorf("no catalog event could be attached in %s: this MPI build lacks the probed symbols (see warnings above); mpiprobe knows Open MPI 4.x with pml ob1", describeTargets(targets))
+			return fmt.Errorf("no catalog event could be attached in %s: this MPI build lacks the probed symbols (see warnings above); mpiprobe knows Open MPI 4.x and 5.0 with pml ob1, MPICH with ch4 or ch3, and UCX", describeTargets(targets))
 		}
 		probeCount += att.Attached()
 	}
