@@ -68,6 +68,7 @@ const noteWidth = 100
 // After the jobs, "Totals over all ranks:" lists each (event, detail) with
 // its count summed over all jobs, largest first ("event (detail)" when the
 // detail is set), and a WARNING line follows per dropped-counter entry.
+// Details, read from the traced processes, are shown escaped (text.Escape).
 // Counts and peaks carry thousands separators; times are local wall clocks
 // ("-" when unknown).
 func WriteTable(w io.Writer, s agg.Summary) error {
