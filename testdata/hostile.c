@@ -9,6 +9,12 @@
  * a collective on the hostile communicator while a tool looks at it. Its identity comes from whatever
  * environment the test gives it (e.g. PMIX_NAMESPACE).
  *
+ * Under MPICH, when the environment variable HOSTILE_API is set, it also
+ * hands one MPI_ERR_RANK to MPICH's error path (MPIR_Err_return_comm, on
+ * MPI_COMM_WORLD, whose handler it sets to MPI_ERRORS_RETURN) under the
+ * function name HOSTILE_API, so that the instance name a tracer reads
+ * for that error (its "MPI_ERR_RANK in <function>") is hostile too.
+ *
  *   hostile [-n N] [-s ms]
  *
  * It prints one plain line, "hostile rank R errors E", and exits 0 when
@@ -19,6 +25,10 @@
 #include <stdlib.h>
 #include <time.h>
 #include <unistd.h>
+
+/* MPICH's error path (src/mpi/errhan/errutil.c), taken by every MPI call
+ * that fails; weak, so that the program still links with other MPIs. */
+extern int MPIR_Err_return_comm(void *comm_ptr, const char fcname[], int errcode) __attribute__((weak));
 
 int main(int argc, char **argv)
 {
@@ -45,6 +55,11 @@ int main(int argc, char **argv)
 		MPI_Comm_set_name(dup, buf);
 	}
 	MPI_Comm_set_errhandler(dup, MPI_ERRORS_RETURN);
+	const char *api = getenv("HOSTILE_API");
+	if (api && MPIR_Err_return_comm) {
+		MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+		MPIR_Err_return_comm(NULL, api, MPI_ERR_RANK);
+	}
 	int errors = 0, one = 1, sum;
 	for (int i = 0; i < n; i++) {
 		if (MPI_Send(&one, 1, MPI_INT, size, 1, dup) != MPI_SUCCESS)

@@ -66,7 +66,7 @@
 // # Config file
 //
 // Layers 2 and 3 come from the configuration file, which package
-// github.com/mpiprobe/mpiprobe/config parses and documents. Its threshold
+// github.com/mpiprobe/mpiprobe/internal/config parses and documents. Its threshold
 // keys are
 //
 //	C = 1000                          # count threshold for all events

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -54,6 +55,35 @@ var hostileJobs = []struct {
 // hostileComm is the communicator name the program sets (MPI_Comm_set_name).
 const hostileComm = "comm\n\x1b[31mINJECTED\"/../\xff"
 
+// hostileAPI is the function name under which the program hands one more
+// error to MPICH's error path (HOSTILE_API): the instance name mpiprobe
+// reads for it, "MPI_ERR_RANK in <hostileAPI>", comes from the traced
+// process. It fits the 39 bytes the BPF side copies.
+const hostileAPI = "api\n\x1b[31mINJECTED\r\u202e\"/..\xff"
+
+// hostileDetail is the instance name of the hostileAPI error as it is
+// read; hostileErrors is how many mpi.error a hostile singleton counts:
+// its 3 failed sends and the hostileAPI error.
+const (
+	hostileDetail = "MPI_ERR_RANK in " + hostileAPI
+	hostileErrors = 4
+)
+
+// storedDetail is hostileDetail as a JSON summary keeps it: its invalid
+// byte is U+FFFD.
+var storedDetail = strings.ToValidUTF8(hostileDetail, "\uFFFD")
+
+// checkDetailShown fails unless out shows the instance name detail
+// (hostileDetail as read, or storedDetail from a JSON summary) escaped, as
+// text.Escape writes it (form: the text around it, e.g. "[%s]" in a
+// warning line).
+func checkDetailShown(t *testing.T, what, out, form, detail string) {
+	t.Helper()
+	if w := fmt.Sprintf(form, text.Escape(detail)); !strings.Contains(out, w) {
+		t.Errorf("%s does not show the instance name as %s:\n%s", what, w, out)
+	}
+}
+
 // hostileHost is the node's name in the UTS namespace mpiprobe runs in.
 const hostileHost = `h\033[31m"/..\377`
 
@@ -94,14 +124,16 @@ func inUTS(argv ...string) []string {
 
 // hostileEnv is the environment of a hostile rank with job id id.
 func hostileEnv(id string) []string {
-	return append(os.Environ(), "PMIX_RANK=0", "PMIX_NAMESPACE="+id, "HOSTILE_COMM="+hostileComm,
+	return append(os.Environ(), "PMIX_RANK=0", "PMIX_NAMESPACE="+id, "HOSTILE_COMM="+hostileComm, "HOSTILE_API="+hostileAPI,
 		"SLURM_JOB_ID=1\nINJECTED", "OMPI_COMM_WORLD_SIZE=\x1b[2J", "MPI_LOCALRANKID=../x")
 }
 
 // TestHostileStringsSession runs MPICH singletons with hostile job ids,
 // communicator names, environment and host name, one after the other,
 // under one `mpiprobe --json --collectives --` in a UTS namespace: the
-// terminal output escapes them, the JSON summary keeps them exactly.
+// terminal output (the warning lines included) escapes them, the JSON
+// summary keeps them exactly, and its table (`mpiprobe report --merge`)
+// escapes them.
 func TestHostileStringsSession(t *testing.T) {
 	mpich := mpitest.MPICH()
 	mpitest.RequireE2E(t, mpich)
@@ -146,36 +178,57 @@ func TestHostileStringsSession(t *testing.T) {
 		t.Errorf("JSON hosts %q, want [%q]", s.Hosts, want)
 	}
 	errs := map[string]uint64{}
-	var total uint64
+	var total, hostile uint64
 	for _, j := range s.Jobs {
 		for _, r := range j.Ranks {
 			for _, e := range r.Events {
 				if e.Event == "mpi.error" {
 					errs[j.Job] += e.Count
 					total += e.Count
+					if e.Detail == storedDetail {
+						hostile += e.Count
+					}
 				}
 			}
 		}
 	}
+	if hostile != uint64(len(hostileJobs)) {
+		t.Errorf("JSON: %d mpi.error with the instance name %q, want one per job (%d)", hostile, hostileDetail, len(hostileJobs))
+	}
+	// The warning lines (on stderr with --json) show the instance name escaped.
+	checkDetailShown(t, "warning lines", stderr.String(), "[%s]", hostileDetail)
 	for _, hj := range hostileJobs {
 		n, ok := errs[hj.id]
 		switch {
-		case hj.accepted && n != 3:
-			t.Errorf("job %q: mpi.error = %d (job found: %v), want the program's 3", hj.id, n, ok)
+		case hj.accepted && n != hostileErrors:
+			t.Errorf("job %q: mpi.error = %d (job found: %v), want the program's %d", hj.id, n, ok, hostileErrors)
 		case !hj.accepted && ok:
 			t.Errorf("job %q: a job id with control characters, invalid UTF-8 or over 255 bytes was taken", hj.id)
 		}
 	}
-	if want := uint64(3 * len(hostileJobs)); total != want {
+	if want := uint64(hostileErrors * len(hostileJobs)); total != want {
 		t.Errorf("mpi.error over all jobs = %d, want %d", total, want)
 	}
+
+	// The same summary as a table, of the first job.
+	file := filepath.Join(t.TempDir(), "summary.json")
+	if err := os.WriteFile(file, stdout.Bytes()[i:], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	table, err := exec.Command(bin, "report", "--merge", "--job="+hostileJobs[0].id, file).CombinedOutput()
+	if err != nil {
+		t.Fatalf("mpiprobe report --merge: %v\n%s", err, table)
+	}
+	checkShown(t, "mpiprobe report --merge (table)", table)
+	checkDetailShown(t, "mpiprobe report --merge (table)", string(table), "mpi.error (%s)", storedDetail)
 }
 
 // TestHostileStringsAgent runs the same hostile singletons under an agent
 // in a namespace with a hostile host name: its log, journal fields,
-// metrics page (promtool), state file names, and `mpiprobe jobs` (table
-// and JSON) show every string escaped or exactly, and nothing is written
-// outside the state directory.
+// metrics page (promtool), state file names, warning lines (journal
+// MESSAGE), `mpiprobe jobs` (table and JSON) and a stored summary's table
+// (`mpiprobe report --merge`) show every string escaped or exactly, and
+// nothing is written outside the state directory.
 func TestHostileStringsAgent(t *testing.T) {
 	mpich := mpitest.MPICH()
 	mpitest.RequireE2E(t, mpich)
@@ -271,8 +324,8 @@ func TestHostileStringsAgent(t *testing.T) {
 	// or invalid byte is left for a dashboard to interpret.
 	checkShown(t, "metrics page", []byte(page))
 	for _, hj := range hostileJobs {
-		if v, ok := mpitest.MetricValue(page, "mpiprobe_events_total", map[string]string{"mpi_job": text.Escape(hj.id), "event": "mpi.error"}); hj.accepted && (!ok || v != 3) {
-			t.Errorf("metrics: job %q mpi.error = %v (found %v), want 3", hj.id, v, ok)
+		if v, ok := mpitest.MetricValue(page, "mpiprobe_events_total", map[string]string{"mpi_job": text.Escape(hj.id), "event": "mpi.error"}); hj.accepted && (!ok || v != hostileErrors) {
+			t.Errorf("metrics: job %q mpi.error = %v (found %v), want %d", hj.id, v, ok, hostileErrors)
 		}
 	}
 	checkShown(t, "agent log", []byte(ag.Log(t)))
@@ -280,6 +333,7 @@ func TestHostileStringsAgent(t *testing.T) {
 	if len(es) == 0 {
 		t.Errorf("no journal entries")
 	}
+	var messages strings.Builder
 	for _, e := range es {
 		for k, v := range e {
 			if !regexp.MustCompile(`^[A-Z0-9][A-Z0-9_]*$`).MatchString(k) {
@@ -287,9 +341,11 @@ func TestHostileStringsAgent(t *testing.T) {
 			}
 			if k == "MESSAGE" {
 				checkShown(t, "journal MESSAGE", []byte(v))
+				messages.WriteString(v + "\n")
 			}
 		}
 	}
+	checkDetailShown(t, "journal MESSAGEs (warning lines)", messages.String(), "[%s]", hostileDetail)
 
 	out, err := exec.Command(bin, "jobs", "--state-dir", d.State).CombinedOutput()
 	if err != nil {
@@ -301,6 +357,14 @@ func TestHostileStringsAgent(t *testing.T) {
 		t.Errorf("mpiprobe jobs --json: %v, valid JSON %v", err, json.Valid(out))
 	}
 	checkShown(t, "mpiprobe jobs --json", out)
+	if st, ok := byPID[pids[0]]; ok {
+		out, err = exec.Command(bin, "report", "--merge", filepath.Join(d.State, "jobs", st.file)).CombinedOutput()
+		if err != nil {
+			t.Fatalf("mpiprobe report --merge %s: %v\n%s", st.file, err, out)
+		}
+		checkShown(t, "mpiprobe report --merge (table)", out)
+		checkDetailShown(t, "mpiprobe report --merge (table)", string(out), "mpi.error (%s)", storedDetail)
+	}
 	ag.Stop(t, syscall.SIGTERM)
 }
 

@@ -596,15 +596,12 @@ func (a *agent) warn(r thresholds.Report[counters.Key]) {
 		id = p.Identity
 	}
 	ev, _, _ := a.cat.Lookup(r.Key.Event)
-	msg := fmt.Sprintf("%s: %s : %s", id.Label(int(r.Key.PID)), r.Prefix(), ev.Message)
 	sm, _ := a.snap.Sample(r.Key)
 	detail := sm.Detail
-	if detail != "" {
-		msg += " [" + detail + "]"
-	}
+	w := report.Warning{ID: &id, PID: int(r.Key.PID), Prefix: r.Prefix(), Message: ev.Message, Detail: detail}
 	entry := journal.Entry{
 		Priority: journal.Warning,
-		Message:  msg,
+		Message:  w.Line(),
 		Fields: []journal.Field{
 			{Name: "HOST", Value: id.Host}, {Name: "JOB", Value: id.Job}, {Name: "RANK", Value: id.Rank},
 			{Name: "PID", Value: strconv.Itoa(int(r.Key.PID))}, {Name: "EVENT", Value: r.Key.Event},

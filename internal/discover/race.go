@@ -77,7 +77,7 @@ func Recheck(pfs procfs.FS, p Proc, during string) error {
 		}
 		return nil
 	}
-	if st.State == 'Z' || st.State == 'X' || (p.StartTime != 0 && st.StartTime != p.StartTime) {
+	if st.Ended() || (p.StartTime != 0 && st.StartTime != p.StartTime) {
 		return race("exited")
 	}
 	maps, err := pfs.Maps(p.PID)

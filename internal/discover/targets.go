@@ -43,7 +43,7 @@ func checkTarget(pfs procfs.FS, pid int) (Proc, error) {
 		return Proc{}, fmt.Errorf("pid %d (%s) is a kernel thread: mpiprobe traces MPI user processes", pid, text.Line(st.Comm))
 	}
 	p := Proc{PID: pid, Comm: st.Comm, StartTime: st.StartTime}
-	if st.State == 'Z' || st.State == 'X' {
+	if st.Ended() {
 		return Proc{}, &RaceError{PID: pid, Comm: st.Comm, What: "exited", During: "examining"}
 	}
 	maps, err := pfs.Maps(pid)

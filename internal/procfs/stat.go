@@ -32,6 +32,10 @@ type Stat struct {
 // (PF_KTHREAD is set in Flags).
 func (s Stat) KernelThread() bool { return s.Flags&pfKthread != 0 }
 
+// Ended reports whether the process has ended and only its entry is left:
+// State is 'Z' (zombie, not yet reaped) or 'X' (dead, being reaped).
+func (s Stat) Ended() bool { return s.State == 'Z' || s.State == 'X' }
+
 // ParseStat parses the text of /proc/PID/stat. The command name is taken
 // from between the first '(' and the last ')', since it may itself contain
 // spaces and parentheses.

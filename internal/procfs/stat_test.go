@@ -59,6 +59,29 @@ func TestKernelThread(t *testing.T) {
 	}
 }
 
+func TestEnded(t *testing.T) {
+	for _, tt := range []struct {
+		stat string
+		want bool
+	}{
+		{"4242 (a.out) R 1 4242 4242 0 -1 4194560 100 0 0 0 5 1 0 0 20 0 1 0 777 1000 10", false},
+		{"4242 (a.out) S 1 4242 4242 0 -1 4194560 100 0 0 0 5 1 0 0 20 0 1 0 777 1000 10", false},
+		{"4242 (a.out) D 1 4242 4242 0 -1 4194560 100 0 0 0 5 1 0 0 20 0 1 0 777 1000 10", false},
+		{"4242 (a.out) Z 1 4242 4242 0 -1 4194572 100 0 0 0 5 1 0 0 20 0 1 0 777 0 0", true},
+		{"4242 (a.out) X 1 4242 4242 0 -1 4194572 100 0 0 0 5 1 0 0 20 0 1 0 777 0 0", true},
+		// A command name holding ") Z " does not make a running process a zombie.
+		{"4242 (x) Z y) S 1 4242 4242 0 -1 4194560 100 0 0 0 5 1 0 0 20 0 1 0 777 1000 10", false},
+	} {
+		s, err := ParseStat([]byte(tt.stat))
+		if err != nil {
+			t.Fatalf("ParseStat(%q): %v", tt.stat, err)
+		}
+		if got := s.Ended(); got != tt.want {
+			t.Errorf("ParseStat(%q).Ended() = %v, want %v", tt.stat, got, tt.want)
+		}
+	}
+}
+
 func TestParseStatErrors(t *testing.T) {
 	tests := []struct{ name, line, want string }{
 		{"empty", "", "no command name"},

@@ -1,6 +1,12 @@
 // Package report renders an agg.Summary for people (WriteTable) and for
 // programs (WriteJSON), and reads the JSON back (ReadJSON), e.g. the
-// summaries the agent stores per job.
+// summaries the agent stores per job. It also builds the warning line
+// (Warning), which the session prints and the agent sends to the journal
+// as each C/T report falls due.
+//
+// An event's instance name (agg.Sample.Detail) is read from the traced
+// process: the warning line and the tables show it escaped (text.Escape),
+// the JSON keeps it exactly (control characters as JSON escapes).
 //
 // The table shows one block per MPI job with a row per rank and event; how a
 // rank ended is always visible, so a rank killed by a signal stands out. What

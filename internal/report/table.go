@@ -68,6 +68,7 @@ const noteWidth = 100
 // After the jobs, "Totals over all ranks:" lists each (event, detail) with
 // its count summed over all jobs, largest first ("event (detail)" when the
 // detail is set), and a WARNING line follows per dropped-counter entry.
+// Details, read from the traced processes, are shown escaped (text.Escape).
 // Counts and peaks carry thousands separators; times are local wall clocks
 // ("-" when unknown).
 func WriteTable(w io.Writer, s agg.Summary) error {
@@ -93,7 +94,7 @@ func WriteTable(w io.Writer, s agg.Summary) error {
 		for _, t := range tot {
 			line := fmt.Sprintf("  %*s  %-*s", cw, thousands(t.Count), evw, eventLabel(t.Event, t.Detail))
 			if t.Message != t.Event {
-				line += "  " + t.Message
+				line += "  " + text.Escape(t.Message)
 			}
 			ew.printf("%s\n", strings.TrimRight(line, " "))
 		}
@@ -115,13 +116,20 @@ func WriteTable(w io.Writer, s agg.Summary) error {
 	return nil
 }
 
-// eventLabel names an event and, when set, its instance: "event (detail)".
+// eventLabel names an event and, when set, its instance: "event (detail)",
+// the detail escaped as showDetail escapes it.
 func eventLabel(event, detail string) string {
 	if detail == "" {
 		return event
 	}
-	return event + " (" + detail + ")"
+	return event + " (" + showDetail(detail) + ")"
 }
+
+// showDetail returns an event's instance name as tables and warning lines
+// show it: the name is read from the traced process, so every character
+// of it that does not print is escaped (text.Escape); a plain name is
+// shown as it is.
+func showDetail(detail string) string { return text.Escape(detail) }
 
 // title is the summary's first line.
 func title(s agg.Summary) string {
@@ -168,13 +176,13 @@ func writeJob(ew *errWriter, host string, j agg.Job) error {
 	for i, e := range et.notes {
 		head := "[" + strconv.Itoa(i+1) + "] " + eventLabel(e.Event, e.Detail)
 		if e.Message != e.Event {
-			head += ": " + e.Message
+			head += ": " + text.Escape(e.Message)
 		} else {
 			head += " (not in the event catalog)"
 		}
 		ew.printf("%s\n", wrap(head, "", "    ", noteWidth))
 		if e.Advice != "" {
-			ew.printf("%s\n", wrap("Advice: "+e.Advice, "    ", "    ", noteWidth))
+			ew.printf("%s\n", wrap("Advice: "+text.Escape(e.Advice), "    ", "    ", noteWidth))
 		}
 	}
 	writeStartup(ew, j)
@@ -483,7 +491,7 @@ func renderEvents(buf *bytes.Buffer, et eventsTable) error {
 				peak = thousands(r.peak)
 			}
 			note := "[" + strconv.Itoa(et.noteOf[r.key]) + "]"
-			rows = append(rows, cells(layer, rankSet(r.members), r.key.event, r.key.detail, count, peak,
+			rows = append(rows, cells(layer, rankSet(r.members), r.key.event, showDetail(r.key.detail), count, peak,
 				clockOf(r.first), clockOf(r.last), note))
 		}
 	}

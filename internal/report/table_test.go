@@ -2,11 +2,13 @@ package report
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"reflect"
 	"strconv"
 	"strings"
 	"testing"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/mpiprobe/mpiprobe/agg"
@@ -536,5 +538,58 @@ func TestTotalsShowDetail(t *testing.T) {
 	}
 	if !reflect.DeepEqual(tail, want) {
 		t.Errorf("tail =\n%s\nwant\n%s", strings.Join(tail, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// TestHostileDetail: an instance name read from the traced process with
+// an escape sequence, a newline, a carriage return, a bidi override and an
+// invalid byte is escaped in the events table, the totals and the notes,
+// and kept (invalid byte as U+FFFD) in the JSON summary, which has no raw
+// control character either.
+func TestHostileDetail(t *testing.T) {
+	const hostile = "cls\n\x1b[31mINJECTED\r\u202e\xff"
+	const shown = `cls\n\x1b[31mINJECTED\r\u202e\xff`
+	ps := []agg.Proc{{PID: 100, Comm: "app", Identity: identity.Identity{Host: "n1", Job: "1", Rank: "0"}}}
+	s := agg.Build("n1", t0, at(60000), ps, []agg.Sample{hit(0, "pml.f", hostile, 3, 0)}, layered, nil)
+	noControl := func(what, out string) {
+		t.Helper()
+		for _, r := range out {
+			if r != '\n' && (unicode.IsControl(r) || unicode.Is(unicode.Bidi_Control, r)) {
+				t.Errorf("%s: raw %U:\n%q", what, r, out)
+				return
+			}
+		}
+		if !utf8.ValidString(out) || strings.Contains(out, "\nINJECTED") {
+			t.Errorf("%s: invalid UTF-8 or an injected line:\n%q", what, out)
+		}
+	}
+
+	var buf bytes.Buffer
+	if err := WriteTable(&buf, s); err != nil {
+		t.Fatal(err)
+	}
+	out := buf.String()
+	noControl("table", out)
+	for _, want := range []string{
+		"│ " + shown + " │",                            // DETAIL cell
+		"  3  pml.f (" + shown + ")  what pml.f means", // totals
+		"[1] pml.f (" + shown + "): what pml.f means",  // note
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("table lacks %q:\n%s", want, out)
+		}
+	}
+
+	buf.Reset()
+	if err := WriteJSON(&buf, s); err != nil {
+		t.Fatal(err)
+	}
+	noControl("JSON", buf.String())
+	var doc jsonSummary
+	if err := json.Unmarshal(buf.Bytes(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := doc.Jobs[0].Ranks[0].Events[0].Detail, strings.ToValidUTF8(hostile, "\uFFFD"); got != want {
+		t.Errorf("JSON detail %q, want %q", got, want)
 	}
 }

@@ -25,6 +25,7 @@ import (
 	"github.com/mpiprobe/mpiprobe/internal/identity"
 	"github.com/mpiprobe/mpiprobe/internal/kernel"
 	"github.com/mpiprobe/mpiprobe/internal/procfs"
+	"github.com/mpiprobe/mpiprobe/internal/report"
 	"github.com/mpiprobe/mpiprobe/probes"
 	"github.com/mpiprobe/mpiprobe/thresholds"
 )
@@ -294,7 +295,7 @@ func (s *session) run(ctx context.Context) error {
 			}
 		}
 		if attached == 0 && s.coll == nil {
-			return fmt.Errorf("no catalog event could be attached in %s: this MPI build lacks the probed symbols (see warnings above); mpiprobe knows Open MPI 4.x with pml ob1", describeTargets(targets))
+			return fmt.Errorf("no catalog event could be attached in %s: this MPI build lacks the probed symbols (see warnings above); mpiprobe knows Open MPI 4.x and 5.0 with pml ob1, MPICH with ch4 or ch3, and UCX", describeTargets(targets))
 		}
 		probeCount += att.Attached()
 	}
@@ -602,17 +603,15 @@ func (s *session) poll() {
 }
 
 func (s *session) print(r thresholds.Report[counters.Key]) {
-	p := s.procs[int(r.Key.PID)]
-	label := fmt.Sprintf("pid=%d", r.Key.PID)
-	if p != nil {
-		label = p.Identity.Label(p.PID)
+	w := report.Warning{At: r.Time, PID: int(r.Key.PID), Prefix: r.Prefix()}
+	if p := s.procs[w.PID]; p != nil {
+		w.ID = &p.Identity
 	}
 	ev, _, _ := s.cat.Lookup(r.Key.Event)
-	msg := ev.Message
-	if sm, _ := s.snap.Sample(r.Key); sm.Detail != "" {
-		msg += " [" + sm.Detail + "]"
-	}
-	fmt.Fprintf(s.cfg.Out, "[%s] %s: %s : %s\n", r.Time.Format("2006-01-02 15:04:05.000"), label, r.Prefix(), msg)
+	w.Message = ev.Message
+	sm, _ := s.snap.Sample(r.Key)
+	w.Detail = sm.Detail
+	fmt.Fprintln(s.cfg.Out, w.Line())
 }
 
 // exitPending says whether a process still counted as running has ended
@@ -625,10 +624,8 @@ func (s *session) exitPending() bool {
 		if err := unix.Kill(pid, 0); errors.Is(err, unix.ESRCH) {
 			return true
 		}
-		if st, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err == nil {
-			if i := strings.LastIndexByte(string(st), ')'); i >= 0 && i+2 < len(st) && (st[i+2] == 'Z' || st[i+2] == 'X') {
-				return true
-			}
+		if st, err := s.cfg.Proc.Stat(pid); err == nil && st.Ended() {
+			return true
 		}
 	}
 	return false
