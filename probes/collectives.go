@@ -333,7 +333,7 @@ func (a *CollAttacher) Close() error { return a.files.close() }
 // Files already attached and other libraries are skipped. On failure the
 // links this call made are closed and the error names the file.
 func (a *CollAttacher) Add(targets []Target) error {
-	return a.files.add(targets, func(t Target) ([]link.Link, bool, error) {
+	return a.files.add(targets, nil, func(t Target) ([]link.Link, bool, error) {
 		if t.Library != OMPILibMPI && t.Library != MPICHLib {
 			return nil, false, nil
 		}

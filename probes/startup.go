@@ -88,8 +88,7 @@ func StartupLibraries() []Library {
 // inode) once, all served by one program whose cookie is the Mark.
 type StartupAttacher struct {
 	prog  *ebpf.Program
-	done  map[[2]uint64]bool
-	links []link.Link
+	files fileLinks
 	// OnFile, when set, is given the links made for each newly attached
 	// file before Add returns, e.g. to pin them; an error fails Add.
 	OnFile func(t Target, links []link.Link) error
@@ -99,36 +98,27 @@ type StartupAttacher struct {
 
 // NewStartupAttacher returns a StartupAttacher running prog.
 func NewStartupAttacher(prog *ebpf.Program) *StartupAttacher {
-	return &StartupAttacher{prog: prog, done: map[[2]uint64]bool{}}
+	return &StartupAttacher{prog: prog}
 }
 
 // Skip marks a file as attached already, e.g. by an earlier agent whose
 // pinned links still run.
-func (a *StartupAttacher) Skip(dev, ino uint64) { a.done[[2]uint64{dev, ino}] = true }
+func (a *StartupAttacher) Skip(dev, ino uint64) { a.files.skipFile(dev, ino) }
 
 // Links returns how many links are live.
-func (a *StartupAttacher) Links() int { return len(a.links) }
+func (a *StartupAttacher) Links() int { return len(a.files.links) }
 
 // Missing returns the probes that were not in their file's build.
 func (a *StartupAttacher) Missing() []string { return append([]string(nil), a.missing...) }
 
 // Close releases the links (pinned ones stay attached).
-func (a *StartupAttacher) Close() error {
-	err := closeLinks(a.links)
-	a.links = nil
-	return err
-}
+func (a *StartupAttacher) Close() error { return a.files.close() }
 
 // Add attaches the startup probes to the targets not attached before. A
 // missing symbol is recorded (see Missing), any other failure closes the
 // links this call made and is returned.
 func (a *StartupAttacher) Add(targets []Target) error {
-	var made []link.Link
-	for _, t := range targets {
-		key := [2]uint64{t.Dev, t.Inode}
-		if a.done[key] {
-			continue
-		}
+	return a.files.add(targets, a.OnFile, func(t Target) ([]link.Link, bool, error) {
 		var probes []StartupProbe
 		for _, p := range StartupProbes() {
 			if p.Library == t.Library {
@@ -136,23 +126,15 @@ func (a *StartupAttacher) Add(targets []Target) error {
 			}
 		}
 		if len(probes) == 0 {
-			continue
+			return nil, false, nil
 		}
-		ls, err := a.attachFile(t, probes)
-		if err == nil && a.OnFile != nil && len(ls) > 0 {
-			err = a.OnFile(t, ls)
-		}
-		made = append(made, ls...)
-		if err != nil {
-			_ = closeLinks(made)
-			return err
-		}
-		a.done[key] = true
-	}
-	a.links = append(a.links, made...)
-	return nil
+		links, err := a.attachFile(t, probes)
+		return links, true, err
+	})
 }
 
+// attachFile attaches the probes to one file. On an error it returns the
+// links it made until then, for Add to close.
 func (a *StartupAttacher) attachFile(t Target, ps []StartupProbe) ([]link.Link, error) {
 	ex, err := link.OpenExecutable(t.Path)
 	if err != nil {
@@ -172,8 +154,7 @@ func (a *StartupAttacher) attachFile(t Target, ps []StartupProbe) ([]link.Link, 
 			continue
 		}
 		if err != nil {
-			_ = closeLinks(made)
-			return nil, fmt.Errorf("attach %s:%s (%s): %w", t.Display, p.Symbol, strings.ToLower(p.Side.String()), err)
+			return made, fmt.Errorf("attach %s:%s (%s): %w", t.Display, p.Symbol, strings.ToLower(p.Side.String()), err)
 		}
 		made = append(made, l)
 	}

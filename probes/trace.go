@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-	"sync"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
@@ -296,20 +295,9 @@ func (a *TraceAttacher) Calls() []string { return append([]string(nil), a.calls.
 // whole library).
 func (a *TraceAttacher) Links() int { return len(a.files.links) }
 
-// Close detaches every probe. Each uprobe_multi link waits for an RCU
-// grace period as it is detached (30-45 ms on Linux 6.18): the links are
-// closed at once, so that the waits overlap instead of adding up.
-func (a *TraceAttacher) Close() error {
-	links := a.files.links
-	a.files.links = nil
-	errs := make([]error, len(links))
-	var wg sync.WaitGroup
-	for i, l := range links {
-		wg.Go(func() { errs[i] = l.Close() })
-	}
-	wg.Wait()
-	return errors.Join(errs...)
-}
+// Close detaches every probe. The links are closed at once: each
+// uprobe_multi link waits for an RCU grace period as it is detached.
+func (a *TraceAttacher) Close() error { return a.files.closeAtOnce() }
 
 func (a *TraceAttacher) callIndex(name string) int {
 	if i, ok := a.index[name]; ok {
@@ -325,7 +313,7 @@ func (a *TraceAttacher) callIndex(name string) int {
 // libraries trace mode does not know, are skipped. On failure the links
 // this call made are closed and the error names the function and file.
 func (a *TraceAttacher) Add(targets []Target) error {
-	return a.files.add(targets, func(t Target) ([]link.Link, bool, error) {
+	return a.files.add(targets, nil, func(t Target) ([]link.Link, bool, error) {
 		switch t.Library {
 		case OMPILibMPI, MPICHLib:
 			links, err := a.attachC(t)
