@@ -11,7 +11,7 @@ import (
 	"github.com/cilium/ebpf/link"
 	"github.com/mpiprobe/mpiprobe/bpf"
 	"github.com/mpiprobe/mpiprobe/internal/elfx"
-	"golang.org/x/arch/x86/x86asm"
+	"github.com/mpiprobe/mpiprobe/internal/x86"
 )
 
 // The Fortran binding libraries trace mode probes in addition to the C ones.
@@ -143,7 +143,7 @@ func EntryOnly(call string) bool {
 }
 
 // EntryOnlyCookie marks a trace cookie as an entry-only probe (EntryOnly)
-// placed frame bytes into the function's stack frame (EntryPoint), a
+// placed frame bytes into the function's stack frame (x86.EntryPoint), a
 // multiple of 8 below 2 KiB.
 func EntryOnlyCookie(cookie, frame uint64) (uint64, error) {
 	const words = 1 << bpf.MpiprobeTraceCookieTRACE_FRAME_BITS
@@ -375,7 +375,7 @@ func (a *TraceAttacher) attachC(t Target) ([]link.Link, error) {
 		}
 		var off, frame uint64
 		if only {
-			off, frame = EntryPoint(code(fn), true)
+			off, frame = x86.EntryPoint(code(fn), true)
 			if cookie, err = EntryOnlyCookie(cookie, frame); err != nil {
 				return nil, fmt.Errorf("attach %s:%s: %w", t.Display, fn.Name, err)
 			}
@@ -544,160 +544,7 @@ func (a *TraceAttacher) attachFortran(t Target) ([]link.Link, error) {
 	return attachLists(ex, t, []probeList{enter, exit}, &a.noMulti)
 }
 
-// maxPrologue is how many instructions EntryPoint looks past a function's
-// entry for one the kernel emulates.
-const maxPrologue = 12
-
-// EntryPoint returns where in a function's code (x86-64, code starting at
-// the function's entry) an entry probe can go, and how far the stack
-// pointer has moved there, in bytes. Trace mode uses it for its entry-only
-// probes only (see attachC).
-//
-// A uprobe hit runs the instruction it replaced: x86 kernels emulate a
-// few (push of a register, relative call, jmp and jcc) and execute every
-// other one out of line with a single-step trap, which costs several µs
-// more per hit (10 µs on a Firecracker VM). Many MPI functions begin with
-// such an instruction: Open MPI's MPI_Test and MPI_Waitall load a global
-// with a rip-relative mov, MPI_Wtime moves the stack pointer. EntryPoint
-// skips such instructions, up to the first emulated one, while the probe
-// sees the same call there:
-//
-//   - no branch before it, and no jump within the function lands between
-//     the entry and it (so it runs exactly once per call);
-//   - the stack pointer and the argument registers are unchanged, so that
-//     a return probe there catches this call's return and the arguments
-//     are read as at the entry; for an entry-only probe (EntryOnly: no
-//     return probe, no arguments), the stack pointer may move down by a
-//     constant (frame) and argument registers may be overwritten;
-//   - no store but into the new stack frame.
-//
-// It returns (0, 0) when the entry is best, or code does not allow
-// another point (unknown instructions, nil code).
-func EntryPoint(code []byte, entryOnly bool) (offset, frame uint64) {
-	targets := branchTargets(code)
-	off := 0
-	for range maxPrologue {
-		if off >= len(code) {
-			break
-		}
-		inst, err := x86asm.Decode(code[off:], 64)
-		if err != nil {
-			break
-		}
-		if off > 0 && targets[off] {
-			break
-		}
-		if emulated(inst) {
-			return uint64(off), frame
-		}
-		d, ok := skippable(inst, entryOnly, frame)
-		if !ok {
-			break
-		}
-		frame += d
-		off += inst.Len
-	}
-	return 0, 0
-}
-
-// branchTargets returns the offsets that relative jumps and calls of code
-// land on, decoding it from the start (a function's code is its
-// instructions back to back; where decoding fails, it stops).
-func branchTargets(code []byte) map[int]bool {
-	out := map[int]bool{}
-	for off := 0; off < len(code); {
-		inst, err := x86asm.Decode(code[off:], 64)
-		if err != nil {
-			break
-		}
-		if rel, ok := inst.Args[0].(x86asm.Rel); ok {
-			out[off+inst.Len+int(rel)] = true
-		}
-		off += inst.Len
-	}
-	return out
-}
-
-// gpr64 is the 64-bit register holding r (AL, AX, EAX give RAX); 0 if r
-// is no general purpose register.
-func gpr64(r x86asm.Reg) x86asm.Reg {
-	switch {
-	case r >= x86asm.AL && r <= x86asm.R15B:
-		if r >= x86asm.SPB && r <= x86asm.DIB {
-			return x86asm.RSP + (r - x86asm.SPB)
-		}
-		if r >= x86asm.AH && r <= x86asm.BH {
-			return x86asm.RAX + (r - x86asm.AH)
-		}
-		if r <= x86asm.BL {
-			return x86asm.RAX + (r - x86asm.AL)
-		}
-		return x86asm.R8 + (r - x86asm.R8B)
-	case r >= x86asm.AX && r <= x86asm.R15W:
-		return x86asm.RAX + (r - x86asm.AX)
-	case r >= x86asm.EAX && r <= x86asm.R15L:
-		return x86asm.RAX + (r - x86asm.EAX)
-	case r >= x86asm.RAX && r <= x86asm.R15:
-		return r
-	}
-	return 0
-}
-
-// emulated says whether x86 kernels emulate inst at a uprobe instead of
-// single-stepping it (arch/x86/kernel/uprobes.c: push of a register,
-// relative call, jmp and jcc).
-func emulated(inst x86asm.Inst) bool {
-	switch inst.Op {
-	case x86asm.PUSH:
-		r, ok := inst.Args[0].(x86asm.Reg)
-		return ok && r >= x86asm.RAX && r <= x86asm.R15 && inst.Len <= 2
-	case x86asm.CALL, x86asm.JMP, x86asm.JA, x86asm.JAE, x86asm.JB, x86asm.JBE, x86asm.JE, x86asm.JG,
-		x86asm.JGE, x86asm.JL, x86asm.JLE, x86asm.JNE, x86asm.JNO, x86asm.JNP, x86asm.JNS, x86asm.JO,
-		x86asm.JP, x86asm.JS:
-		_, ok := inst.Args[0].(x86asm.Rel)
-		return ok
-	}
-	return false
-}
-
-// skippable says whether an entry probe may be placed after inst (see
-// EntryPoint), and by how many bytes it moves the stack pointer down.
-func skippable(inst x86asm.Inst, entryOnly bool, frame uint64) (uint64, bool) {
-	switch inst.Op {
-	case x86asm.CMP, x86asm.TEST, x86asm.NOP:
-		return 0, true
-	case x86asm.SUB:
-		if inst.Args[0] == x86asm.RSP {
-			imm, ok := inst.Args[1].(x86asm.Imm)
-			if !ok || !entryOnly || imm <= 0 || imm%8 != 0 || imm > 1024 {
-				return 0, false
-			}
-			return uint64(imm), true
-		}
-	case x86asm.MOV, x86asm.MOVZX, x86asm.MOVSX, x86asm.MOVSXD, x86asm.LEA, x86asm.XOR, x86asm.ADD,
-		x86asm.AND, x86asm.OR:
-	default:
-		return 0, false
-	}
-	switch dst := inst.Args[0].(type) {
-	case x86asm.Reg:
-		switch gpr64(dst) {
-		case 0, x86asm.RSP:
-			return 0, false
-		case x86asm.RDI, x86asm.RSI, x86asm.RDX, x86asm.RCX, x86asm.R8, x86asm.R9:
-			return 0, entryOnly
-		}
-		return 0, true
-	case x86asm.Mem:
-		// Only into the frame the prologue made, below the return address.
-		ok := dst.Base == x86asm.RSP && dst.Index == 0 && dst.Segment == 0 && dst.Disp >= 0 &&
-			uint64(dst.Disp)+uint64(max(inst.MemBytes, 1)) <= frame
-		return 0, ok
-	}
-	return 0, false
-}
-
-// EntryPoints returns the offset EntryPoint picks in each named function
+// EntryPoints returns the offset x86.EntryPoint picks in each named function
 // of an ELF file (for benchmarks and tools placing probes as trace mode
 // does).
 func EntryPoints(path string, syms []string, entryOnly bool) (map[string]uint64, error) {
@@ -717,7 +564,7 @@ func EntryPoints(path string, syms []string, entryOnly bool) (map[string]uint64,
 		if !ok {
 			return nil, fmt.Errorf("%s: no symbol %s", path, name)
 		}
-		out[name], _ = EntryPoint(code(Function{Name: name, Value: d.Value, Size: d.Size}), entryOnly)
+		out[name], _ = x86.EntryPoint(code(Function{Name: name, Value: d.Value, Size: d.Size}), entryOnly)
 	}
 	return out, nil
 }
