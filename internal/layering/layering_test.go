@@ -18,6 +18,8 @@ const module = "github.com/mpiprobe/mpiprobe"
 // import packages of strictly lower layers only. Keep docs/architecture.md
 // in step with this table.
 var layers = [][]string{
+	// The x86-64 decoding helpers the code readers above share.
+	{"internal/x86"},
 	// Leaves: generated BPF bindings, parsers and pure helpers.
 	{"bpf", "internal/text", "internal/ranks", "internal/procfs", "internal/elfx", "internal/layout",
 		"internal/trace/tracefile", "internal/trace/loops"},
