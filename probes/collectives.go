@@ -207,9 +207,9 @@ func CollCookie(coll, commArg, layout, reqArg int, intRequests bool, addr uint64
 	return c, nil
 }
 
-// CollArgs adds to a collective cookie the arguments holding the root and
+// collArgs adds to a collective cookie the arguments holding the root and
 // the count (0: none; the datatype is the argument after the count).
-func CollArgs(cookie uint64, rootArg, countArg int) (uint64, error) {
+func collArgs(cookie uint64, rootArg, countArg int) (uint64, error) {
 	switch {
 	case rootArg < 0 || rootArg > MaxArg:
 		return 0, fmt.Errorf("root argument %d out of range 0..%d", rootArg, MaxArg)
@@ -396,7 +396,7 @@ func (a *CollAttacher) attach(t Target) ([]link.Link, CollLibrary, error) {
 		}
 		ck, err := CollCookie(i, c.Comm, lib.LayoutIndex, req, t.Library == MPICHLib, fn.Value)
 		if err == nil {
-			ck, err = CollArgs(ck, c.Root, c.Count)
+			ck, err = collArgs(ck, c.Root, c.Count)
 		}
 		if err != nil {
 			return nil, lib, fmt.Errorf("attach %s:%s: %w", t.Display, fn.Name, err)

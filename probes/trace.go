@@ -117,14 +117,14 @@ func TraceCookie(call int, a ArgSpec, kind DatatypeKind) (uint64, error) {
 		uint64(kind&kindMask)<<bpf.MpiprobeTraceCookieTRACE_KIND_SHIFT, nil
 }
 
-// ChangesDatatypes says whether an MPI function may free or make
+// changesDatatypes says whether an MPI function may free or make
 // datatypes (MPI_Type_*): trace mode's threads then read the sizes of the
 // datatypes they pass again, instead of using the size they keep.
-func ChangesDatatypes(call string) bool { return strings.HasPrefix(call, "MPI_Type_") }
+func changesDatatypes(call string) bool { return strings.HasPrefix(call, "MPI_Type_") }
 
-// TypesCookie marks a trace cookie as the cookie of a function that
-// ChangesDatatypes.
-func TypesCookie(cookie uint64) uint64 {
+// typesCookie marks a trace cookie as the cookie of a function that
+// changesDatatypes.
+func typesCookie(cookie uint64) uint64 {
 	return cookie | 1<<bpf.MpiprobeTraceCookieTRACE_TYPES_SHIFT
 }
 
@@ -142,10 +142,10 @@ func EntryOnly(call string) bool {
 	return strings.HasSuffix(call, "_c2f") || strings.HasSuffix(call, "_f2c")
 }
 
-// EntryOnlyCookie marks a trace cookie as an entry-only probe (EntryOnly)
+// entryOnlyCookie marks a trace cookie as an entry-only probe (EntryOnly)
 // placed frame bytes into the function's stack frame (x86.EntryPoint), a
 // multiple of 8 below 2 KiB.
-func EntryOnlyCookie(cookie, frame uint64) (uint64, error) {
+func entryOnlyCookie(cookie, frame uint64) (uint64, error) {
 	const words = 1 << bpf.MpiprobeTraceCookieTRACE_FRAME_BITS
 	if frame%8 != 0 || frame/8 >= words {
 		return 0, fmt.Errorf("stack frame of %d bytes: not a multiple of 8 below %d", frame, 8*words)
@@ -202,10 +202,10 @@ func APIName(sym string) (string, bool) {
 	return fortranCName(sym)
 }
 
-// FortranBindings returns the Fortran binding functions of a Fortran MPI
+// fortranBindings returns the Fortran binding functions of a Fortran MPI
 // library: mpi_send_ and its aliases share one address and are returned
 // once, with Call the C API name it implements ("MPI_Send").
-func FortranBindings(f *elf.File) ([]Function, error) {
+func fortranBindings(f *elf.File) ([]Function, error) {
 	return functions(f, fortranCName, func(old, new string) bool { return new < old })
 }
 
@@ -359,8 +359,8 @@ func (a *TraceAttacher) attachC(t Target) ([]link.Link, error) {
 		if err != nil {
 			return nil, fmt.Errorf("attach %s:%s: %w", t.Display, fn.Name, err)
 		}
-		if ChangesDatatypes(fn.Call) {
-			cookie = TypesCookie(cookie)
+		if changesDatatypes(fn.Call) {
+			cookie = typesCookie(cookie)
 		}
 		// Only entry-only probes move: with a return probe at the same
 		// place past the entry, Linux 6.18 gave the entry program a
@@ -376,7 +376,7 @@ func (a *TraceAttacher) attachC(t Target) ([]link.Link, error) {
 		var off, frame uint64
 		if only {
 			off, frame = x86.EntryPoint(code(fn), true)
-			if cookie, err = EntryOnlyCookie(cookie, frame); err != nil {
+			if cookie, err = entryOnlyCookie(cookie, frame); err != nil {
 				return nil, fmt.Errorf("attach %s:%s: %w", t.Display, fn.Name, err)
 			}
 		} else {
@@ -503,7 +503,7 @@ func (a *TraceAttacher) attachFortran(t Target) ([]link.Link, error) {
 		return nil, fmt.Errorf("open %s: %w", t.Display, err)
 	}
 	defer f.Close()
-	fns, err := FortranBindings(f)
+	fns, err := fortranBindings(f)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", t.Display, err)
 	}
@@ -528,8 +528,8 @@ func (a *TraceAttacher) attachFortran(t Target) ([]link.Link, error) {
 		if err != nil {
 			return nil, fmt.Errorf("attach %s:%s: %w", t.Display, fn.Name, err)
 		}
-		if ChangesDatatypes(fn.Call) {
-			cookie = TypesCookie(cookie) // whatever its C call is
+		if changesDatatypes(fn.Call) {
+			cookie = typesCookie(cookie) // whatever its C call is
 		}
 		// The file offset, passed on, saves the link package a second
 		// parse of the library's symbols (tens of ms for MPICH's 41 MB

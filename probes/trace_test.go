@@ -134,7 +134,7 @@ func TestFunctionsOfRealLibraries(t *testing.T) {
 			defer f.Close()
 			var fns []Function
 			if l.fortran {
-				fns, err = FortranBindings(f)
+				fns, err = fortranBindings(f)
 			} else {
 				fns, err = MPIFunctions(f)
 			}
@@ -170,20 +170,20 @@ func TestEntryOnlyCookie(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := EntryOnlyCookie(c, 0x28)
+	got, err := entryOnlyCookie(c, 0x28)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if field(got, bpf.MpiprobeTraceCookieTRACE_ENTRY_ONLY_SHIFT, uint32(1)) != 1 ||
 		field(got, bpf.MpiprobeTraceCookieTRACE_FRAME_SHIFT, bpf.MpiprobeTraceCookieTRACE_FRAME_BITS) != 5 {
-		t.Errorf("EntryOnlyCookie(%#x, 0x28) = %#x: want the entry-only bit and 5 words", c, got)
+		t.Errorf("entryOnlyCookie(%#x, 0x28) = %#x: want the entry-only bit and 5 words", c, got)
 	}
 	if call, _, kind := decodeTraceCookie(got); call != 7 || kind != DatatypeOMPI {
-		t.Errorf("EntryOnlyCookie changed the call or kind: %#x", got)
+		t.Errorf("entryOnlyCookie changed the call or kind: %#x", got)
 	}
 	for _, bad := range []uint64{4, 2048} {
-		if _, err := EntryOnlyCookie(c, bad); err == nil {
-			t.Errorf("EntryOnlyCookie accepted a frame of %d bytes", bad)
+		if _, err := entryOnlyCookie(c, bad); err == nil {
+			t.Errorf("entryOnlyCookie accepted a frame of %d bytes", bad)
 		}
 	}
 }
