@@ -39,44 +39,44 @@ const (
 	NumMarks = Mark(bpf.MpiprobeMarkMARK_MAX)
 )
 
-// StartupProbe records Mark when Symbol of Library is entered or returns.
-type StartupProbe struct {
+// startupProbe records Mark when Symbol of Library is entered or returns.
+type startupProbe struct {
 	Library Library
 	Symbol  string
 	Side    Side
 	Mark    Mark
 }
 
-// StartupProbes returns where MPI_Init, its modex and MPI_Finalize begin and
+// startupProbes returns where MPI_Init, its modex and MPI_Finalize begin and
 // end, for Open MPI 4.x and MPICH over UCX. In Open MPI 4.1.4, ompi_mpi_init
 // calls the PMIx fence of the modex, then ompi_proc_complete_init, then the
 // PML's add_procs, then a second fence (the barrier); MPICH hides its PMI
 // client, so its address exchange is bracketed by UCX's calls around it.
-func StartupProbes() []StartupProbe {
-	var out []StartupProbe
+func startupProbes() []startupProbe {
+	var out []startupProbe
 	for _, lib := range []Library{OMPILibMPI, MPICHLib} {
 		out = append(out,
-			StartupProbe{lib, "PMPI_Init", Entry, MarkInitEnter},
-			StartupProbe{lib, "PMPI_Init", Return, MarkInitExit},
-			StartupProbe{lib, "PMPI_Init_thread", Entry, MarkInitEnter},
-			StartupProbe{lib, "PMPI_Init_thread", Return, MarkInitExit},
-			StartupProbe{lib, "PMPI_Finalize", Entry, MarkFinEnter},
-			StartupProbe{lib, "PMPI_Finalize", Return, MarkFinExit},
+			startupProbe{lib, "PMPI_Init", Entry, MarkInitEnter},
+			startupProbe{lib, "PMPI_Init", Return, MarkInitExit},
+			startupProbe{lib, "PMPI_Init_thread", Entry, MarkInitEnter},
+			startupProbe{lib, "PMPI_Init_thread", Return, MarkInitExit},
+			startupProbe{lib, "PMPI_Finalize", Entry, MarkFinEnter},
+			startupProbe{lib, "PMPI_Finalize", Return, MarkFinExit},
 		)
 	}
 	return append(out,
-		StartupProbe{OMPILibMPI, "ompi_proc_complete_init", Entry, MarkPMIxEnd},
-		StartupProbe{OMPIPmixExt3x, "ext3x_fencenb", Entry, MarkPMIxStart},
-		StartupProbe{OMPIPmixPmix3x, "pmix3x_fencenb", Entry, MarkPMIxStart},
-		StartupProbe{UCXLib, "ucp_worker_get_address", Entry, MarkUCXStart},
-		StartupProbe{UCXLib, "ucp_ep_create", Entry, MarkUCXEnd},
+		startupProbe{OMPILibMPI, "ompi_proc_complete_init", Entry, MarkPMIxEnd},
+		startupProbe{OMPIPmixExt3x, "ext3x_fencenb", Entry, MarkPMIxStart},
+		startupProbe{OMPIPmixPmix3x, "pmix3x_fencenb", Entry, MarkPMIxStart},
+		startupProbe{UCXLib, "ucp_worker_get_address", Entry, MarkUCXStart},
+		startupProbe{UCXLib, "ucp_ep_create", Entry, MarkUCXEnd},
 	)
 }
 
-// StartupLibraries returns the libraries StartupProbes names.
+// StartupLibraries returns the libraries the startup probes are in.
 func StartupLibraries() []Library {
 	var out []Library
-	for _, p := range StartupProbes() {
+	for _, p := range startupProbes() {
 		if !slices.Contains(out, p.Library) {
 			out = append(out, p.Library)
 		}
@@ -84,8 +84,9 @@ func StartupLibraries() []Library {
 	return out
 }
 
-// StartupAttacher attaches StartupProbes to library files, each (device,
-// inode) once, all served by one program whose cookie is the Mark.
+// StartupAttacher attaches the startup probes, where MPI_Init, its modex
+// and MPI_Finalize begin and end, to library files, each (device, inode)
+// once, all served by one program whose cookie is the Mark.
 type StartupAttacher struct {
 	prog  *ebpf.Program
 	files fileLinks
@@ -119,8 +120,8 @@ func (a *StartupAttacher) Close() error { return a.files.close() }
 // links this call made and is returned.
 func (a *StartupAttacher) Add(targets []Target) error {
 	return a.files.add(targets, a.OnFile, func(t Target) ([]link.Link, bool, error) {
-		var probes []StartupProbe
-		for _, p := range StartupProbes() {
+		var probes []startupProbe
+		for _, p := range startupProbes() {
 			if p.Library == t.Library {
 				probes = append(probes, p)
 			}
@@ -135,7 +136,7 @@ func (a *StartupAttacher) Add(targets []Target) error {
 
 // attachFile attaches the probes to one file. On an error it returns the
 // links it made until then, for Add to close.
-func (a *StartupAttacher) attachFile(t Target, ps []StartupProbe) ([]link.Link, error) {
+func (a *StartupAttacher) attachFile(t Target, ps []startupProbe) ([]link.Link, error) {
 	ex, err := link.OpenExecutable(t.Path)
 	if err != nil {
 		return nil, fmt.Errorf("open %s (%s): %w", t.Display, t.Path, err)
