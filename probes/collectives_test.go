@@ -530,7 +530,7 @@ func TestCollArgs(t *testing.T) {
 	if got&^mask != base {
 		t.Errorf("collArgs changed other fields: %#x, base %#x", got&^mask, base)
 	}
-	for _, bad := range [][2]int{{-1, 0}, {MaxArg + 1, 0}, {0, MaxArg}} {
+	for _, bad := range [][2]int{{-1, 0}, {maxArg + 1, 0}, {0, maxArg}} {
 		if _, err := collArgs(base, bad[0], bad[1]); err == nil {
 			t.Errorf("collArgs(root %d, count %d) accepted", bad[0], bad[1])
 		}

@@ -45,8 +45,8 @@ const (
 	DatatypeMPICH = DatatypeKind(bpf.MpiprobeDatatypeKindDT_MPICH)
 )
 
-// DatatypeKindOf returns how the library's datatypes are read.
-func DatatypeKindOf(l Library) DatatypeKind {
+// datatypeKindOf returns how the library's datatypes are read.
+func datatypeKindOf(l Library) DatatypeKind {
 	switch l {
 	case OMPILibMPI:
 		return DatatypeOMPI
@@ -104,8 +104,8 @@ func TraceCookie(call int, a ArgSpec, kind DatatypeKind) (uint64, error) {
 		return 0, fmt.Errorf("call index %d out of range 0..%d", call, maxCalls-1)
 	}
 	for _, n := range []int{a.Peer, a.Count, a.Datatype, a.Root} {
-		if n < 0 || n > MaxArg {
-			return 0, fmt.Errorf("argument %d out of range 0..%d", n, MaxArg)
+		if n < 0 || n > maxArg {
+			return 0, fmt.Errorf("argument %d out of range 0..%d", n, maxArg)
 		}
 	}
 	const kindMask = 1<<bpf.MpiprobeTraceCookieTRACE_KIND_BITS - 1
@@ -343,7 +343,7 @@ func (a *TraceAttacher) attachC(t Target) ([]link.Link, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", t.Display, err)
 	}
-	kind := DatatypeKindOf(t.Library)
+	kind := datatypeKindOf(t.Library)
 	code := textReader(f)
 	var enter, exit probeList
 	enter.single, enter.multi = a.progs.Enter, a.progs.EnterMulti
