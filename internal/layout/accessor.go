@@ -259,6 +259,12 @@ func (a *analyzer) walk(pc uint64, st state, depth int) {
 // walked later) rather than the only way on.
 func (a *analyzer) step(st *state, in x86asm.Inst, pc, next uint64, depth int) (stop bool, target uint64, cond bool) {
 	rel := func() (uint64, bool) { return x86.BranchTarget(in, pc) }
+	if x86.Jcc(in.Op) || in.Op == x86asm.JCXZ || in.Op == x86asm.JECXZ || in.Op == x86asm.JRCXZ {
+		if t, ok := rel(); ok {
+			return false, t, true
+		}
+		return false, 0, false
+	}
 	switch in.Op {
 	case x86asm.RET:
 		v := st.regs[0]
@@ -283,13 +289,6 @@ func (a *analyzer) step(st *state, in x86asm.Inst, pc, next uint64, depth int) (
 			st.regs[r] = val{}
 		}
 		st.regs[0] = ret
-		return false, 0, false
-	case x86asm.JA, x86asm.JAE, x86asm.JB, x86asm.JBE, x86asm.JE, x86asm.JG, x86asm.JGE,
-		x86asm.JL, x86asm.JLE, x86asm.JNE, x86asm.JNO, x86asm.JNP, x86asm.JNS, x86asm.JO,
-		x86asm.JP, x86asm.JS, x86asm.JCXZ, x86asm.JECXZ, x86asm.JRCXZ:
-		if t, ok := rel(); ok {
-			return false, t, true
-		}
 		return false, 0, false
 	case x86asm.CMP, x86asm.TEST, x86asm.PUSH, x86asm.POP, x86asm.NOP,
 		x86asm.BT, x86asm.UCOMISD, x86asm.UCOMISS, x86asm.PREFETCHT0:

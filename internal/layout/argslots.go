@@ -284,6 +284,9 @@ func (a *argFlow) run(entry uint64, st *flowState) error {
 // transfer applies in, decoded at pc, to st and returns its successors.
 func transfer(st *flowState, in x86asm.Inst, pc uint64) []uint64 {
 	next := pc + uint64(in.Len)
+	if x86.Jcc(in.Op) {
+		return condJump(in, pc)
+	}
 	switch in.Op {
 	case x86asm.RET, x86asm.UD2, x86asm.HLT, x86asm.INT:
 		return nil
@@ -292,13 +295,8 @@ func transfer(st *flowState, in x86asm.Inst, pc uint64) []uint64 {
 			return []uint64{t}
 		}
 		return nil // indirect: a switch or a tail call, not followed
-	case x86asm.JA, x86asm.JAE, x86asm.JB, x86asm.JBE, x86asm.JE, x86asm.JG, x86asm.JGE, x86asm.JL,
-		x86asm.JLE, x86asm.JNE, x86asm.JNO, x86asm.JNP, x86asm.JNS, x86asm.JO, x86asm.JP, x86asm.JS,
-		x86asm.JCXZ, x86asm.JECXZ, x86asm.JRCXZ, x86asm.LOOP, x86asm.LOOPE, x86asm.LOOPNE:
-		if t, ok := x86.BranchTarget(in, pc); ok {
-			return []uint64{next, t}
-		}
-		return []uint64{next}
+	case x86asm.JCXZ, x86asm.JECXZ, x86asm.JRCXZ, x86asm.LOOP, x86asm.LOOPE, x86asm.LOOPNE:
+		return condJump(in, pc)
 	case x86asm.CALL:
 		for _, r := range callerSaved {
 			st.regs[r] = flowVal{}
@@ -306,6 +304,16 @@ func transfer(st *flowState, in x86asm.Inst, pc uint64) []uint64 {
 		return []uint64{next}
 	}
 	step(st, in)
+	return []uint64{next}
+}
+
+// condJump returns the successors of a conditional jump: the next
+// instruction and, for a relative one, its target.
+func condJump(in x86asm.Inst, pc uint64) []uint64 {
+	next := pc + uint64(in.Len)
+	if t, ok := x86.BranchTarget(in, pc); ok {
+		return []uint64{next, t}
+	}
 	return []uint64{next}
 }
 

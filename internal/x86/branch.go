@@ -13,3 +13,15 @@ func BranchTarget(in x86asm.Inst, pc uint64) (uint64, bool) {
 	}
 	return pc + uint64(in.Len) + uint64(int64(rel)), true
 }
+
+// Jcc reports whether op is one of the 16 jumps on a condition of the
+// flags (JA ... JS), the conditional jumps x86 kernels emulate at a
+// uprobe; JCXZ and the LOOPs, which test the count register, are not.
+func Jcc(op x86asm.Op) bool {
+	switch op {
+	case x86asm.JA, x86asm.JAE, x86asm.JB, x86asm.JBE, x86asm.JE, x86asm.JG, x86asm.JGE, x86asm.JL,
+		x86asm.JLE, x86asm.JNE, x86asm.JNO, x86asm.JNP, x86asm.JNS, x86asm.JO, x86asm.JP, x86asm.JS:
+		return true
+	}
+	return false
+}

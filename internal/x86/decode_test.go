@@ -51,3 +51,16 @@ func TestDecode(t *testing.T) {
 		}
 	}
 }
+
+func TestJcc(t *testing.T) {
+	for _, op := range []x86asm.Op{x86asm.JA, x86asm.JE, x86asm.JNE, x86asm.JS, x86asm.JO, x86asm.JLE} {
+		if !Jcc(op) {
+			t.Errorf("Jcc(%v) = false", op)
+		}
+	}
+	for _, op := range []x86asm.Op{x86asm.JMP, x86asm.CALL, x86asm.JCXZ, x86asm.JRCXZ, x86asm.LOOP, x86asm.LOOPNE, x86asm.RET, 0} {
+		if Jcc(op) {
+			t.Errorf("Jcc(%v) = true", op)
+		}
+	}
+}

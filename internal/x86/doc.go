@@ -9,7 +9,8 @@
 //   - register families (Family, Reg64, Is64, Wide): which 64-bit
 //     general register an 8-, 16- or 32-bit register is part of;
 //   - branch targets (BranchTarget): the address a relative call, jump or
-//     conditional jump lands on, from the x86asm.Rel it decodes;
+//     conditional jump lands on, from the x86asm.Rel it decodes, and the
+//     16 jumps on the flags (Jcc);
 //   - decoding with CET's markers (Decode): endbr64 and endbr32 read as
 //     4-byte no-ops, a lone prefix or an instruction cut short as an error
 //     (x86asm returns both as a one-byte instruction without an opcode);

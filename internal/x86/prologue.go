@@ -82,13 +82,11 @@ func branchTargets(code []byte) map[int]bool {
 // single-stepping it (arch/x86/kernel/uprobes.c: push of a register,
 // relative call, jmp and jcc).
 func emulated(inst x86asm.Inst) bool {
-	switch inst.Op {
-	case x86asm.PUSH:
+	switch {
+	case inst.Op == x86asm.PUSH:
 		r, ok := inst.Args[0].(x86asm.Reg)
 		return ok && Is64(r) && inst.Len <= 2
-	case x86asm.CALL, x86asm.JMP, x86asm.JA, x86asm.JAE, x86asm.JB, x86asm.JBE, x86asm.JE, x86asm.JG,
-		x86asm.JGE, x86asm.JL, x86asm.JLE, x86asm.JNE, x86asm.JNO, x86asm.JNP, x86asm.JNS, x86asm.JO,
-		x86asm.JP, x86asm.JS:
+	case inst.Op == x86asm.CALL || inst.Op == x86asm.JMP || Jcc(inst.Op):
 		_, ok := inst.Args[0].(x86asm.Rel)
 		return ok
 	}
