@@ -88,6 +88,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzShow -fuzztime 30s ./internal/text/
 	$(GO) test -run '^$$' -fuzz FuzzParseEventSpec -fuzztime 30s ./thresholds/
 	$(GO) test -run '^$$' -fuzz FuzzDiscover -fuzztime 30s ./internal/discover/
+	$(GO) test -run '^$$' -fuzz FuzzEntryPoint -fuzztime 30s ./internal/x86/
 	$(GO) test -run '^$$' -fuzz FuzzSites -fuzztime 30s ./internal/elfx/
 	$(GO) test -run '^$$' -fuzz FuzzFindBuildID -fuzztime 30s ./internal/elfx/
 	$(GO) test -run '^$$' -fuzz FuzzStructFields -fuzztime 30s ./internal/elfx/

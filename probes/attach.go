@@ -188,14 +188,11 @@ func (a *Attacher) Close() error { return a.files.close() }
 // this call made are closed again and the error names the symbol and file.
 func (a *Attacher) Add(targets []Target) error {
 	var status []Status
-	err := a.files.add(targets, func(t Target) ([]link.Link, bool, error) {
+	err := a.files.add(targets, a.OnFile, func(t Target) ([]link.Link, bool, error) {
 		if !a.usesLibrary(t.Library) {
 			return nil, false, nil
 		}
 		links, st, err := a.attachFile(t)
-		if err == nil && a.OnFile != nil && len(links) > 0 {
-			err = a.OnFile(t, links)
-		}
 		status = append(status, st...)
 		return links, true, err
 	})
@@ -207,6 +204,8 @@ func (a *Attacher) Add(targets []Target) error {
 
 func (a *Attacher) usesLibrary(l Library) bool { return slices.Contains(a.cat.Libraries(), l) }
 
+// attachFile attaches the catalog's probes to one file. On an error it
+// returns the links it made until then, for Add to close.
 func (a *Attacher) attachFile(t Target) ([]link.Link, []Status, error) {
 	var made []link.Link
 	var status []Status
@@ -234,12 +233,6 @@ func (a *Attacher) attachFile(t Target) ([]link.Link, []Status, error) {
 		op, err := l.Operand()
 		return cookieLayout{operand: op, note: mpiabi.FreeListStruct + " from " + src}, err
 	})
-	closeMade := func(err error) ([]link.Link, []Status, error) {
-		for _, l := range made {
-			_ = l.Close()
-		}
-		return nil, nil, err
-	}
 	// resolve finds p's function in this file, under the name a later
 	// version gave it if the file lacks the first.
 	resolve := func(p Probe) (symbol string, off uint64, found, versioned bool, err error) {
@@ -338,12 +331,12 @@ func (a *Attacher) attachFile(t Target) ([]link.Link, []Status, error) {
 			}
 			cookie, err := CookieParam(id, c, p.Param)
 			if err != nil {
-				return closeMade(fmt.Errorf("event %s: %w", e.ID, err))
+				return made, nil, fmt.Errorf("event %s: %w", e.ID, err)
 			}
 			ok, why, err := attach(p, id, cookie)
 			switch {
 			case err != nil:
-				return closeMade(err)
+				return made, nil, err
 			case ok:
 				st.Attached = true
 			case why != "":
@@ -367,82 +360,4 @@ func (a *Attacher) attachFile(t Target) ([]link.Link, []Status, error) {
 type cookieLayout struct {
 	operand int32
 	note    string
-}
-
-// fileLinks holds the links made in library files, each file (device,
-// inode) attached once as each library it is: the bookkeeping every
-// attacher shares.
-type fileLinks struct {
-	done  map[fileAs]bool
-	files map[[2]uint64]bool // attached as every library (skipFile)
-	links []link.Link
-}
-
-// fileAs is a file as one library.
-type fileAs struct {
-	dev, ino uint64
-	lib      Library
-}
-
-func (t Target) fileAs() fileAs { return fileAs{t.Dev, t.Inode, t.Library} }
-
-// skipFile marks a file as attached already, as whatever library.
-func (s *fileLinks) skipFile(dev, ino uint64) {
-	if s.files == nil {
-		s.files = map[[2]uint64]bool{}
-	}
-	s.files[[2]uint64{dev, ino}] = true
-}
-
-// skip marks a file as attached already as the target's library.
-func (s *fileLinks) skip(t Target) {
-	if s.done == nil {
-		s.done = map[fileAs]bool{}
-	}
-	s.done[t.fileAs()] = true
-}
-
-// add attaches each target not attached before with attach, which returns
-// the links it made and whether the file is one it probes (false leaves it
-// to be tried again). On an error the links this call made, in every file,
-// are closed, and those files stay to be tried again; the earlier ones are
-// kept.
-func (s *fileLinks) add(targets []Target, attach func(Target) (links []link.Link, ok bool, err error)) error {
-	var made []link.Link
-	var attached []Target
-	for _, t := range targets {
-		if s.done[t.fileAs()] || s.files[[2]uint64{t.Dev, t.Inode}] || slices.ContainsFunc(attached, func(o Target) bool { return o.fileAs() == t.fileAs() }) {
-			continue
-		}
-		links, ok, err := attach(t)
-		made = append(made, links...)
-		if err != nil {
-			_ = closeLinks(made)
-			return err
-		}
-		if ok {
-			attached = append(attached, t)
-		}
-	}
-	for _, t := range attached {
-		s.skip(t)
-	}
-	s.links = append(s.links, made...)
-	return nil
-}
-
-// close detaches every link.
-func (s *fileLinks) close() error {
-	err := closeLinks(s.links)
-	s.links = nil
-	return err
-}
-
-// closeLinks detaches every link and reports every failure.
-func closeLinks(ls []link.Link) error {
-	var errs []error
-	for _, l := range ls {
-		errs = append(errs, l.Close())
-	}
-	return errors.Join(errs...)
 }

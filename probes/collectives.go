@@ -72,9 +72,9 @@ var collectives = func() []Collective {
 // (COLL_MAX in bpf/collectives.h).
 const MaxCollectives = 1 << bpf.MpiprobeCollCookieCOLL_INDEX_BITS
 
-// MaxArg is the last argument the BPF programs can read (ARG_MAX in
+// maxArg is the last argument the BPF programs can read (ARG_MAX in
 // bpf/common.h).
-const MaxArg = int(bpf.MpiprobeArgLimitARG_MAX)
+const maxArg = int(bpf.MpiprobeArgLimitARG_MAX)
 
 // maxLayouts is the number of communicator layouts a collective cookie can
 // name, the size of the coll_layouts map.
@@ -93,12 +93,12 @@ func CollCookie(coll, commArg, layout, reqArg int, intRequests bool, addr uint64
 	switch {
 	case coll < 0 || coll >= MaxCollectives:
 		return 0, fmt.Errorf("collective index %d out of range 0..%d", coll, MaxCollectives-1)
-	case commArg < 1 || commArg > MaxArg:
-		return 0, fmt.Errorf("communicator argument %d out of range 1..%d", commArg, MaxArg)
+	case commArg < 1 || commArg > maxArg:
+		return 0, fmt.Errorf("communicator argument %d out of range 1..%d", commArg, maxArg)
 	case layout < 0 || layout >= maxLayouts:
 		return 0, fmt.Errorf("layout index %d out of range 0..%d", layout, maxLayouts-1)
-	case reqArg < 0 || reqArg > MaxArg:
-		return 0, fmt.Errorf("request argument %d out of range 0..%d", reqArg, MaxArg)
+	case reqArg < 0 || reqArg > maxArg:
+		return 0, fmt.Errorf("request argument %d out of range 0..%d", reqArg, maxArg)
 	case addr > 0xffffffff:
 		return 0, fmt.Errorf("function address %#x beyond 4 GiB", addr)
 	}
@@ -113,14 +113,14 @@ func CollCookie(coll, commArg, layout, reqArg int, intRequests bool, addr uint64
 	return c, nil
 }
 
-// CollArgs adds to a collective cookie the arguments holding the root and
+// collArgs adds to a collective cookie the arguments holding the root and
 // the count (0: none; the datatype is the argument after the count).
-func CollArgs(cookie uint64, rootArg, countArg int) (uint64, error) {
+func collArgs(cookie uint64, rootArg, countArg int) (uint64, error) {
 	switch {
-	case rootArg < 0 || rootArg > MaxArg:
-		return 0, fmt.Errorf("root argument %d out of range 0..%d", rootArg, MaxArg)
-	case countArg < 0 || countArg >= MaxArg:
-		return 0, fmt.Errorf("count argument %d out of range 0..%d", countArg, MaxArg-1)
+	case rootArg < 0 || rootArg > maxArg:
+		return 0, fmt.Errorf("root argument %d out of range 0..%d", rootArg, maxArg)
+	case countArg < 0 || countArg >= maxArg:
+		return 0, fmt.Errorf("count argument %d out of range 0..%d", countArg, maxArg-1)
 	}
 	return cookie | uint64(rootArg)<<bpf.MpiprobeCollCookieCOLL_ROOT_ARG_SHIFT |
 		uint64(countArg)<<bpf.MpiprobeCollCookieCOLL_COUNT_ARG_SHIFT, nil
@@ -145,7 +145,7 @@ var completions = []completion{
 // WaitCookie packs a completion probe's cookie: the request (array)
 // argument, the count argument (0: one request) and the request width.
 func WaitCookie(reqArg, cntArg int, intRequests bool) (uint64, error) {
-	if reqArg < 1 || reqArg > MaxArg || cntArg < 0 || cntArg > MaxArg {
+	if reqArg < 1 || reqArg > maxArg || cntArg < 0 || cntArg > maxArg {
 		return 0, fmt.Errorf("request argument %d or count argument %d out of range", reqArg, cntArg)
 	}
 	c := uint64(reqArg)<<bpf.MpiprobeCollCookieCOLL_WAIT_REQ_ARG_SHIFT |
@@ -239,7 +239,7 @@ func (a *CollAttacher) Close() error { return a.files.close() }
 // Files already attached and other libraries are skipped. On failure the
 // links this call made are closed and the error names the file.
 func (a *CollAttacher) Add(targets []Target) error {
-	return a.files.add(targets, func(t Target) ([]link.Link, bool, error) {
+	return a.files.add(targets, nil, func(t Target) ([]link.Link, bool, error) {
 		if t.Library != OMPILibMPI && t.Library != MPICHLib {
 			return nil, false, nil
 		}
@@ -298,7 +298,7 @@ func (a *CollAttacher) attach(t Target) ([]link.Link, CollLibrary, error) {
 		}
 		ck, err := CollCookie(i, c.Comm, lib.LayoutIndex, req, t.Library == MPICHLib, fn.Value)
 		if err == nil {
-			ck, err = CollArgs(ck, c.Root, c.Count)
+			ck, err = collArgs(ck, c.Root, c.Count)
 		}
 		if err != nil {
 			return nil, lib, fmt.Errorf("attach %s:%s: %w", t.Display, fn.Name, err)

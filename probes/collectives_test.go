@@ -380,7 +380,7 @@ func TestCollArgs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := CollArgs(base, 6, 3)
+	got, err := collArgs(base, 6, 3)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -391,11 +391,11 @@ func TestCollArgs(t *testing.T) {
 	mask := uint64(1<<bpf.MpiprobeCollCookieCOLL_ARG_BITS-1)<<bpf.MpiprobeCollCookieCOLL_ROOT_ARG_SHIFT |
 		uint64(1<<bpf.MpiprobeCollCookieCOLL_ARG_BITS-1)<<bpf.MpiprobeCollCookieCOLL_COUNT_ARG_SHIFT
 	if got&^mask != base {
-		t.Errorf("CollArgs changed other fields: %#x, base %#x", got&^mask, base)
+		t.Errorf("collArgs changed other fields: %#x, base %#x", got&^mask, base)
 	}
-	for _, bad := range [][2]int{{-1, 0}, {MaxArg + 1, 0}, {0, MaxArg}} {
-		if _, err := CollArgs(base, bad[0], bad[1]); err == nil {
-			t.Errorf("CollArgs(root %d, count %d) accepted", bad[0], bad[1])
+	for _, bad := range [][2]int{{-1, 0}, {maxArg + 1, 0}, {0, maxArg}} {
+		if _, err := collArgs(base, bad[0], bad[1]); err == nil {
+			t.Errorf("collArgs(root %d, count %d) accepted", bad[0], bad[1])
 		}
 	}
 }

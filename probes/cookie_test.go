@@ -146,7 +146,7 @@ func TestCookieFieldsDisjoint(t *testing.T) {
 		collArg   = bpf.MpiprobeCollCookieCOLL_ARG_BITS
 		flBits    = bpf.MpiprobeFreeListLayoutFL_FIELD_BITS
 		flMax     = uint64(mpiabi.MaxFreeListOffset / mpiabi.FreeListWord)
-		maxArg    = uint64(MaxArg)
+		maxArg    = uint64(maxArg)
 	)
 	tests := []struct {
 		name   string

@@ -39,44 +39,44 @@ const (
 	NumMarks = Mark(bpf.MpiprobeMarkMARK_MAX)
 )
 
-// StartupProbe records Mark when Symbol of Library is entered or returns.
-type StartupProbe struct {
+// startupProbe records Mark when Symbol of Library is entered or returns.
+type startupProbe struct {
 	Library Library
 	Symbol  string
 	Side    Side
 	Mark    Mark
 }
 
-// StartupProbes returns where MPI_Init, its modex and MPI_Finalize begin and
+// startupProbes returns where MPI_Init, its modex and MPI_Finalize begin and
 // end, for Open MPI 4.x and MPICH over UCX. In Open MPI 4.1.4, ompi_mpi_init
 // calls the PMIx fence of the modex, then ompi_proc_complete_init, then the
 // PML's add_procs, then a second fence (the barrier); MPICH hides its PMI
 // client, so its address exchange is bracketed by UCX's calls around it.
-func StartupProbes() []StartupProbe {
-	var out []StartupProbe
+func startupProbes() []startupProbe {
+	var out []startupProbe
 	for _, lib := range []Library{OMPILibMPI, MPICHLib} {
 		out = append(out,
-			StartupProbe{lib, "PMPI_Init", Entry, MarkInitEnter},
-			StartupProbe{lib, "PMPI_Init", Return, MarkInitExit},
-			StartupProbe{lib, "PMPI_Init_thread", Entry, MarkInitEnter},
-			StartupProbe{lib, "PMPI_Init_thread", Return, MarkInitExit},
-			StartupProbe{lib, "PMPI_Finalize", Entry, MarkFinEnter},
-			StartupProbe{lib, "PMPI_Finalize", Return, MarkFinExit},
+			startupProbe{lib, "PMPI_Init", Entry, MarkInitEnter},
+			startupProbe{lib, "PMPI_Init", Return, MarkInitExit},
+			startupProbe{lib, "PMPI_Init_thread", Entry, MarkInitEnter},
+			startupProbe{lib, "PMPI_Init_thread", Return, MarkInitExit},
+			startupProbe{lib, "PMPI_Finalize", Entry, MarkFinEnter},
+			startupProbe{lib, "PMPI_Finalize", Return, MarkFinExit},
 		)
 	}
 	return append(out,
-		StartupProbe{OMPILibMPI, "ompi_proc_complete_init", Entry, MarkPMIxEnd},
-		StartupProbe{OMPIPmixExt3x, "ext3x_fencenb", Entry, MarkPMIxStart},
-		StartupProbe{OMPIPmixPmix3x, "pmix3x_fencenb", Entry, MarkPMIxStart},
-		StartupProbe{UCXLib, "ucp_worker_get_address", Entry, MarkUCXStart},
-		StartupProbe{UCXLib, "ucp_ep_create", Entry, MarkUCXEnd},
+		startupProbe{OMPILibMPI, "ompi_proc_complete_init", Entry, MarkPMIxEnd},
+		startupProbe{OMPIPmixExt3x, "ext3x_fencenb", Entry, MarkPMIxStart},
+		startupProbe{OMPIPmixPmix3x, "pmix3x_fencenb", Entry, MarkPMIxStart},
+		startupProbe{UCXLib, "ucp_worker_get_address", Entry, MarkUCXStart},
+		startupProbe{UCXLib, "ucp_ep_create", Entry, MarkUCXEnd},
 	)
 }
 
-// StartupLibraries returns the libraries StartupProbes names.
+// StartupLibraries returns the libraries the startup probes are in.
 func StartupLibraries() []Library {
 	var out []Library
-	for _, p := range StartupProbes() {
+	for _, p := range startupProbes() {
 		if !slices.Contains(out, p.Library) {
 			out = append(out, p.Library)
 		}
@@ -84,12 +84,12 @@ func StartupLibraries() []Library {
 	return out
 }
 
-// StartupAttacher attaches StartupProbes to library files, each (device,
-// inode) once, all served by one program whose cookie is the Mark.
+// StartupAttacher attaches the startup probes, where MPI_Init, its modex
+// and MPI_Finalize begin and end, to library files, each (device, inode)
+// once, all served by one program whose cookie is the Mark.
 type StartupAttacher struct {
 	prog  *ebpf.Program
-	done  map[[2]uint64]bool
-	links []link.Link
+	files fileLinks
 	// OnFile, when set, is given the links made for each newly attached
 	// file before Add returns, e.g. to pin them; an error fails Add.
 	OnFile func(t Target, links []link.Link) error
@@ -99,61 +99,44 @@ type StartupAttacher struct {
 
 // NewStartupAttacher returns a StartupAttacher running prog.
 func NewStartupAttacher(prog *ebpf.Program) *StartupAttacher {
-	return &StartupAttacher{prog: prog, done: map[[2]uint64]bool{}}
+	return &StartupAttacher{prog: prog}
 }
 
 // Skip marks a file as attached already, e.g. by an earlier agent whose
 // pinned links still run.
-func (a *StartupAttacher) Skip(dev, ino uint64) { a.done[[2]uint64{dev, ino}] = true }
+func (a *StartupAttacher) Skip(dev, ino uint64) { a.files.skipFile(dev, ino) }
 
 // Links returns how many links are live.
-func (a *StartupAttacher) Links() int { return len(a.links) }
+func (a *StartupAttacher) Links() int { return len(a.files.links) }
 
 // Missing returns the probes that were not in their file's build.
 func (a *StartupAttacher) Missing() []string { return append([]string(nil), a.missing...) }
 
 // Close releases the links (pinned ones stay attached).
-func (a *StartupAttacher) Close() error {
-	err := closeLinks(a.links)
-	a.links = nil
-	return err
-}
+func (a *StartupAttacher) Close() error { return a.files.close() }
 
 // Add attaches the startup probes to the targets not attached before. A
 // missing symbol is recorded (see Missing), any other failure closes the
 // links this call made and is returned.
 func (a *StartupAttacher) Add(targets []Target) error {
-	var made []link.Link
-	for _, t := range targets {
-		key := [2]uint64{t.Dev, t.Inode}
-		if a.done[key] {
-			continue
-		}
-		var probes []StartupProbe
-		for _, p := range StartupProbes() {
+	return a.files.add(targets, a.OnFile, func(t Target) ([]link.Link, bool, error) {
+		var probes []startupProbe
+		for _, p := range startupProbes() {
 			if p.Library == t.Library {
 				probes = append(probes, p)
 			}
 		}
 		if len(probes) == 0 {
-			continue
+			return nil, false, nil
 		}
-		ls, err := a.attachFile(t, probes)
-		if err == nil && a.OnFile != nil && len(ls) > 0 {
-			err = a.OnFile(t, ls)
-		}
-		made = append(made, ls...)
-		if err != nil {
-			_ = closeLinks(made)
-			return err
-		}
-		a.done[key] = true
-	}
-	a.links = append(a.links, made...)
-	return nil
+		links, err := a.attachFile(t, probes)
+		return links, true, err
+	})
 }
 
-func (a *StartupAttacher) attachFile(t Target, ps []StartupProbe) ([]link.Link, error) {
+// attachFile attaches the probes to one file. On an error it returns the
+// links it made until then, for Add to close.
+func (a *StartupAttacher) attachFile(t Target, ps []startupProbe) ([]link.Link, error) {
 	ex, err := link.OpenExecutable(t.Path)
 	if err != nil {
 		return nil, fmt.Errorf("open %s (%s): %w", t.Display, t.Path, err)
@@ -172,8 +155,7 @@ func (a *StartupAttacher) attachFile(t Target, ps []StartupProbe) ([]link.Link, 
 			continue
 		}
 		if err != nil {
-			_ = closeLinks(made)
-			return nil, fmt.Errorf("attach %s:%s (%s): %w", t.Display, p.Symbol, strings.ToLower(p.Side.String()), err)
+			return made, fmt.Errorf("attach %s:%s (%s): %w", t.Display, p.Symbol, strings.ToLower(p.Side.String()), err)
 		}
 		made = append(made, l)
 	}

@@ -6,13 +6,12 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-	"sync"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
 	"github.com/mpiprobe/mpiprobe/bpf"
 	"github.com/mpiprobe/mpiprobe/internal/elfx"
-	"golang.org/x/arch/x86/x86asm"
+	"github.com/mpiprobe/mpiprobe/internal/x86"
 )
 
 // The Fortran binding libraries trace mode probes in addition to the C ones.
@@ -46,8 +45,8 @@ const (
 	DatatypeMPICH = DatatypeKind(bpf.MpiprobeDatatypeKindDT_MPICH)
 )
 
-// DatatypeKindOf returns how the library's datatypes are read.
-func DatatypeKindOf(l Library) DatatypeKind {
+// datatypeKindOf returns how the library's datatypes are read.
+func datatypeKindOf(l Library) DatatypeKind {
 	switch l {
 	case OMPILibMPI:
 		return DatatypeOMPI
@@ -105,8 +104,8 @@ func TraceCookie(call int, a ArgSpec, kind DatatypeKind) (uint64, error) {
 		return 0, fmt.Errorf("call index %d out of range 0..%d", call, maxCalls-1)
 	}
 	for _, n := range []int{a.Peer, a.Count, a.Datatype, a.Root} {
-		if n < 0 || n > MaxArg {
-			return 0, fmt.Errorf("argument %d out of range 0..%d", n, MaxArg)
+		if n < 0 || n > maxArg {
+			return 0, fmt.Errorf("argument %d out of range 0..%d", n, maxArg)
 		}
 	}
 	const kindMask = 1<<bpf.MpiprobeTraceCookieTRACE_KIND_BITS - 1
@@ -118,14 +117,14 @@ func TraceCookie(call int, a ArgSpec, kind DatatypeKind) (uint64, error) {
 		uint64(kind&kindMask)<<bpf.MpiprobeTraceCookieTRACE_KIND_SHIFT, nil
 }
 
-// ChangesDatatypes says whether an MPI function may free or make
+// changesDatatypes says whether an MPI function may free or make
 // datatypes (MPI_Type_*): trace mode's threads then read the sizes of the
 // datatypes they pass again, instead of using the size they keep.
-func ChangesDatatypes(call string) bool { return strings.HasPrefix(call, "MPI_Type_") }
+func changesDatatypes(call string) bool { return strings.HasPrefix(call, "MPI_Type_") }
 
-// TypesCookie marks a trace cookie as the cookie of a function that
-// ChangesDatatypes.
-func TypesCookie(cookie uint64) uint64 {
+// typesCookie marks a trace cookie as the cookie of a function that
+// changesDatatypes.
+func typesCookie(cookie uint64) uint64 {
 	return cookie | 1<<bpf.MpiprobeTraceCookieTRACE_TYPES_SHIFT
 }
 
@@ -143,10 +142,10 @@ func EntryOnly(call string) bool {
 	return strings.HasSuffix(call, "_c2f") || strings.HasSuffix(call, "_f2c")
 }
 
-// EntryOnlyCookie marks a trace cookie as an entry-only probe (EntryOnly)
-// placed frame bytes into the function's stack frame (EntryPoint), a
+// entryOnlyCookie marks a trace cookie as an entry-only probe (EntryOnly)
+// placed frame bytes into the function's stack frame (x86.EntryPoint), a
 // multiple of 8 below 2 KiB.
-func EntryOnlyCookie(cookie, frame uint64) (uint64, error) {
+func entryOnlyCookie(cookie, frame uint64) (uint64, error) {
 	const words = 1 << bpf.MpiprobeTraceCookieTRACE_FRAME_BITS
 	if frame%8 != 0 || frame/8 >= words {
 		return 0, fmt.Errorf("stack frame of %d bytes: not a multiple of 8 below %d", frame, 8*words)
@@ -203,10 +202,10 @@ func APIName(sym string) (string, bool) {
 	return fortranCName(sym)
 }
 
-// FortranBindings returns the Fortran binding functions of a Fortran MPI
+// fortranBindings returns the Fortran binding functions of a Fortran MPI
 // library: mpi_send_ and its aliases share one address and are returned
 // once, with Call the C API name it implements ("MPI_Send").
-func FortranBindings(f *elf.File) ([]Function, error) {
+func fortranBindings(f *elf.File) ([]Function, error) {
 	return functions(f, fortranCName, func(old, new string) bool { return new < old })
 }
 
@@ -296,20 +295,9 @@ func (a *TraceAttacher) Calls() []string { return append([]string(nil), a.calls.
 // whole library).
 func (a *TraceAttacher) Links() int { return len(a.files.links) }
 
-// Close detaches every probe. Each uprobe_multi link waits for an RCU
-// grace period as it is detached (30-45 ms on Linux 6.18): the links are
-// closed at once, so that the waits overlap instead of adding up.
-func (a *TraceAttacher) Close() error {
-	links := a.files.links
-	a.files.links = nil
-	errs := make([]error, len(links))
-	var wg sync.WaitGroup
-	for i, l := range links {
-		wg.Go(func() { errs[i] = l.Close() })
-	}
-	wg.Wait()
-	return errors.Join(errs...)
-}
+// Close detaches every probe. The links are closed at once: each
+// uprobe_multi link waits for an RCU grace period as it is detached.
+func (a *TraceAttacher) Close() error { return a.files.closeAtOnce() }
 
 func (a *TraceAttacher) callIndex(name string) int {
 	if i, ok := a.index[name]; ok {
@@ -325,7 +313,7 @@ func (a *TraceAttacher) callIndex(name string) int {
 // libraries trace mode does not know, are skipped. On failure the links
 // this call made are closed and the error names the function and file.
 func (a *TraceAttacher) Add(targets []Target) error {
-	return a.files.add(targets, func(t Target) ([]link.Link, bool, error) {
+	return a.files.add(targets, nil, func(t Target) ([]link.Link, bool, error) {
 		switch t.Library {
 		case OMPILibMPI, MPICHLib:
 			links, err := a.attachC(t)
@@ -355,7 +343,7 @@ func (a *TraceAttacher) attachC(t Target) ([]link.Link, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", t.Display, err)
 	}
-	kind := DatatypeKindOf(t.Library)
+	kind := datatypeKindOf(t.Library)
 	code := textReader(f)
 	var enter, exit probeList
 	enter.single, enter.multi = a.progs.Enter, a.progs.EnterMulti
@@ -371,8 +359,8 @@ func (a *TraceAttacher) attachC(t Target) ([]link.Link, error) {
 		if err != nil {
 			return nil, fmt.Errorf("attach %s:%s: %w", t.Display, fn.Name, err)
 		}
-		if ChangesDatatypes(fn.Call) {
-			cookie = TypesCookie(cookie)
+		if changesDatatypes(fn.Call) {
+			cookie = typesCookie(cookie)
 		}
 		// Only entry-only probes move: with a return probe at the same
 		// place past the entry, Linux 6.18 gave the entry program a
@@ -387,8 +375,8 @@ func (a *TraceAttacher) attachC(t Target) ([]link.Link, error) {
 		}
 		var off, frame uint64
 		if only {
-			off, frame = EntryPoint(code(fn), true)
-			if cookie, err = EntryOnlyCookie(cookie, frame); err != nil {
+			off, frame = x86.EntryPoint(code(fn), true)
+			if cookie, err = entryOnlyCookie(cookie, frame); err != nil {
 				return nil, fmt.Errorf("attach %s:%s: %w", t.Display, fn.Name, err)
 			}
 		} else {
@@ -515,7 +503,7 @@ func (a *TraceAttacher) attachFortran(t Target) ([]link.Link, error) {
 		return nil, fmt.Errorf("open %s: %w", t.Display, err)
 	}
 	defer f.Close()
-	fns, err := FortranBindings(f)
+	fns, err := fortranBindings(f)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", t.Display, err)
 	}
@@ -540,8 +528,8 @@ func (a *TraceAttacher) attachFortran(t Target) ([]link.Link, error) {
 		if err != nil {
 			return nil, fmt.Errorf("attach %s:%s: %w", t.Display, fn.Name, err)
 		}
-		if ChangesDatatypes(fn.Call) {
-			cookie = TypesCookie(cookie) // whatever its C call is
+		if changesDatatypes(fn.Call) {
+			cookie = typesCookie(cookie) // whatever its C call is
 		}
 		// The file offset, passed on, saves the link package a second
 		// parse of the library's symbols (tens of ms for MPICH's 41 MB
@@ -556,160 +544,7 @@ func (a *TraceAttacher) attachFortran(t Target) ([]link.Link, error) {
 	return attachLists(ex, t, []probeList{enter, exit}, &a.noMulti)
 }
 
-// maxPrologue is how many instructions EntryPoint looks past a function's
-// entry for one the kernel emulates.
-const maxPrologue = 12
-
-// EntryPoint returns where in a function's code (x86-64, code starting at
-// the function's entry) an entry probe can go, and how far the stack
-// pointer has moved there, in bytes. Trace mode uses it for its entry-only
-// probes only (see attachC).
-//
-// A uprobe hit runs the instruction it replaced: x86 kernels emulate a
-// few (push of a register, relative call, jmp and jcc) and execute every
-// other one out of line with a single-step trap, which costs several µs
-// more per hit (10 µs on a Firecracker VM). Many MPI functions begin with
-// such an instruction: Open MPI's MPI_Test and MPI_Waitall load a global
-// with a rip-relative mov, MPI_Wtime moves the stack pointer. EntryPoint
-// skips such instructions, up to the first emulated one, while the probe
-// sees the same call there:
-//
-//   - no branch before it, and no jump within the function lands between
-//     the entry and it (so it runs exactly once per call);
-//   - the stack pointer and the argument registers are unchanged, so that
-//     a return probe there catches this call's return and the arguments
-//     are read as at the entry; for an entry-only probe (EntryOnly: no
-//     return probe, no arguments), the stack pointer may move down by a
-//     constant (frame) and argument registers may be overwritten;
-//   - no store but into the new stack frame.
-//
-// It returns (0, 0) when the entry is best, or code does not allow
-// another point (unknown instructions, nil code).
-func EntryPoint(code []byte, entryOnly bool) (offset, frame uint64) {
-	targets := branchTargets(code)
-	off := 0
-	for range maxPrologue {
-		if off >= len(code) {
-			break
-		}
-		inst, err := x86asm.Decode(code[off:], 64)
-		if err != nil {
-			break
-		}
-		if off > 0 && targets[off] {
-			break
-		}
-		if emulated(inst) {
-			return uint64(off), frame
-		}
-		d, ok := skippable(inst, entryOnly, frame)
-		if !ok {
-			break
-		}
-		frame += d
-		off += inst.Len
-	}
-	return 0, 0
-}
-
-// branchTargets returns the offsets that relative jumps and calls of code
-// land on, decoding it from the start (a function's code is its
-// instructions back to back; where decoding fails, it stops).
-func branchTargets(code []byte) map[int]bool {
-	out := map[int]bool{}
-	for off := 0; off < len(code); {
-		inst, err := x86asm.Decode(code[off:], 64)
-		if err != nil {
-			break
-		}
-		if rel, ok := inst.Args[0].(x86asm.Rel); ok {
-			out[off+inst.Len+int(rel)] = true
-		}
-		off += inst.Len
-	}
-	return out
-}
-
-// gpr64 is the 64-bit register holding r (AL, AX, EAX give RAX); 0 if r
-// is no general purpose register.
-func gpr64(r x86asm.Reg) x86asm.Reg {
-	switch {
-	case r >= x86asm.AL && r <= x86asm.R15B:
-		if r >= x86asm.SPB && r <= x86asm.DIB {
-			return x86asm.RSP + (r - x86asm.SPB)
-		}
-		if r >= x86asm.AH && r <= x86asm.BH {
-			return x86asm.RAX + (r - x86asm.AH)
-		}
-		if r <= x86asm.BL {
-			return x86asm.RAX + (r - x86asm.AL)
-		}
-		return x86asm.R8 + (r - x86asm.R8B)
-	case r >= x86asm.AX && r <= x86asm.R15W:
-		return x86asm.RAX + (r - x86asm.AX)
-	case r >= x86asm.EAX && r <= x86asm.R15L:
-		return x86asm.RAX + (r - x86asm.EAX)
-	case r >= x86asm.RAX && r <= x86asm.R15:
-		return r
-	}
-	return 0
-}
-
-// emulated says whether x86 kernels emulate inst at a uprobe instead of
-// single-stepping it (arch/x86/kernel/uprobes.c: push of a register,
-// relative call, jmp and jcc).
-func emulated(inst x86asm.Inst) bool {
-	switch inst.Op {
-	case x86asm.PUSH:
-		r, ok := inst.Args[0].(x86asm.Reg)
-		return ok && r >= x86asm.RAX && r <= x86asm.R15 && inst.Len <= 2
-	case x86asm.CALL, x86asm.JMP, x86asm.JA, x86asm.JAE, x86asm.JB, x86asm.JBE, x86asm.JE, x86asm.JG,
-		x86asm.JGE, x86asm.JL, x86asm.JLE, x86asm.JNE, x86asm.JNO, x86asm.JNP, x86asm.JNS, x86asm.JO,
-		x86asm.JP, x86asm.JS:
-		_, ok := inst.Args[0].(x86asm.Rel)
-		return ok
-	}
-	return false
-}
-
-// skippable says whether an entry probe may be placed after inst (see
-// EntryPoint), and by how many bytes it moves the stack pointer down.
-func skippable(inst x86asm.Inst, entryOnly bool, frame uint64) (uint64, bool) {
-	switch inst.Op {
-	case x86asm.CMP, x86asm.TEST, x86asm.NOP:
-		return 0, true
-	case x86asm.SUB:
-		if inst.Args[0] == x86asm.RSP {
-			imm, ok := inst.Args[1].(x86asm.Imm)
-			if !ok || !entryOnly || imm <= 0 || imm%8 != 0 || imm > 1024 {
-				return 0, false
-			}
-			return uint64(imm), true
-		}
-	case x86asm.MOV, x86asm.MOVZX, x86asm.MOVSX, x86asm.MOVSXD, x86asm.LEA, x86asm.XOR, x86asm.ADD,
-		x86asm.AND, x86asm.OR:
-	default:
-		return 0, false
-	}
-	switch dst := inst.Args[0].(type) {
-	case x86asm.Reg:
-		switch gpr64(dst) {
-		case 0, x86asm.RSP:
-			return 0, false
-		case x86asm.RDI, x86asm.RSI, x86asm.RDX, x86asm.RCX, x86asm.R8, x86asm.R9:
-			return 0, entryOnly
-		}
-		return 0, true
-	case x86asm.Mem:
-		// Only into the frame the prologue made, below the return address.
-		ok := dst.Base == x86asm.RSP && dst.Index == 0 && dst.Segment == 0 && dst.Disp >= 0 &&
-			uint64(dst.Disp)+uint64(max(inst.MemBytes, 1)) <= frame
-		return 0, ok
-	}
-	return 0, false
-}
-
-// EntryPoints returns the offset EntryPoint picks in each named function
+// EntryPoints returns the offset x86.EntryPoint picks in each named function
 // of an ELF file (for benchmarks and tools placing probes as trace mode
 // does).
 func EntryPoints(path string, syms []string, entryOnly bool) (map[string]uint64, error) {
@@ -729,7 +564,7 @@ func EntryPoints(path string, syms []string, entryOnly bool) (map[string]uint64,
 		if !ok {
 			return nil, fmt.Errorf("%s: no symbol %s", path, name)
 		}
-		out[name], _ = EntryPoint(code(Function{Name: name, Value: d.Value, Size: d.Size}), entryOnly)
+		out[name], _ = x86.EntryPoint(code(Function{Name: name, Value: d.Value, Size: d.Size}), entryOnly)
 	}
 	return out, nil
 }

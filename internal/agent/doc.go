@@ -4,7 +4,7 @@
 // # Finding MPI processes
 //
 // At start the agent attaches the probe catalog and the startup probes
-// (probes.StartupProbes) to every MPI library file ldconfig and the
+// (probes.StartupAttacher) to every MPI library file ldconfig and the
 // configured library paths know, and to those mapped by the processes
 // running now. A file is attached once, by (device, inode). The BPF side
 // runs with watch_all set: a process entering MPI_Init is added to the

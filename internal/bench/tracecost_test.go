@@ -129,7 +129,7 @@ const localCallIters = 200000
 // programs on the function's entry and return (the naive floor: Open MPI's
 // PMPI_Wtime begins with sub $0x28,%rsp, which the kernel must single-step),
 // with an empty program at the entry point trace mode picks
-// (probes.EntryPoint), and under mpiprobe trace, which records both at
+// (x86.EntryPoint), and under mpiprobe trace, which records both at
 // entry only.
 func BenchmarkLocalCalls(b *testing.B) {
 	bin, _ := allreduceJob(b, 1)
@@ -192,7 +192,7 @@ func spreadColumn(p perCall) column {
 }
 
 // entryOffsets returns where trace mode puts the entry probe of each
-// libmpi function (probes.EntryPoint, entry-only).
+// libmpi function (x86.EntryPoint, entry-only).
 func entryOffsets(b *testing.B, syms ...string) map[string]uint64 {
 	b.Helper()
 	lib, err := findLibmpi()

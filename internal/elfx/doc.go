@@ -30,10 +30,10 @@
 // tells instruction boundaries: the byte scan it replaced, which looked
 // for E8/E9 bytes whose displacement landed on the callee, could match
 // inside an immediate or displacement, and a uprobe there corrupts the
-// instruction. Two cases x86asm leaves open are closed by hand: it does
-// not know endbr64/endbr32, read here as 4-byte no-ops, and it returns a
-// lone prefix or an instruction cut short as a one-byte instruction
-// without error, taken here as undecodable.
+// instruction. Two cases x86asm leaves open are closed by package x86's
+// Decode: it does not know endbr64/endbr32, read there as 4-byte no-ops,
+// and it returns a lone prefix or an instruction cut short as a one-byte
+// instruction without error, taken there as undecodable.
 //
 // Decoding has no way to resynchronise after bytes it cannot read, so a
 // function that does not decode to its end, or that reaches the callee by

@@ -11,6 +11,8 @@ import (
 	"strings"
 
 	"golang.org/x/arch/x86/x86asm"
+
+	"github.com/mpiprobe/mpiprobe/internal/x86"
 )
 
 // ErrNoFunction means the named function is not defined in the file.
@@ -181,11 +183,10 @@ var cloneName = regexp.MustCompile(`^[^.]+(\.(constprop|isra|part)\.[0-9]+)+$`)
 // in code (to any function).
 func scanCalls(code []byte, addr uint64, targets map[uint64]bool) (sites, calls []uint64, err error) {
 	err = walk(code, func(off int, in x86asm.Inst) error {
-		rel, ok := in.Args[0].(x86asm.Rel)
+		dest, ok := x86.BranchTarget(in, addr+uint64(off))
 		if !ok || in.PCRel == 0 {
 			return nil
 		}
-		dest := addr + uint64(off+in.Len) + uint64(int64(rel))
 		switch {
 		case !targets[dest]:
 			if in.Op == x86asm.CALL {
@@ -219,7 +220,7 @@ func scan(code []byte, addr uint64, targets map[uint64]bool) ([]uint64, error) {
 // of code), unless every byte from there on is fill (int3, nop, zero).
 func walk(code []byte, visit func(off int, in x86asm.Inst) error) error {
 	for off := 0; off < len(code); {
-		in, err := decode(code[off:])
+		in, err := x86.Decode(code[off:])
 		if err != nil {
 			if isFill(code[off:]) {
 				return nil
@@ -232,31 +233,6 @@ func walk(code []byte, visit func(off int, in x86asm.Inst) error) error {
 		off += in.Len
 	}
 	return nil
-}
-
-// endbr64 and endbr32 (f3 0f 1e fa/fb, read little-endian) mark CET
-// branch targets; x86asm does not know them.
-const (
-	endbr64 = 0xfa1e0ff3
-	endbr32 = 0xfb1e0ff3
-)
-
-// decode decodes the instruction at the start of b. x86asm returns a
-// one-byte instruction without an opcode, and no error, for a lone prefix
-// and for an instruction cut short: both are errors here, or the walk
-// would go on in the middle of an instruction.
-func decode(b []byte) (x86asm.Inst, error) {
-	if len(b) >= 4 && (binary.LittleEndian.Uint32(b) == endbr64 || binary.LittleEndian.Uint32(b) == endbr32) {
-		return x86asm.Inst{Op: x86asm.NOP, Len: 4, Mode: 64}, nil
-	}
-	in, err := x86asm.Decode(b, 64)
-	if err != nil {
-		return in, err
-	}
-	if in.Op == 0 {
-		return in, errors.New("truncated instruction or lone prefix")
-	}
-	return in, nil
 }
 
 // isFill reports whether b is all int3, nop or zero bytes: padding after

@@ -17,6 +17,7 @@ import (
 	"golang.org/x/arch/x86/x86asm"
 
 	"github.com/mpiprobe/mpiprobe/internal/mpitest"
+	"github.com/mpiprobe/mpiprobe/internal/x86"
 )
 
 func rel32(from, to uint64) []byte {
@@ -461,7 +462,7 @@ func FuzzSites(f *testing.F) {
 			if i > 0 && off <= sites[i-1] || off >= uint64(len(code)) {
 				t.Fatalf("sites %v out of order or outside %d bytes", sites, len(code))
 			}
-			in, err := decode(code[off:])
+			in, err := x86.Decode(code[off:])
 			rel, ok := in.Args[0].(x86asm.Rel)
 			if err != nil || (in.Op != x86asm.CALL && in.Op != x86asm.JMP) || !ok ||
 				pc+off+uint64(in.Len)+uint64(int64(rel)) != dest {

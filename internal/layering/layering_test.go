@@ -18,8 +18,9 @@ const module = "github.com/mpiprobe/mpiprobe"
 // import packages of strictly lower layers only. Keep docs/architecture.md
 // in step with this table.
 var layers = [][]string{
-	// Process access: /proc's files and a process's memory.
-	{"internal/procfs"},
+	// The x86-64 decoding helpers the code readers above share, and
+	// process access: /proc's files and a process's memory.
+	{"internal/x86", "internal/procfs"},
 	// Leaves: generated BPF bindings, parsers and pure helpers.
 	{"bpf", "internal/text", "internal/ranks", "internal/elfx", "internal/layout",
 		"internal/trace/tracefile", "internal/trace/loops"},

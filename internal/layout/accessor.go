@@ -2,6 +2,8 @@ package layout
 
 import (
 	"golang.org/x/arch/x86/x86asm"
+
+	"github.com/mpiprobe/mpiprobe/internal/x86"
 )
 
 // Code gives the analysis the machine code of a library: the bytes at a
@@ -138,7 +140,7 @@ func stackSlot(st *state, m x86asm.Mem) (int, bool) {
 	if m.Index != 0 || m.Segment != 0 {
 		return 0, false
 	}
-	switch f := family(m.Base); f {
+	switch f := x86.Family(m.Base); f {
 	case regRSP:
 		return f, true
 	case regRBP:
@@ -171,26 +173,6 @@ func (st *state) setSlot(base int, off int64, v val) {
 		free = int(uint64(off) % maxSlots) // full: forget one
 	}
 	st.slots[free] = slot{used: true, base: base, off: off, v: v}
-}
-
-// family maps a register of any width to its 64-bit register's index
-// (RAX 0 ... R15 15), or -1.
-func family(r x86asm.Reg) int {
-	switch {
-	case r >= x86asm.AL && r <= x86asm.BL:
-		return int(r - x86asm.AL)
-	case r >= x86asm.AH && r <= x86asm.BH:
-		return int(r - x86asm.AH)
-	case r >= x86asm.SPB && r <= x86asm.R15B:
-		return int(r-x86asm.SPB) + 4
-	case r >= x86asm.AX && r <= x86asm.R15W:
-		return int(r - x86asm.AX)
-	case r >= x86asm.EAX && r <= x86asm.R15L:
-		return int(r - x86asm.EAX)
-	case r >= x86asm.RAX && r <= x86asm.R15:
-		return int(r - x86asm.RAX)
-	}
-	return -1
 }
 
 // The System V argument registers, in order.
@@ -276,11 +258,12 @@ func (a *analyzer) walk(pc uint64, st state, depth int) {
 // stops, a branch target, and whether that target is conditional (to be
 // walked later) rather than the only way on.
 func (a *analyzer) step(st *state, in x86asm.Inst, pc, next uint64, depth int) (stop bool, target uint64, cond bool) {
-	rel := func() (uint64, bool) {
-		if r, ok := in.Args[0].(x86asm.Rel); ok {
-			return uint64(int64(next) + int64(r)), true
+	rel := func() (uint64, bool) { return x86.BranchTarget(in, pc) }
+	if x86.Jcc(in.Op) || in.Op == x86asm.JCXZ || in.Op == x86asm.JECXZ || in.Op == x86asm.JRCXZ {
+		if t, ok := rel(); ok {
+			return false, t, true
 		}
-		return 0, false
+		return false, 0, false
 	}
 	switch in.Op {
 	case x86asm.RET:
@@ -307,13 +290,6 @@ func (a *analyzer) step(st *state, in x86asm.Inst, pc, next uint64, depth int) (
 		}
 		st.regs[0] = ret
 		return false, 0, false
-	case x86asm.JA, x86asm.JAE, x86asm.JB, x86asm.JBE, x86asm.JE, x86asm.JG, x86asm.JGE,
-		x86asm.JL, x86asm.JLE, x86asm.JNE, x86asm.JNO, x86asm.JNP, x86asm.JNS, x86asm.JO,
-		x86asm.JP, x86asm.JS, x86asm.JCXZ, x86asm.JECXZ, x86asm.JRCXZ:
-		if t, ok := rel(); ok {
-			return false, t, true
-		}
-		return false, 0, false
 	case x86asm.CMP, x86asm.TEST, x86asm.PUSH, x86asm.POP, x86asm.NOP,
 		x86asm.BT, x86asm.UCOMISD, x86asm.UCOMISS, x86asm.PREFETCHT0:
 		// No register written that matters (a pop restores a
@@ -325,21 +301,21 @@ func (a *analyzer) step(st *state, in x86asm.Inst, pc, next uint64, depth int) (
 	dst, dstIsReg := in.Args[0].(x86asm.Reg)
 	d := -1
 	if dstIsReg {
-		d = family(dst)
+		d = x86.Family(dst)
 	}
 	switch in.Op {
 	case x86asm.MOV, x86asm.MOVSXD, x86asm.MOVSX, x86asm.MOVZX:
 		switch src := in.Args[1].(type) {
 		case x86asm.Reg:
 			if d >= 0 {
-				if s := family(src); s >= 0 {
+				if s := x86.Family(src); s >= 0 {
 					st.regs[d] = st.regs[s]
 				} else {
 					st.regs[d] = val{}
 				}
 			} else if m, ok := in.Args[0].(x86asm.Mem); ok {
 				if base, ok := stackSlot(st, m); ok {
-					if f := family(src); f >= 0 {
+					if f := x86.Family(src); f >= 0 {
 						st.setSlot(base, m.Disp, st.regs[f])
 					}
 				} else {
@@ -368,7 +344,7 @@ func (a *analyzer) step(st *state, in x86asm.Inst, pc, next uint64, depth int) (
 		}
 		return false, 0, false
 	case x86asm.XOR:
-		if s, ok := in.Args[1].(x86asm.Reg); ok && d >= 0 && family(s) == d {
+		if s, ok := in.Args[1].(x86asm.Reg); ok && d >= 0 && x86.Family(s) == d {
 			st.regs[d] = val{k: kImm}
 			return false, 0, false
 		}
@@ -382,7 +358,7 @@ func (a *analyzer) step(st *state, in x86asm.Inst, pc, next uint64, depth int) (
 	srcComm := false
 	for _, arg := range in.Args[1:] {
 		if r, ok := arg.(x86asm.Reg); ok {
-			if f := family(r); f >= 0 && st.regs[f].k == kComm {
+			if f := x86.Family(r); f >= 0 && st.regs[f].k == kComm {
 				if cur.k != kComm {
 					cur = st.regs[f]
 				}
@@ -466,11 +442,11 @@ func (a *analyzer) op(st *state, in x86asm.Inst, next uint64) Op {
 				return Op{Kind: OpAddSlot, Addr: uint64(int64(next) + src.Disp)}
 			}
 			b := a.base(st, src)
-			if f := family(src.Index); b.k == kGlobalLoad && f >= 0 && st.regs[f].k == kComm {
+			if f := x86.Family(src.Index); b.k == kGlobalLoad && f >= 0 && st.regs[f].k == kComm {
 				return Op{Kind: OpAddBlock, Addr: b.g, Off: b.off, Index: st.regs[f].ops}
 			}
 		case x86asm.Reg:
-			if f := family(src); f >= 0 {
+			if f := x86.Family(src); f >= 0 {
 				switch v := st.regs[f]; v.k {
 				case kGlobalLoad:
 					if v.off == 0 {
@@ -487,7 +463,7 @@ func (a *analyzer) op(st *state, in x86asm.Inst, next uint64) Op {
 
 // base returns the value of a memory operand's base register.
 func (a *analyzer) base(st *state, m x86asm.Mem) val {
-	if f := family(m.Base); f >= 0 {
+	if f := x86.Family(m.Base); f >= 0 {
 		return st.regs[f]
 	}
 	return val{}
@@ -501,7 +477,7 @@ func (a *analyzer) load(st *state, m x86asm.Mem, next uint64) val {
 	if m.Base == x86asm.RIP {
 		return val{k: kGlobalLoad, g: uint64(int64(next) + m.Disp)}
 	}
-	if f := family(m.Index); f >= 0 && st.regs[f].k == kComm {
+	if f := x86.Family(m.Index); f >= 0 && st.regs[f].k == kComm {
 		// A table read indexed by the handle: still derived from it.
 		return val{k: kComm, ops: st.regs[f].ops}
 	}
@@ -558,7 +534,7 @@ func (a *analyzer) lea(st *state, m x86asm.Mem, next uint64) val {
 	if m.Index != 0 {
 		// lea (%rax,%rax,2): the same index times a constant, the way
 		// compilers multiply by an object size.
-		i := family(m.Index)
+		i := x86.Family(m.Index)
 		if i < 0 || st.regs[i].k != kComm || (b.k != kComm && m.Base != 0) || m.Scale == 0 {
 			return val{}
 		}
@@ -596,7 +572,7 @@ func (a *analyzer) store(st *state, m x86asm.Mem, src x86asm.Reg) {
 		return
 	}
 	b := a.base(st, m)
-	s := family(src)
+	s := x86.Family(src)
 	if b.k != kArg || s < 0 || st.regs[s].k != kLoad {
 		return
 	}

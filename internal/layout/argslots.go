@@ -7,6 +7,8 @@ import (
 	"math/bits"
 
 	"golang.org/x/arch/x86/x86asm"
+
+	"github.com/mpiprobe/mpiprobe/internal/x86"
 )
 
 // Home is where a function keeps one of its integer arguments at a return
@@ -264,8 +266,7 @@ func (a *argFlow) run(entry uint64, st *flowState) error {
 			continue // undecodable: the path ends
 		}
 		out := a.states[pc].clone()
-		next := pc + uint64(in.Len)
-		for _, succ := range transfer(out, in, next) {
+		for _, succ := range transfer(out, in, pc) {
 			if succ < a.lo || succ >= a.hi {
 				continue // a tail call or a jump to a .cold part
 			}
@@ -280,23 +281,22 @@ func (a *argFlow) run(entry uint64, st *flowState) error {
 	return nil
 }
 
-// transfer applies in to st and returns its successors.
-func transfer(st *flowState, in x86asm.Inst, next uint64) []uint64 {
+// transfer applies in, decoded at pc, to st and returns its successors.
+func transfer(st *flowState, in x86asm.Inst, pc uint64) []uint64 {
+	next := pc + uint64(in.Len)
+	if x86.Jcc(in.Op) {
+		return condJump(in, pc)
+	}
 	switch in.Op {
 	case x86asm.RET, x86asm.UD2, x86asm.HLT, x86asm.INT:
 		return nil
 	case x86asm.JMP:
-		if rel, ok := in.Args[0].(x86asm.Rel); ok {
-			return []uint64{uint64(int64(next) + int64(rel))}
+		if t, ok := x86.BranchTarget(in, pc); ok {
+			return []uint64{t}
 		}
 		return nil // indirect: a switch or a tail call, not followed
-	case x86asm.JA, x86asm.JAE, x86asm.JB, x86asm.JBE, x86asm.JE, x86asm.JG, x86asm.JGE, x86asm.JL,
-		x86asm.JLE, x86asm.JNE, x86asm.JNO, x86asm.JNP, x86asm.JNS, x86asm.JO, x86asm.JP, x86asm.JS,
-		x86asm.JCXZ, x86asm.JECXZ, x86asm.JRCXZ, x86asm.LOOP, x86asm.LOOPE, x86asm.LOOPNE:
-		if rel, ok := in.Args[0].(x86asm.Rel); ok {
-			return []uint64{next, uint64(int64(next) + int64(rel))}
-		}
-		return []uint64{next}
+	case x86asm.JCXZ, x86asm.JECXZ, x86asm.JRCXZ, x86asm.LOOP, x86asm.LOOPE, x86asm.LOOPNE:
+		return condJump(in, pc)
 	case x86asm.CALL:
 		for _, r := range callerSaved {
 			st.regs[r] = flowVal{}
@@ -307,13 +307,23 @@ func transfer(st *flowState, in x86asm.Inst, next uint64) []uint64 {
 	return []uint64{next}
 }
 
+// condJump returns the successors of a conditional jump: the next
+// instruction and, for a relative one, its target.
+func condJump(in x86asm.Inst, pc uint64) []uint64 {
+	next := pc + uint64(in.Len)
+	if t, ok := x86.BranchTarget(in, pc); ok {
+		return []uint64{next, t}
+	}
+	return []uint64{next}
+}
+
 // step applies a non-branching instruction.
 func step(st *flowState, in x86asm.Inst) {
 	switch in.Op {
 	case x86asm.PUSH:
 		v := flowVal{}
-		if r, ok := in.Args[0].(x86asm.Reg); ok && family(r) >= 0 {
-			v = st.regs[family(r)]
+		if r, ok := in.Args[0].(x86asm.Reg); ok && x86.Family(r) >= 0 {
+			v = st.regs[x86.Family(r)]
 		}
 		sp := st.regs[regRSP]
 		if sp.k != fStack {
@@ -359,15 +369,15 @@ func step(st *flowState, in x86asm.Inst) {
 		st.write(in.Args[0], 0, v)
 		return
 	case x86asm.ADD, x86asm.SUB:
-		if r, ok := in.Args[0].(x86asm.Reg); ok && st.regs[family(r)].k == fStack && r >= x86asm.RAX && r <= x86asm.R15 {
+		if r, ok := in.Args[0].(x86asm.Reg); ok && st.regs[x86.Family(r)].k == fStack && x86.Is64(r) {
 			if imm, ok := in.Args[1].(x86asm.Imm); ok {
-				v := st.regs[family(r)]
+				v := st.regs[x86.Family(r)]
 				if in.Op == x86asm.ADD {
 					v.n += int64(imm)
 				} else {
 					v.n -= int64(imm)
 				}
-				st.regs[family(r)] = v
+				st.regs[x86.Family(r)] = v
 				return
 			}
 		}
@@ -414,8 +424,8 @@ func step(st *flowState, in x86asm.Inst) {
 func (st *flowState) operand(arg x86asm.Arg, memBytes int) flowVal {
 	switch x := arg.(type) {
 	case x86asm.Reg:
-		if wide(x) {
-			return st.regs[family(x)]
+		if x86.Wide(x) {
+			return st.regs[x86.Family(x)]
 		}
 	case x86asm.Mem:
 		if off, ok := st.frameAddr(x); ok && memBytes >= 4 {
@@ -431,7 +441,7 @@ func (st *flowState) operand(arg x86asm.Arg, memBytes int) flowVal {
 func (st *flowState) write(arg x86asm.Arg, memBytes int, v flowVal) {
 	switch x := arg.(type) {
 	case x86asm.Reg:
-		if !wide(x) {
+		if !x86.Wide(x) {
 			v = flowVal{}
 		}
 		st.setReg(x, v)
@@ -441,8 +451,8 @@ func (st *flowState) write(arg x86asm.Arg, memBytes int, v flowVal) {
 }
 
 func (st *flowState) setReg(r x86asm.Reg, v flowVal) {
-	if f := family(r); f >= 0 {
-		if !(r >= x86asm.RAX && r <= x86asm.R15) && v.k == fStack {
+	if f := x86.Family(r); f >= 0 {
+		if !x86.Is64(r) && v.k == fStack {
 			v = flowVal{} // a truncated address
 		}
 		st.regs[f] = v
@@ -477,15 +487,9 @@ func (st *flowState) frameAddr(m x86asm.Mem) (int64, bool) {
 	if m.Index != 0 || m.Segment != 0 {
 		return 0, false
 	}
-	f := family(m.Base)
-	if f < 0 || !(m.Base >= x86asm.RAX && m.Base <= x86asm.R15) || st.regs[f].k != fStack {
+	f := x86.Family(m.Base)
+	if f < 0 || !x86.Is64(m.Base) || st.regs[f].k != fStack {
 		return 0, false
 	}
 	return st.regs[f].n + m.Disp, true
-}
-
-// wide reports whether r is a 32- or 64-bit general register, whose value
-// holds an int argument whole.
-func wide(r x86asm.Reg) bool {
-	return (r >= x86asm.EAX && r <= x86asm.R15L) || (r >= x86asm.RAX && r <= x86asm.R15)
 }

@@ -6,6 +6,8 @@ import (
 	"slices"
 
 	"golang.org/x/arch/x86/x86asm"
+
+	"github.com/mpiprobe/mpiprobe/internal/x86"
 )
 
 // FreeList is opal_free_list_t's layout as the free-list events read it:
@@ -73,7 +75,7 @@ func InferFreeList(code Code, entry uint64, size int) (FreeList, error) {
 			continue
 		}
 		if m, ok := in.Args[1].(x86asm.Mem); ok && in.Op == x86asm.MOV && flist[m.Base] && m.Index == 0 {
-			if r, ok := in.Args[0].(x86asm.Reg); ok && is64(r) {
+			if r, ok := in.Args[0].(x86asm.Reg); ok && x86.Is64(r) {
 				if !called {
 					loads = append(loads, m.Disp)
 					last, lastOff = r, m.Disp
@@ -141,16 +143,13 @@ func updateAliases(flist map[x86asm.Reg]bool, in x86asm.Inst) {
 	}
 	full := fullReg(dst)
 	if in.Op == x86asm.MOV {
-		if src, ok := in.Args[1].(x86asm.Reg); ok && is64(src) && is64(dst) {
+		if src, ok := in.Args[1].(x86asm.Reg); ok && x86.Is64(src) && x86.Is64(dst) {
 			flist[dst] = flist[src]
 			return
 		}
 	}
 	delete(flist, full)
 }
-
-// is64 reports whether r is a 64-bit general register.
-func is64(r x86asm.Reg) bool { return r >= x86asm.RAX && r <= x86asm.R15 }
 
 // fullReg maps a 32-bit register to its 64-bit one; others are returned as is.
 func fullReg(r x86asm.Reg) x86asm.Reg {

@@ -4,6 +4,8 @@ import (
 	"slices"
 
 	"golang.org/x/arch/x86/x86asm"
+
+	"github.com/mpiprobe/mpiprobe/internal/x86"
 )
 
 // Store is a write a function makes into an object that is neither its
@@ -72,8 +74,8 @@ const maxStores = 256
 // other than the frame and the arguments' and src is an argument or a
 // constant.
 func (st *flowState) objectStore(m x86asm.Mem, src x86asm.Arg, n int) (Store, bool) {
-	f := family(m.Base)
-	if f < 0 || m.Index != 0 || m.Segment != 0 || !(m.Base >= x86asm.RAX && m.Base <= x86asm.R15) {
+	f := x86.Family(m.Base)
+	if f < 0 || m.Index != 0 || m.Segment != 0 || !x86.Is64(m.Base) {
 		return Store{}, false
 	}
 	if k := st.regs[f].k; k == fArg || k == fStack {
