@@ -11,8 +11,8 @@
 
 #include "common.h"
 
-// The collective cookie (64 bits), written by probes.CollCookie, and the
-// completion cookie of coll_wait_enter/exit, written by probes.WaitCookie.
+// The collective cookie (64 bits), written by collCookie in probes, and the
+// completion cookie of coll_wait_enter/exit, written by waitCookie in probes.
 // Arguments are numbered 1..ARG_MAX.
 enum coll_cookie {
 	COLL_INDEX_SHIFT = 0,     // the collective's index (loader's table), below COLL_MAX

@@ -329,7 +329,7 @@ func (a *Attacher) attachFile(t Target) ([]link.Link, []Status, error) {
 			if p.Program.readsFreeList() {
 				c.Value = operand
 			}
-			cookie, err := CookieParam(id, c, p.Param)
+			cookie, err := cookieParam(id, c, p.Param)
 			if err != nil {
 				return made, nil, fmt.Errorf("event %s: %w", e.ID, err)
 			}

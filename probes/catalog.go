@@ -125,10 +125,10 @@ const (
 
 // The layouts of MPIError's arguments (enum err_layout in bpf/counters.h).
 const (
-	// ErrorsOMPI is ompi_errhandler_invoke(eh, obj, type, err_code, message).
-	ErrorsOMPI = uint8(bpf.MpiprobeErrLayoutERR_OMPI)
-	// ErrorsMPICH is MPIR_Err_return_comm(comm, fcname, errcode).
-	ErrorsMPICH = uint8(bpf.MpiprobeErrLayoutERR_MPICH)
+	// errorsOMPI is ompi_errhandler_invoke(eh, obj, type, err_code, message).
+	errorsOMPI = uint8(bpf.MpiprobeErrLayoutERR_OMPI)
+	// errorsMPICH is MPIR_Err_return_comm(comm, fcname, errcode).
+	errorsMPICH = uint8(bpf.MpiprobeErrLayoutERR_MPICH)
 )
 
 // How many stash slots and gates a thread has: the widths of their cookie
@@ -551,8 +551,8 @@ func Full() Catalog {
 			Layer: "errors",
 			Level: Default,
 			Probes: []Probe{
-				{Library: OMPILibMPI, Symbol: "ompi_errhandler_invoke", Program: MPIError, Param: ErrorsOMPI},
-				{Library: MPICHLib, Symbol: "MPIR_Err_return_comm", Program: MPIError, Param: ErrorsMPICH},
+				{Library: OMPILibMPI, Symbol: "ompi_errhandler_invoke", Program: MPIError, Param: errorsOMPI},
+				{Library: MPICHLib, Symbol: "MPIR_Err_return_comm", Program: MPIError, Param: errorsMPICH},
 			},
 			Detail:  errorDetail,
 			Message: "MPI call returned an error to the application",
@@ -615,10 +615,10 @@ var eventIDPattern = regexp.MustCompile(`^[a-z0-9_]+(\.[a-z0-9_]+)+$`)
 
 // Validate checks the catalog's internal consistency: unique ids, conditions
 // the BPF side can evaluate, each gate used by one event, and at most
-// MaxEvents events.
+// maxEvents events.
 func (c Catalog) Validate() error {
-	if len(c.Events) > MaxEvents {
-		return fmt.Errorf("catalog has %d events, at most %d fit in a cookie", len(c.Events), MaxEvents)
+	if len(c.Events) > maxEvents {
+		return fmt.Errorf("catalog has %d events, at most %d fit in a cookie", len(c.Events), maxEvents)
 	}
 	seen := map[string]bool{}
 	gateOf := map[uint8]string{} // gate → the event that uses it
@@ -722,13 +722,13 @@ func (p Probe) checkProgram() error {
 		return fmt.Errorf("%s runs on a return", p.Program)
 	case entries && p.Side != Entry:
 		return fmt.Errorf("%s runs on an entry", p.Program)
-	case p.Program == Count && p.Param > uint8(MaxSource):
-		return fmt.Errorf("peak source %d: want 0 or an argument 1-%d", p.Param, MaxSource)
+	case p.Program == Count && p.Param > uint8(maxSource):
+		return fmt.Errorf("peak source %d: want 0 or an argument 1-%d", p.Param, maxSource)
 	case (p.Program == Stash || returns) && p.Param >= stashSlots:
 		return fmt.Errorf("stash slot %d: want 0-%d", p.Param, stashSlots-1)
 	case (p.Program == GateOpen || p.Program == GateCount || p.Program == GateClose) && int(p.Param) >= gates:
 		return fmt.Errorf("gate %d: want 0-%d", p.Param, gates-1)
-	case p.Program == MPIError && p.Param != ErrorsOMPI && p.Param != ErrorsMPICH:
+	case p.Program == MPIError && p.Param != errorsOMPI && p.Param != errorsMPICH:
 		return fmt.Errorf("error layout %d: want ErrorsOMPI or ErrorsMPICH", p.Param)
 	case p.Program == Stash && (p.Cond.Cmp != Always || p.Cond.Src < Arg(1)):
 		return fmt.Errorf("a stash keeps an argument (Cond.Src 1-5) and has no comparison")

@@ -120,7 +120,7 @@ func TestValidateAccepts(t *testing.T) {
 		{"always on return ignores the source", probe(Probe{Library: OMPILibMPI, Symbol: "f", Side: Return, Cond: Condition{Src: Arg(1), Cmp: Always}})},
 		{"call site with argument condition", probe(Probe{Library: OMPIPmlOb1, Symbol: "f", CallTo: "g", Cond: Condition{Src: Arg(1), Cmp: Gt}})},
 		{"MaxEvents events", func() Catalog {
-			c := Catalog{Events: make([]Event, MaxEvents)}
+			c := Catalog{Events: make([]Event, maxEvents)}
 			for i := range c.Events {
 				c.Events[i] = validEvent("e.n" + strconv.Itoa(i))
 			}
@@ -187,7 +187,7 @@ func TestValidateRejects(t *testing.T) {
 			withProbe(Probe{Library: OMPIPal, Symbol: "opal_free_list_grow_st", Program: FreeListGrow, Cond: Condition{Src: Arg(2), Cmp: Gt, Value: 1}}),
 			"operand bits carry the library's free-list layout",
 		},
-		{"too many events", Catalog{Events: make([]Event, MaxEvents+1)}, "at most 65536 fit in a cookie"},
+		{"too many events", Catalog{Events: make([]Event, maxEvents+1)}, "at most 65536 fit in a cookie"},
 		{"a gate of two events", func() Catalog {
 			a, b := validEvent("a.b"), validEvent("a.c")
 			a.Probes = []Probe{{Library: OMPIPmlOb1, Symbol: "f", Program: GateOpen, Param: 3}}

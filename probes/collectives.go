@@ -84,12 +84,12 @@ const maxLayouts = 1 << bpf.MpiprobeCollCookieCOLL_LAYOUT_BITS
 // in the BPF counters.
 func Collectives() []Collective { return append([]Collective(nil), collectives...) }
 
-// CollCookie packs a collective probe's attach cookie (enum coll_cookie in
+// collCookie packs a collective probe's attach cookie (enum coll_cookie in
 // bpf/collectives.h): the collective's index, the argument holding the
 // communicator, the layout index, the argument receiving the request of a
 // nonblocking collective (0 for a blocking one), whether requests are
 // 4-byte ints (MPICH), and the function's file address.
-func CollCookie(coll, commArg, layout, reqArg int, intRequests bool, addr uint64) (uint64, error) {
+func collCookie(coll, commArg, layout, reqArg int, intRequests bool, addr uint64) (uint64, error) {
 	switch {
 	case coll < 0 || coll >= MaxCollectives:
 		return 0, fmt.Errorf("collective index %d out of range 0..%d", coll, MaxCollectives-1)
@@ -142,9 +142,9 @@ var completions = []completion{
 	{"MPI_Waitsome", 2, 1}, {"MPI_Testsome", 2, 1},
 }
 
-// WaitCookie packs a completion probe's cookie: the request (array)
+// waitCookie packs a completion probe's cookie: the request (array)
 // argument, the count argument (0: one request) and the request width.
-func WaitCookie(reqArg, cntArg int, intRequests bool) (uint64, error) {
+func waitCookie(reqArg, cntArg int, intRequests bool) (uint64, error) {
 	if reqArg < 1 || reqArg > maxArg || cntArg < 0 || cntArg > maxArg {
 		return 0, fmt.Errorf("request argument %d or count argument %d out of range", reqArg, cntArg)
 	}
@@ -296,7 +296,7 @@ func (a *CollAttacher) attach(t Target) ([]link.Link, CollLibrary, error) {
 		if c.Nonblocking {
 			req = c.Comm + 1 // the request follows the communicator
 		}
-		ck, err := CollCookie(i, c.Comm, lib.LayoutIndex, req, t.Library == MPICHLib, fn.Value)
+		ck, err := collCookie(i, c.Comm, lib.LayoutIndex, req, t.Library == MPICHLib, fn.Value)
 		if err == nil {
 			ck, err = collArgs(ck, c.Root, c.Count)
 		}
@@ -328,7 +328,7 @@ func (a *CollAttacher) attach(t Target) ([]link.Link, CollLibrary, error) {
 		if !ok {
 			continue
 		}
-		ck, err := WaitCookie(c.reqArg, c.cntArg, t.Library == MPICHLib)
+		ck, err := waitCookie(c.reqArg, c.cntArg, t.Library == MPICHLib)
 		if err != nil {
 			return made, lib, fmt.Errorf("attach %s:%s: %w", t.Display, fn.Name, err)
 		}

@@ -42,7 +42,7 @@ func TestCollCookie(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := CollCookie(tt.coll, tt.commArg, tt.layout, tt.reqArg, tt.intRequests, tt.addr)
+			got, err := collCookie(tt.coll, tt.commArg, tt.layout, tt.reqArg, tt.intRequests, tt.addr)
 			if err != nil {
 				t.Fatalf("CollCookie: %v", err)
 			}
@@ -84,7 +84,7 @@ func TestCollCookieOutOfRange(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			for _, ints := range []bool{false, true} {
-				got, err := CollCookie(tt.coll, tt.commArg, tt.layout, tt.reqArg, ints, tt.addr)
+				got, err := collCookie(tt.coll, tt.commArg, tt.layout, tt.reqArg, ints, tt.addr)
 				if err == nil {
 					t.Fatalf("CollCookie(%d, %d, %d, %d, %v, %#x) = %#x, want an error", tt.coll, tt.commArg, tt.layout, tt.reqArg, ints, tt.addr, got)
 				}
@@ -124,7 +124,7 @@ func TestWaitCookie(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := WaitCookie(tt.reqArg, tt.cntArg, tt.intRequests)
+			got, err := waitCookie(tt.reqArg, tt.cntArg, tt.intRequests)
 			if err != nil {
 				t.Fatalf("WaitCookie: %v", err)
 			}
@@ -143,14 +143,14 @@ func TestWaitCookie(t *testing.T) {
 	}
 	for _, bad := range []struct{ req, cnt int }{{0, 0}, {-1, 0}, {13, 0}, {1, -1}, {1, 13}, {0, 1}} {
 		for _, ints := range []bool{false, true} {
-			got, err := WaitCookie(bad.req, bad.cnt, ints)
+			got, err := waitCookie(bad.req, bad.cnt, ints)
 			if err == nil || got != 0 {
 				t.Errorf("WaitCookie(%d, %d, %v) = %#x, %v, want 0 and an error", bad.req, bad.cnt, ints, got, err)
 			}
 		}
 	}
 	for _, c := range completions {
-		if _, err := WaitCookie(c.reqArg, c.cntArg, true); err != nil {
+		if _, err := waitCookie(c.reqArg, c.cntArg, true); err != nil {
 			t.Errorf("%s: %v", c.name, err)
 		}
 	}
@@ -177,7 +177,7 @@ func TestCollectivesTable(t *testing.T) {
 		if c.Comm < 1 || c.Comm > 12 {
 			t.Errorf("%s: communicator argument %d out of 1..12", c.Name, c.Comm)
 		}
-		if _, err := CollCookie(0, c.Comm, 0, 0, false, 0); err != nil {
+		if _, err := collCookie(0, c.Comm, 0, 0, false, 0); err != nil {
 			t.Errorf("%s: %v", c.Name, err)
 		}
 		if !c.Nonblocking {
@@ -211,7 +211,7 @@ func TestCollectivesTable(t *testing.T) {
 		if i == 0 || cs[i-1] != b {
 			t.Errorf("%s does not follow %s", c.Name, b.Name)
 		}
-		if _, err := CollCookie(i, c.Comm, 15, c.Comm+1, true, 0); err != nil {
+		if _, err := collCookie(i, c.Comm, 15, c.Comm+1, true, 0); err != nil {
 			t.Errorf("%s: %v", c.Name, err)
 		}
 	}
@@ -376,7 +376,7 @@ func TestCollectivesMatchHeaders(t *testing.T) {
 // TestCollArgs: the root and count arguments land in their cookie fields
 // without touching the others, and out-of-range arguments are refused.
 func TestCollArgs(t *testing.T) {
-	base, err := CollCookie(3, 7, 2, 0, true, 0x1234)
+	base, err := collCookie(3, 7, 2, 0, true, 0x1234)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -26,11 +26,11 @@ type Source uint8
 // RetVal is the probed function's return value; Arg(n) is its n-th argument.
 const RetVal Source = 0
 
-// Arg returns the Source for argument n (1 to MaxSource).
+// Arg returns the Source for argument n (1 to maxSource).
 func Arg(n int) Source { return Source(n) }
 
-// MaxSource is the last argument a Condition can read.
-const MaxSource = Source(bpf.MpiprobeCookieLayoutCOOKIE_SRC_MAX)
+// maxSource is the last argument a Condition can read.
+const maxSource = Source(bpf.MpiprobeCookieLayoutCOOKIE_SRC_MAX)
 
 // Condition decides whether a hit counts: Src Cmp Value, on the low 32 bits
 // of the operand read as a signed integer.
@@ -40,8 +40,8 @@ type Condition struct {
 	Value int32
 }
 
-// MaxEvents is the number of event ids a cookie can carry.
-const MaxEvents = 1 << bpf.MpiprobeCookieLayoutCOOKIE_EVENT_BITS
+// maxEvents is the number of event ids a cookie can carry.
+const maxEvents = 1 << bpf.MpiprobeCookieLayoutCOOKIE_EVENT_BITS
 
 // Cookie packs what the BPF program needs to know about one attachment into
 // the 64-bit attach cookie. Layout (enum cookie_layout in bpf/counters.h):
@@ -51,19 +51,19 @@ const MaxEvents = 1 << bpf.MpiprobeCookieLayoutCOOKIE_EVENT_BITS
 //	bits 20-23  operand source
 //	bits 24-31  the program's parameter (Probe.Param)
 //	bits 32-63  operand value
-func Cookie(event int, c Condition) (uint64, error) { return CookieParam(event, c, 0) }
+func Cookie(event int, c Condition) (uint64, error) { return cookieParam(event, c, 0) }
 
-// CookieParam is Cookie with the program's parameter in bits 24-31: for
+// cookieParam is Cookie with the program's parameter in bits 24-31: for
 // count_event the argument whose pointee is the peak, for the other
 // programs a stash slot, gate or library layout (see Probe.Param).
-func CookieParam(event int, c Condition, param uint8) (uint64, error) {
+func cookieParam(event int, c Condition, param uint8) (uint64, error) {
 	switch {
-	case event < 0 || event >= MaxEvents:
+	case event < 0 || event >= maxEvents:
 		return 0, fmt.Errorf("event id %d out of range", event)
 	case c.Cmp > Eq8:
 		return 0, fmt.Errorf("comparison %d unknown", c.Cmp)
-	case c.Src > MaxSource:
-		return 0, fmt.Errorf("operand source %d out of range (return value or arguments 1-%d)", c.Src, MaxSource)
+	case c.Src > maxSource:
+		return 0, fmt.Errorf("operand source %d out of range (return value or arguments 1-%d)", c.Src, maxSource)
 	}
 	return uint64(event)<<bpf.MpiprobeCookieLayoutCOOKIE_EVENT_SHIFT |
 		uint64(c.Cmp)<<bpf.MpiprobeCookieLayoutCOOKIE_CMP_SHIFT |

@@ -32,7 +32,7 @@ func TestCookie(t *testing.T) {
 	}{
 		{"zero condition counts every hit", 0, Condition{}, 0},
 		{"event id only", 7, Condition{}, 7},
-		{"largest event id", MaxEvents - 1, Condition{}, 0xffff},
+		{"largest event id", maxEvents - 1, Condition{}, 0xffff},
 		{"always ignores its source", 1, Condition{Src: Arg(3), Cmp: Always}, 1 | 3<<20},
 		{"eq on return value", 2, Condition{Src: RetVal, Cmp: Eq, Value: 0}, 2 | 1<<16},
 		{"ne on arg 1", 3, Condition{Src: Arg(1), Cmp: Ne, Value: 5}, 3 | 2<<16 | 1<<20 | 5<<32},
@@ -69,7 +69,7 @@ func TestCookie(t *testing.T) {
 // pair, with operands of both signs, through the BPF side's decoding.
 func TestCookieEverySourceAndCmp(t *testing.T) {
 	for cmp := Always; cmp <= Eq8; cmp++ {
-		for src := RetVal; src <= MaxSource; src++ {
+		for src := RetVal; src <= maxSource; src++ {
 			for _, v := range []int32{0, 1, -1, 42, -4096, 1<<31 - 1, -1 << 31} {
 				c := Condition{Src: src, Cmp: cmp, Value: v}
 				got, err := Cookie(123, c)
@@ -96,7 +96,7 @@ func TestCookieOutOfRange(t *testing.T) {
 		wantErr string
 	}{
 		{"negative event id", -1, Condition{}, "event id -1 out of range"},
-		{"event id MaxEvents", MaxEvents, Condition{}, "event id 65536 out of range"},
+		{"event id MaxEvents", maxEvents, Condition{}, "event id 65536 out of range"},
 		{"huge event id", 1 << 40, Condition{}, "out of range"},
 		{"comparison after Eq8", 0, Condition{Cmp: Eq8 + 1}, "comparison 6 unknown"},
 		{"comparison 15", 0, Condition{Cmp: 15}, "comparison 15 unknown"},
@@ -154,21 +154,21 @@ func TestCookieFieldsDisjoint(t *testing.T) {
 		fields []cookieField
 	}{
 		{"catalog", 64, []cookieField{
-			fieldOf("event", bpf.MpiprobeCookieLayoutCOOKIE_EVENT_SHIFT, bpf.MpiprobeCookieLayoutCOOKIE_EVENT_BITS, MaxEvents-1),
+			fieldOf("event", bpf.MpiprobeCookieLayoutCOOKIE_EVENT_SHIFT, bpf.MpiprobeCookieLayoutCOOKIE_EVENT_BITS, maxEvents-1),
 			fieldOf("comparison", bpf.MpiprobeCookieLayoutCOOKIE_CMP_SHIFT, bpf.MpiprobeCookieLayoutCOOKIE_CMP_BITS, uint64(Eq8)),
-			fieldOf("source", bpf.MpiprobeCookieLayoutCOOKIE_SRC_SHIFT, bpf.MpiprobeCookieLayoutCOOKIE_SRC_BITS, uint64(MaxSource)),
+			fieldOf("source", bpf.MpiprobeCookieLayoutCOOKIE_SRC_SHIFT, bpf.MpiprobeCookieLayoutCOOKIE_SRC_BITS, uint64(maxSource)),
 			fieldOf("parameter (Probe.Param, a uint8)", bpf.MpiprobeCookieLayoutCOOKIE_PARAM_SHIFT, paramBits, 0xff),
 			fieldOf("operand", bpf.MpiprobeCookieLayoutCOOKIE_OPERAND_SHIFT, uint32(32), 0xffffffff),
 		}},
 		// The parameter as each program reads it, from the parameter field's start.
 		{"parameter: peak source", uint32(paramBits), []cookieField{
-			fieldOf("peak source", uint32(0), bpf.MpiprobeCookieLayoutCOOKIE_PEAK_BITS, uint64(MaxSource))}},
+			fieldOf("peak source", uint32(0), bpf.MpiprobeCookieLayoutCOOKIE_PEAK_BITS, uint64(maxSource))}},
 		{"parameter: stash slot", uint32(paramBits), []cookieField{
 			fieldOf("stash slot", uint32(0), bpf.MpiprobeCookieLayoutCOOKIE_SLOT_BITS, stashSlots-1)}},
 		{"parameter: gate", uint32(paramBits), []cookieField{
 			fieldOf("gate", uint32(0), bpf.MpiprobeCookieLayoutCOOKIE_GATE_BITS, gates-1)}},
 		{"parameter: error layout", uint32(paramBits), []cookieField{
-			fieldOf("error layout", uint32(0), bpf.MpiprobeCookieLayoutCOOKIE_ERR_BITS, uint64(max(ErrorsOMPI, ErrorsMPICH)))}},
+			fieldOf("error layout", uint32(0), bpf.MpiprobeCookieLayoutCOOKIE_ERR_BITS, uint64(max(errorsOMPI, errorsMPICH)))}},
 		{"free-list operand", 32, []cookieField{
 			fieldOf("fl_max_to_alloc", bpf.MpiprobeFreeListLayoutFL_MAX_TO_ALLOC_SHIFT, flBits, flMax),
 			fieldOf("fl_num_allocated", bpf.MpiprobeFreeListLayoutFL_NUM_ALLOCATED_SHIFT, flBits, flMax),
@@ -180,7 +180,7 @@ func TestCookieFieldsDisjoint(t *testing.T) {
 			fieldOf("count argument", bpf.MpiprobeTraceCookieTRACE_COUNT_SHIFT, argBits, maxArg),
 			fieldOf("datatype argument", bpf.MpiprobeTraceCookieTRACE_DATATYPE_SHIFT, argBits, maxArg),
 			fieldOf("root argument", bpf.MpiprobeTraceCookieTRACE_ROOT_SHIFT, argBits, maxArg),
-			fieldOf("datatype kind", bpf.MpiprobeTraceCookieTRACE_KIND_SHIFT, bpf.MpiprobeTraceCookieTRACE_KIND_BITS, uint64(max(DatatypeOMPI, DatatypeMPICH))),
+			fieldOf("datatype kind", bpf.MpiprobeTraceCookieTRACE_KIND_SHIFT, bpf.MpiprobeTraceCookieTRACE_KIND_BITS, uint64(max(dtOMPI, dtMPICH))),
 		}},
 		{"collective", 64, []cookieField{
 			fieldOf("collective", bpf.MpiprobeCollCookieCOLL_INDEX_SHIFT, bpf.MpiprobeCollCookieCOLL_INDEX_BITS, MaxCollectives-1),

@@ -57,7 +57,7 @@ func TestTargetSibling(t *testing.T) {
 // of the FL_* macros of bpf/counters.h, and its limits.
 func TestFreeListLayoutOperand(t *testing.T) {
 	decode := func(op int32) mpiabi.FreeListLayout {
-		c, err := CookieParam(0, Condition{Value: op}, 0)
+		c, err := cookieParam(0, Condition{Value: op}, 0)
 		if err != nil {
 			t.Fatal(err)
 		}

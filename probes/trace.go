@@ -22,84 +22,84 @@ const (
 	MPICHFortran Library = "libmpichfort"
 )
 
-// ArgSpec says which arguments (1-based, 0 for none) of an MPI function
+// argSpec says which arguments (1-based, 0 for none) of an MPI function
 // hold what trace mode records.
-type ArgSpec struct {
+type argSpec struct {
 	Peer, Count, Datatype, Root int
 }
 
-// DatatypeKind says how to read an element size out of a datatype argument.
-type DatatypeKind uint8
+// datatypeKind says how to read an element size out of a datatype argument.
+type datatypeKind uint8
 
 // The datatype representations trace mode can read (enum datatype_kind in
 // bpf/trace.h).
 const (
-	// DatatypeUnknown: the size is not read.
-	DatatypeUnknown = DatatypeKind(bpf.MpiprobeDatatypeKindDT_UNKNOWN)
-	// DatatypeOMPI: a pointer to ompi_datatype_t, whose size_t size sits at
+	// dtUnknown: the size is not read.
+	dtUnknown = datatypeKind(bpf.MpiprobeDatatypeKindDT_UNKNOWN)
+	// dtOMPI: a pointer to ompi_datatype_t, whose size_t size sits at
 	// +24 in Open MPI 4.1 (checked against MPI_DOUBLE, MPI_INT and a
 	// contiguous derived type).
-	DatatypeOMPI = DatatypeKind(bpf.MpiprobeDatatypeKindDT_OMPI)
-	// DatatypeMPICH: an int handle; builtin types carry their size in bits
+	dtOMPI = datatypeKind(bpf.MpiprobeDatatypeKindDT_OMPI)
+	// dtMPICH: an int handle; builtin types carry their size in bits
 	// 8-15, derived types are reported as unknown.
-	DatatypeMPICH = DatatypeKind(bpf.MpiprobeDatatypeKindDT_MPICH)
+	dtMPICH = datatypeKind(bpf.MpiprobeDatatypeKindDT_MPICH)
 )
 
 // datatypeKindOf returns how the library's datatypes are read.
-func datatypeKindOf(l Library) DatatypeKind {
+func datatypeKindOf(l Library) datatypeKind {
 	switch l {
 	case OMPILibMPI:
-		return DatatypeOMPI
+		return dtOMPI
 	case MPICHLib:
-		return DatatypeMPICH
+		return dtMPICH
 	}
-	return DatatypeUnknown
+	return dtUnknown
 }
 
 // argSpecs lists the functions whose peer, count, datatype or root trace
 // mode records, by C prototype (MPI 3.1). Nonblocking and persistent
 // variants share the positions of their blocking form.
-var argSpecs = func() map[string]ArgSpec {
-	m := map[string]ArgSpec{}
-	p2p := ArgSpec{Peer: 4, Count: 2, Datatype: 3}
+var argSpecs = func() map[string]argSpec {
+	m := map[string]argSpec{}
+	p2p := argSpec{Peer: 4, Count: 2, Datatype: 3}
 	for _, f := range []string{"Send", "Bsend", "Ssend", "Rsend", "Isend", "Ibsend", "Issend", "Irsend",
 		"Send_init", "Bsend_init", "Ssend_init", "Rsend_init", "Recv", "Irecv", "Recv_init",
 		"Sendrecv", "Sendrecv_replace", "Mrecv"} {
 		m["MPI_"+f] = p2p
 	}
-	m["MPI_Mrecv"] = ArgSpec{Count: 2, Datatype: 3}
+	m["MPI_Mrecv"] = argSpec{Count: 2, Datatype: 3}
 	for _, f := range []string{"Probe", "Iprobe", "Mprobe", "Improbe"} {
-		m["MPI_"+f] = ArgSpec{Peer: 1}
+		m["MPI_"+f] = argSpec{Peer: 1}
 	}
-	set := func(spec ArgSpec, names ...string) {
+	set := func(spec argSpec, names ...string) {
 		for _, n := range names {
 			m["MPI_"+n] = spec
 			m["MPI_I"+strings.ToLower(n[:1])+n[1:]] = spec
 		}
 	}
-	set(ArgSpec{Count: 2, Datatype: 3, Root: 4}, "Bcast")
-	set(ArgSpec{Count: 3, Datatype: 4, Root: 6}, "Reduce")
-	set(ArgSpec{Count: 3, Datatype: 4}, "Allreduce", "Reduce_scatter_block", "Scan", "Exscan")
-	set(ArgSpec{Datatype: 4}, "Reduce_scatter")
-	set(ArgSpec{Count: 2, Datatype: 3, Root: 7}, "Gather")
-	set(ArgSpec{Count: 5, Datatype: 6, Root: 7}, "Scatter")
-	set(ArgSpec{Count: 2, Datatype: 3, Root: 8}, "Gatherv")
-	set(ArgSpec{Count: 6, Datatype: 7, Root: 8}, "Scatterv")
-	set(ArgSpec{Count: 2, Datatype: 3}, "Allgather", "Allgatherv", "Alltoall", "Neighbor_allgather",
+	set(argSpec{Count: 2, Datatype: 3, Root: 4}, "Bcast")
+	set(argSpec{Count: 3, Datatype: 4, Root: 6}, "Reduce")
+	set(argSpec{Count: 3, Datatype: 4}, "Allreduce", "Reduce_scatter_block", "Scan", "Exscan")
+	set(argSpec{Datatype: 4}, "Reduce_scatter")
+	set(argSpec{Count: 2, Datatype: 3, Root: 7}, "Gather")
+	set(argSpec{Count: 5, Datatype: 6, Root: 7}, "Scatter")
+	set(argSpec{Count: 2, Datatype: 3, Root: 8}, "Gatherv")
+	set(argSpec{Count: 6, Datatype: 7, Root: 8}, "Scatterv")
+	set(argSpec{Count: 2, Datatype: 3}, "Allgather", "Allgatherv", "Alltoall", "Neighbor_allgather",
 		"Neighbor_allgatherv", "Neighbor_alltoall")
 	return m
 }()
 
-// ArgsOf returns the recorded arguments of an MPI function ("MPI_Send").
-func ArgsOf(name string) ArgSpec { return argSpecs[name] }
+// argsOf returns the recorded arguments of an MPI function ("MPI_Send").
+func argsOf(name string) argSpec { return argSpecs[name] }
 
 // maxCalls is the number of call indexes a trace cookie can carry.
 const maxCalls = 1 << bpf.MpiprobeTraceCookieTRACE_CALL_BITS
 
-// TraceCookie packs a trace probe's call index, arguments and datatype kind
+// traceCookie packs a trace probe's call index, arguments and datatype kind
 // into the attach cookie that trace_enter decodes (enum trace_cookie in
 // bpf/trace.h).
-func TraceCookie(call int, a ArgSpec, kind DatatypeKind) (uint64, error) {
+func traceCookie(call int, a argSpec, kind datatypeKind) (uint64, error) {
 	if call < 0 || call >= maxCalls {
 		return 0, fmt.Errorf("call index %d out of range 0..%d", call, maxCalls-1)
 	}
@@ -117,6 +117,13 @@ func TraceCookie(call int, a ArgSpec, kind DatatypeKind) (uint64, error) {
 		uint64(kind&kindMask)<<bpf.MpiprobeTraceCookieTRACE_KIND_SHIFT, nil
 }
 
+// TraceCookieOf is the trace cookie of the MPI function name ("" for one
+// whose arguments are not recorded) at call index call in a library lib:
+// the cookie the trace attacher gives it.
+func TraceCookieOf(call int, name string, lib Library) (uint64, error) {
+	return traceCookie(call, argsOf(name), datatypeKindOf(lib))
+}
+
 // changesDatatypes says whether an MPI function may free or make
 // datatypes (MPI_Type_*): trace mode's threads then read the sizes of the
 // datatypes they pass again, instead of using the size they keep.
@@ -128,12 +135,12 @@ func typesCookie(cookie uint64) uint64 {
 	return cookie | 1<<bpf.MpiprobeTraceCookieTRACE_TYPES_SHIFT
 }
 
-// EntryOnly says whether trace mode records an MPI function at its entry
+// entryOnly says whether trace mode records an MPI function at its entry
 // only, as a call of no duration and result 0, without a return probe:
 // the local queries and handle conversions, which take a few ns, where a
 // return probe would cost a hundred times the call. Their recorded
 // arguments, if any, are not read.
-func EntryOnly(call string) bool {
+func entryOnly(call string) bool {
 	switch call {
 	case "MPI_Wtime", "MPI_Wtick", "MPI_Comm_rank", "MPI_Comm_size", "MPI_Initialized", "MPI_Finalized",
 		"MPI_Query_thread", "MPI_Is_thread_main":
@@ -350,12 +357,12 @@ func (a *TraceAttacher) attachC(t Target) ([]link.Link, error) {
 	exit.single, exit.multi, exit.ret = a.progs.Exit, a.progs.ExitMulti, true
 	text := elfx.Loads(f.Progs).Exec()
 	for _, fn := range fns {
-		only := EntryOnly(fn.Call)
-		args := ArgsOf(fn.Call)
+		only := entryOnly(fn.Call)
+		args := argsOf(fn.Call)
 		if only {
-			args = ArgSpec{}
+			args = argSpec{}
 		}
-		cookie, err := TraceCookie(a.callIndex(fn.Call), args, kind)
+		cookie, err := traceCookie(a.callIndex(fn.Call), args, kind)
 		if err != nil {
 			return nil, fmt.Errorf("attach %s:%s: %w", t.Display, fn.Name, err)
 		}
@@ -524,7 +531,7 @@ func (a *TraceAttacher) attachFortran(t Target) ([]link.Link, error) {
 	for _, fn := range fns {
 		// The cookie names the C call the binding implements, whose
 		// arguments and result are the binding's.
-		cookie, err := TraceCookie(a.callIndex(fn.Call), ArgSpec{}, DatatypeUnknown)
+		cookie, err := traceCookie(a.callIndex(fn.Call), argSpec{}, dtUnknown)
 		if err != nil {
 			return nil, fmt.Errorf("attach %s:%s: %w", t.Display, fn.Name, err)
 		}

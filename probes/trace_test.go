@@ -12,33 +12,33 @@ import (
 
 // decodeTraceCookie unpacks a trace cookie the way trace_enter
 // (bpf/trace.h) does, with the generated shifts and widths.
-func decodeTraceCookie(c uint64) (call int, a ArgSpec, kind DatatypeKind) {
+func decodeTraceCookie(c uint64) (call int, a argSpec, kind datatypeKind) {
 	arg := func(shift bpf.MpiprobeTraceCookie) int {
 		return int(field(c, shift, bpf.MpiprobeTraceCookieTRACE_ARG_BITS))
 	}
-	return int(field(c, bpf.MpiprobeTraceCookieTRACE_CALL_SHIFT, bpf.MpiprobeTraceCookieTRACE_CALL_BITS)), ArgSpec{
+	return int(field(c, bpf.MpiprobeTraceCookieTRACE_CALL_SHIFT, bpf.MpiprobeTraceCookieTRACE_CALL_BITS)), argSpec{
 			Peer:     arg(bpf.MpiprobeTraceCookieTRACE_PEER_SHIFT),
 			Count:    arg(bpf.MpiprobeTraceCookieTRACE_COUNT_SHIFT),
 			Datatype: arg(bpf.MpiprobeTraceCookieTRACE_DATATYPE_SHIFT),
 			Root:     arg(bpf.MpiprobeTraceCookieTRACE_ROOT_SHIFT),
 		},
-		DatatypeKind(field(c, bpf.MpiprobeTraceCookieTRACE_KIND_SHIFT, bpf.MpiprobeTraceCookieTRACE_KIND_BITS))
+		datatypeKind(field(c, bpf.MpiprobeTraceCookieTRACE_KIND_SHIFT, bpf.MpiprobeTraceCookieTRACE_KIND_BITS))
 }
 
 func TestTraceCookie(t *testing.T) {
 	tests := []struct {
 		call int
-		args ArgSpec
-		kind DatatypeKind
+		args argSpec
+		kind datatypeKind
 		want uint64
 	}{
-		{0, ArgSpec{}, DatatypeUnknown, 0},
-		{5, ArgSpec{Peer: 4, Count: 2, Datatype: 3}, DatatypeOMPI, 5 | 4<<16 | 2<<20 | 3<<24 | 1<<32},
-		{0xffff, ArgSpec{Count: 6, Datatype: 7, Root: 8}, DatatypeMPICH, 0xffff | 6<<20 | 7<<24 | 8<<28 | 2<<32},
-		{1, ArgSpec{Root: 12}, DatatypeUnknown, 1 | 12<<28},
+		{0, argSpec{}, dtUnknown, 0},
+		{5, argSpec{Peer: 4, Count: 2, Datatype: 3}, dtOMPI, 5 | 4<<16 | 2<<20 | 3<<24 | 1<<32},
+		{0xffff, argSpec{Count: 6, Datatype: 7, Root: 8}, dtMPICH, 0xffff | 6<<20 | 7<<24 | 8<<28 | 2<<32},
+		{1, argSpec{Root: 12}, dtUnknown, 1 | 12<<28},
 	}
 	for _, tt := range tests {
-		got, err := TraceCookie(tt.call, tt.args, tt.kind)
+		got, err := traceCookie(tt.call, tt.args, tt.kind)
 		if err != nil || got != tt.want {
 			t.Errorf("TraceCookie(%d, %+v, %d) = %#x, %v; want %#x", tt.call, tt.args, tt.kind, got, err, tt.want)
 			continue
@@ -50,9 +50,9 @@ func TestTraceCookie(t *testing.T) {
 	}
 	for _, bad := range []struct {
 		call int
-		args ArgSpec
-	}{{-1, ArgSpec{}}, {0x10000, ArgSpec{}}, {0, ArgSpec{Peer: 13}}, {0, ArgSpec{Root: -1}}} {
-		if _, err := TraceCookie(bad.call, bad.args, DatatypeOMPI); err == nil {
+		args argSpec
+	}{{-1, argSpec{}}, {0x10000, argSpec{}}, {0, argSpec{Peer: 13}}, {0, argSpec{Root: -1}}} {
+		if _, err := traceCookie(bad.call, bad.args, dtOMPI); err == nil {
 			t.Errorf("TraceCookie(%d, %+v) accepted an out-of-range field", bad.call, bad.args)
 		}
 	}
@@ -60,7 +60,7 @@ func TestTraceCookie(t *testing.T) {
 
 // TestArgsOf checks positions against the MPI 3.1 C prototypes.
 func TestArgsOf(t *testing.T) {
-	tests := map[string]ArgSpec{
+	tests := map[string]argSpec{
 		"MPI_Send":      {Peer: 4, Count: 2, Datatype: 3},
 		"MPI_Irecv":     {Peer: 4, Count: 2, Datatype: 3},
 		"MPI_Sendrecv":  {Peer: 4, Count: 2, Datatype: 3},
@@ -78,7 +78,7 @@ func TestArgsOf(t *testing.T) {
 		"MPI_Wtime":     {},
 	}
 	for name, want := range tests {
-		if got := ArgsOf(name); got != want {
+		if got := argsOf(name); got != want {
 			t.Errorf("ArgsOf(%s) = %+v, want %+v", name, got, want)
 		}
 	}
@@ -166,7 +166,7 @@ func TestFunctionsOfRealLibraries(t *testing.T) {
 }
 
 func TestEntryOnlyCookie(t *testing.T) {
-	c, err := TraceCookie(7, ArgSpec{}, DatatypeOMPI)
+	c, err := traceCookie(7, argSpec{}, dtOMPI)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -178,7 +178,7 @@ func TestEntryOnlyCookie(t *testing.T) {
 		field(got, bpf.MpiprobeTraceCookieTRACE_FRAME_SHIFT, bpf.MpiprobeTraceCookieTRACE_FRAME_BITS) != 5 {
 		t.Errorf("entryOnlyCookie(%#x, 0x28) = %#x: want the entry-only bit and 5 words", c, got)
 	}
-	if call, _, kind := decodeTraceCookie(got); call != 7 || kind != DatatypeOMPI {
+	if call, _, kind := decodeTraceCookie(got); call != 7 || kind != dtOMPI {
 		t.Errorf("entryOnlyCookie changed the call or kind: %#x", got)
 	}
 	for _, bad := range []uint64{4, 2048} {

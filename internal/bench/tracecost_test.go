@@ -59,10 +59,10 @@ func newTraceParts(b *testing.B) *traceParts {
 		}
 	}
 	var err error
-	if p.allreduce, err = probes.TraceCookie(0, probes.ArgsOf("MPI_Allreduce"), probes.DatatypeOMPI); err != nil {
+	if p.allreduce, err = probes.TraceCookieOf(0, "MPI_Allreduce", probes.OMPILibMPI); err != nil {
 		b.Fatal(err)
 	}
-	p.noArgs, _ = probes.TraceCookie(0, probes.ArgSpec{}, probes.DatatypeOMPI)
+	p.noArgs, _ = probes.TraceCookieOf(0, "", probes.OMPILibMPI)
 	return p
 }
 

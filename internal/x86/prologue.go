@@ -24,7 +24,7 @@ const maxPrologue = 12
 //     the entry and it (so it runs exactly once per call);
 //   - the stack pointer and the argument registers are unchanged, so that
 //     a return probe there catches this call's return and the arguments
-//     are read as at the entry; for an entry-only probe (probes.EntryOnly:
+//     are read as at the entry; for an entry-only probe (entryOnly in probes:
 //     no return probe, no arguments), the stack pointer may move down by a
 //     constant (frame) and argument registers may be overwritten;
 //   - no store but into the new stack frame.
