@@ -168,7 +168,7 @@ func (f *agentFlags) run(ctx context.Context, c *cobra.Command) error {
 		MetricsTTL:    file.MetricsTTL,
 		RetentionJobs: file.RetentionJobs,
 		RetentionAge:  file.RetentionAge,
-		Proc:          procfs.FS{Root: "/proc"},
+		Proc:          procfs.FS{},
 		Log:           log,
 		Journal:       sink,
 	})

@@ -33,11 +33,11 @@ func newProbesCmd() *cobra.Command {
 			}
 			var all []report.ProbeResult
 			for _, pid := range pids {
-				es, err := probecheck.Entries(procfs.FS{Root: "/proc"}, pid, cat, debugDirs(debug, nil))
+				es, err := probecheck.Entries(procfs.FS{}, pid, cat, debugDirs(debug, nil))
 				if err != nil {
 					return err
 				}
-				ls, err := probecheck.Layouts(procfs.FS{Root: "/proc"}, pid, debugDirs(debug, nil))
+				ls, err := probecheck.Layouts(procfs.FS{}, pid, debugDirs(debug, nil))
 				if err != nil {
 					return err
 				}
