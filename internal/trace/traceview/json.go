@@ -181,7 +181,9 @@ func ShowJSON(w io.Writer, t *tracefile.Trace, opt Options) error {
 	for _, e := range t.Ends {
 		ends[e.Rank] = e
 	}
-	perRank := map[int]*jsonRank{}
+	// Indices, not pointers: a pointer into doc.Ranks or doc.RankDetail
+	// would go stale when append grows the slice.
+	perRank := map[int]int{}
 	order := rankOrder(t)
 	idx := make([]int, len(t.Ranks))
 	for i, pos := range order {
@@ -195,11 +197,11 @@ func ShowJSON(w io.Writer, t *tracefile.Trace, opt Options) error {
 		}
 		doc.Ranks = append(doc.Ranks, jsonRank{Rank: rankNumber(r), PID: r.PID, Host: r.Host, Job: r.Job, Exe: r.Exe,
 			End: ends[i].End, Lost: ends[i].Lost, Structure: st})
-		perRank[i] = &doc.Ranks[len(doc.Ranks)-1]
+		perRank[i] = len(doc.Ranks) - 1
 	}
-	full := map[int]*jsonRankFull{}
+	full := map[int]int{}
 	for _, s := range a.Streams {
-		jr := perRank[s.Rank]
+		jr := &doc.Ranks[perRank[s.Rank]]
 		jr.Calls += s.Calls
 		jr.Threads++
 		jr.MPI += s.MPI.Seconds()
@@ -208,12 +210,13 @@ func ShowJSON(w io.Writer, t *tracefile.Trace, opt Options) error {
 		if !opt.PerRank && (opt.Rank == "" || r.Rank != opt.Rank) {
 			continue
 		}
-		f, ok := full[s.Rank]
+		fi, ok := full[s.Rank]
 		if !ok {
 			doc.RankDetail = append(doc.RankDetail, jsonRankFull{Rank: rankNumber(r), PID: r.PID})
-			f = &doc.RankDetail[len(doc.RankDetail)-1]
-			full[s.Rank] = f
+			fi = len(doc.RankDetail) - 1
+			full[s.Rank] = fi
 		}
+		f := &doc.RankDetail[fi]
 		f.Threads = append(f.Threads, jsonThreadFull{TID: s.TID, Calls: s.Calls, MPI: s.MPI.Seconds(), Compute: s.Compute.Seconds(),
 			Text: a.Structure(s, opt.Detail), Tree: a.tree(s.Nodes, opt.Detail)})
 	}

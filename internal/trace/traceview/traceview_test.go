@@ -338,3 +338,59 @@ func compact(raw []byte) string {
 	}
 	return b.String()
 }
+
+// TestShowJSONCountsEveryRank checks the per-rank figures of many ranks,
+// several of them with two threads, in every rank's detail too: each rank
+// has its own counts, not those of the rank the JSON lists last.
+func TestShowJSONCountsEveryRank(t *testing.T) {
+	b := newBuilder()
+	const n = 9
+	for i := range n {
+		r := b.rank(strconv.Itoa(i))
+		for range i + 1 {
+			b.call(r, 1, "MPI_Barrier", "barrier", 1000, 10)
+		}
+		if i%2 == 0 {
+			b.call(r, 2, "MPI_Send", "send", 3000, 20)
+		}
+	}
+	var out bytes.Buffer
+	if err := ShowJSON(&out, &b.t, Options{PerRank: true, Detail: High}); err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Ranks []struct {
+			Rank    *int    `json:"rank"`
+			Calls   int     `json:"call_count"`
+			Threads int     `json:"thread_count"`
+			MPI     float64 `json:"mpi_seconds"`
+			Compute float64 `json:"compute_seconds"`
+		} `json:"ranks"`
+		RankDetail []struct {
+			Rank    *int `json:"rank"`
+			Threads []struct {
+				Calls int `json:"call_count"`
+			} `json:"threads"`
+		} `json:"rank_detail"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if len(doc.Ranks) != n || len(doc.RankDetail) != n {
+		t.Fatalf("%d ranks, %d rank details, want %d", len(doc.Ranks), len(doc.RankDetail), n)
+	}
+	for i, r := range doc.Ranks {
+		calls, threads, mpi, compute := i+1, 1, float64(i+1)*10e-9, float64(i+1)*1000e-9
+		if i%2 == 0 {
+			calls, threads, mpi, compute = calls+1, 2, mpi+20e-9, compute+3000e-9
+		}
+		if r.Rank == nil || *r.Rank != i || r.Calls != calls || r.Threads != threads ||
+			math.Abs(r.MPI-mpi) > 1e-15 || math.Abs(r.Compute-compute) > 1e-12 {
+			t.Errorf("ranks[%d] = %+v, want rank %d, %d calls, %d threads, %g s MPI, %g s compute", i, r, i, calls, threads, mpi, compute)
+		}
+		d := doc.RankDetail[i]
+		if d.Rank == nil || *d.Rank != i || len(d.Threads) != threads {
+			t.Errorf("rank_detail[%d] = %+v, want rank %d with %d threads", i, d, i, threads)
+		}
+	}
+}
