@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mpiprobe/mpiprobe/internal/atomicfile"
 	"github.com/mpiprobe/mpiprobe/internal/text"
 )
 
@@ -27,11 +28,6 @@ func JobsDir(stateDir string) string { return filepath.Join(stateDir, "jobs") }
 const (
 	// ext ends every job's file name.
 	ext = ".json"
-	// tempPrefix and tempSuffix bound the names of Save's temporary
-	// files; FileName never starts with a dot, so no job's file looks
-	// like one.
-	tempPrefix = ".mpiprobe-"
-	tempSuffix = ".tmp"
 	// staleTemp is the age from which Prune removes a temporary file: it
 	// was left by a Save that crashed.
 	staleTemp = time.Hour
@@ -105,37 +101,19 @@ func (s Store) Save(job string, data []byte) (err error) {
 	if err := s.mkdir(); err != nil {
 		return err
 	}
-	f, err := os.CreateTemp(s.Dir, tempPrefix+"*"+tempSuffix)
+	f, err := atomicfile.Create(s.Path(job), fileMode)
 	if err != nil {
 		return err
 	}
-	tmp := f.Name()
-	closed := false
-	defer func() {
-		if err != nil {
-			if !closed {
-				f.Close()
-			}
-			os.Remove(tmp)
-		}
-	}()
 	if _, err := f.Write(data); err != nil {
+		f.Abort()
 		return err
 	}
-	if err := f.Chmod(fileMode); err != nil { // CreateTemp makes 0600; the umask does not apply to chmod
+	if err := f.Chmod(fileMode); err != nil { // the umask does not apply to chmod
+		f.Abort()
 		return err
 	}
-	if err := f.Sync(); err != nil {
-		return err
-	}
-	closed = true
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, s.Path(job)); err != nil {
-		return err
-	}
-	return syncDir(s.Dir)
+	return f.Commit()
 }
 
 // Load returns the summary of job; when the store has none the error is a
@@ -246,7 +224,7 @@ func (s Store) Prune(keep func(job string) bool) ([]string, error) {
 	}
 	for _, de := range des {
 		name := de.Name()
-		if !strings.HasPrefix(name, tempPrefix) || !strings.HasSuffix(name, tempSuffix) || !de.Type().IsRegular() {
+		if !atomicfile.IsTemp(name) || !de.Type().IsRegular() {
 			continue
 		}
 		fi, err := de.Info()
@@ -283,19 +261,6 @@ func (s Store) mkdir() error {
 		return err
 	}
 	return os.Chmod(s.Dir, dirMode) // MkdirAll's mode is masked by the umask
-}
-
-// syncDir makes a rename in dir durable.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	return err
 }
 
 // safe reports whether FileName keeps byte c as it is (a leading '.' or

@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/mpiprobe/mpiprobe/internal/atomicfile"
 )
 
 // hostile are job ids users could set to escape the directory or confuse
@@ -266,12 +268,12 @@ func TestSaveErrors(t *testing.T) {
 	if err := os.Mkdir(s.Path("8"), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Save("8", []byte("x")); err == nil || !strings.HasPrefix(err.Error(), "jobstore: save 8: rename ") {
+	if err := s.Save("8", []byte("x")); err == nil || !strings.HasPrefix(err.Error(), "jobstore: save 8: write "+s.Path("8")+": ") {
 		t.Errorf("Save over a directory: %v", err)
 	}
 	des, _ := os.ReadDir(dir)
 	for _, de := range des {
-		if strings.HasPrefix(de.Name(), tempPrefix) {
+		if atomicfile.IsTemp(de.Name()) {
 			t.Errorf("temporary file left: %s", de.Name())
 		}
 	}
@@ -349,7 +351,7 @@ func TestCrash(t *testing.T) {
 	now := time.Now()
 	s := Store{Dir: t.TempDir(), Now: func() time.Time { return now }}
 	setAge(t, s, "1", now)
-	tmp := filepath.Join(s.Dir, tempPrefix+"123456"+tempSuffix)
+	tmp := filepath.Join(s.Dir, atomicfile.TempPrefix+"123456"+atomicfile.TempSuffix)
 	if err := os.WriteFile(tmp, []byte(`{"host": "n1", "jo`), 0o600); err != nil {
 		t.Fatal(err)
 	}

@@ -321,3 +321,23 @@ func (i Impl) SharedMemoryBTL(t testing.TB) string {
 	}
 	return "vader"
 }
+
+// Tmpfs mounts a tmpfs of size bytes (e.g. "64k") on a new directory and
+// unmounts it when the test ends: a real file system that fills up. It
+// needs root, and fails rather than skips under MPIPROBE_E2E=require.
+func Tmpfs(t testing.TB, size string) string {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		Require(t, "root (to mount a tmpfs)")
+	}
+	dir := t.TempDir()
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size="+size, "tmpfs", dir).CombinedOutput(); err != nil {
+		Require(t, fmt.Sprintf("mount a tmpfs: %v: %s", err, bytes.TrimSpace(out)))
+	}
+	t.Cleanup(func() {
+		if out, err := exec.Command("umount", dir).CombinedOutput(); err != nil {
+			t.Errorf("umount %s: %v: %s", dir, err, bytes.TrimSpace(out))
+		}
+	})
+	return dir
+}
