@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/mpiprobe/mpiprobe/internal/atomicfile"
 	"github.com/mpiprobe/mpiprobe/internal/session"
 	"github.com/mpiprobe/mpiprobe/internal/text"
 	"github.com/mpiprobe/mpiprobe/internal/trace/chrometrace"
@@ -306,15 +307,20 @@ func newTraceExportCmd() *cobra.Command {
 }
 
 // writeChrome streams the timeline of the trace file in to the file out,
-// one events chunk at a time. A damaged trace gives its DamageError; the
-// timeline then holds what was read.
+// one events chunk at a time, through a temporary file renamed into place
+// once complete: out is never left half written, and a symbolic link at
+// out is replaced, not followed. A damaged trace gives its DamageError;
+// the timeline then holds what was read.
 func writeChrome(out, in string) (*tracefile.DamageError, error) {
 	src, err := os.Open(in)
 	if err != nil {
 		return nil, err
 	}
 	defer src.Close()
-	f, err := os.Create(out)
+	if err := notInput(out, src, in); err != nil {
+		return nil, err
+	}
+	f, err := atomicfile.Create(out, 0o666)
 	if err != nil {
 		return nil, err
 	}
@@ -328,19 +334,28 @@ func writeChrome(out, in string) (*tracefile.DamageError, error) {
 	})
 	var de *tracefile.DamageError
 	if t == nil || (rerr != nil && !errors.As(rerr, &de)) {
-		f.Close()
-		os.Remove(out)
+		f.Abort()
 		return nil, fmt.Errorf("%s: %w", in, rerr)
 	}
 	if x == nil {
 		x = chrometrace.NewWriter(f, t.Header)
 	}
-	err = x.Close(t)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return nil, fmt.Errorf("write %s: %w", out, err)
+	if err := f.Finish(x.Close(t)); err != nil {
+		return nil, err
 	}
 	return de, nil
+}
+
+// notInput refuses an output file out that is the input file in (opened
+// as src): the same file, whatever the path or link that leads to it.
+func notInput(out string, src *os.File, in string) error {
+	ofi, err := os.Stat(out)
+	if err != nil {
+		return nil // nothing there yet, or nothing Create will not say
+	}
+	ifi, err := src.Stat()
+	if err == nil && os.SameFile(ofi, ifi) {
+		return usagef("-o %s is the trace file it reads (%s): give another output file", out, in)
+	}
+	return nil
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mpiprobe/mpiprobe/internal/mpitest"
 	"github.com/mpiprobe/mpiprobe/internal/trace/chrometrace/chromecheck"
 	"github.com/mpiprobe/mpiprobe/internal/trace/tracefile"
 )
@@ -232,5 +233,92 @@ func TestParseRingSize(t *testing.T) {
 		if got, err := parseRingSize(in); err == nil {
 			t.Errorf("parseRingSize(%q) = %d, want an error", in, got)
 		}
+	}
+}
+
+// export runs `mpiprobe trace export -o out in` and returns its exit
+// status and stderr.
+func export(out, in string) (int, string) {
+	var stderr bytes.Buffer
+	code := execute(context.Background(), []string{"trace", "export", "--format", "chrome", "-o", out, in}, io.Discard, &stderr)
+	return code, stderr.String()
+}
+
+// TestExportOutputIsInput: an output that is the trace read (the same
+// path, a symbolic or hard link to it) is refused in one line and the
+// trace is left whole; a symbolic link at -o is replaced, not followed; a
+// failed export leaves the old output as it was.
+func TestExportOutputIsInput(t *testing.T) {
+	dir := t.TempDir()
+	data := writeTrace(t, 50)
+	file := filepath.Join(dir, "x.trace")
+	if err := os.WriteFile(file, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sym, hard := filepath.Join(dir, "sym"), filepath.Join(dir, "hard")
+	if err := os.Symlink("x.trace", sym); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Link(file, hard); err != nil {
+		t.Fatal(err)
+	}
+	for _, out := range []string{file, sym, hard, filepath.Join(dir, ".", "x.trace")} {
+		code, stderr := export(out, file)
+		if code == 0 || !strings.Contains(stderr, "is the trace file it reads") || strings.Count(stderr, "\n") != 2 {
+			t.Errorf("-o %s: exit %d, %q", out, code, stderr)
+		}
+		if got, _ := os.ReadFile(file); !bytes.Equal(got, data) {
+			t.Fatalf("-o %s: the trace was changed: %d bytes, was %d", out, len(got), len(data))
+		}
+	}
+
+	// A symbolic link at -o to another file: the link is replaced.
+	precious := filepath.Join(dir, "precious")
+	if err := os.WriteFile(precious, []byte("keep"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "out.json")
+	if err := os.Symlink(precious, link); err != nil {
+		t.Fatal(err)
+	}
+	if code, stderr := export(link, file); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if got, _ := os.ReadFile(precious); string(got) != "keep" {
+		t.Errorf("the target of the -o link was written: %q", got)
+	}
+	if fi, err := os.Lstat(link); err != nil || !fi.Mode().IsRegular() {
+		t.Errorf("-o link not replaced by the timeline: %v, %v", fi, err)
+	}
+
+	// A trace that cannot be read: the old output stays.
+	bad := filepath.Join(dir, "bad.trace")
+	if err := os.WriteFile(bad, []byte("not a trace"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	old, _ := os.ReadFile(link)
+	if code, _ := export(link, bad); code == 0 {
+		t.Error("exported an unreadable trace")
+	}
+	if got, _ := os.ReadFile(link); !bytes.Equal(got, old) {
+		t.Errorf("a failed export changed the old output: %d bytes, were %d", len(got), len(old))
+	}
+}
+
+// TestExportFullFileSystem: a timeline that does not fit is an error of
+// one line naming the file and the cause, and no part of it is left.
+func TestExportFullFileSystem(t *testing.T) {
+	full := mpitest.Tmpfs(t, "64k")
+	file := filepath.Join(t.TempDir(), "x.trace")
+	if err := os.WriteFile(file, writeTrace(t, 2000), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(full, "x.json")
+	code, stderr := export(out, file)
+	if code != 1 || stderr != "mpiprobe trace export: write "+out+": no space left on device\n" {
+		t.Errorf("exit %d, %q", code, stderr)
+	}
+	if des, _ := os.ReadDir(full); len(des) != 0 {
+		t.Errorf("left in the full file system: %v", des)
 	}
 }

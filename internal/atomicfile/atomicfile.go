@@ -31,8 +31,8 @@ func IsTemp(name string) bool {
 }
 
 // File is a file being written in place of its path. Write to it (it is an
-// *os.File), then Commit; Abort, which does nothing after Commit, removes
-// it otherwise.
+// *os.File), then Commit, or Finish with the first error of the writes;
+// Abort, which does nothing after Commit, removes it otherwise.
 type File struct {
 	*os.File
 	path string
@@ -108,6 +108,18 @@ func (f *File) Abort() {
 	os.Remove(f.File.Name())
 }
 
+// Finish ends the file after writes whose first error was werr: nil
+// commits it (Commit's error), else it is aborted and the error is werr,
+// naming the path (not the temporary file) and the cause, e.g. "write
+// out.json: no space left on device".
+func (f *File) Finish(werr error) error {
+	if werr == nil {
+		return f.Commit()
+	}
+	f.Abort()
+	return fmt.Errorf("write %s: %w", f.path, unwrapPath(werr))
+}
+
 // Write makes data the content of path, atomically; the file has the
 // mode perm less the umask.
 func Write(path string, data []byte, perm fs.FileMode) error {
@@ -115,11 +127,8 @@ func Write(path string, data []byte, perm fs.FileMode) error {
 	if err != nil {
 		return err
 	}
-	if _, err := f.Write(data); err != nil {
-		f.Abort()
-		return fmt.Errorf("write %s: %w", path, unwrapPath(err))
-	}
-	return f.Commit()
+	_, err = f.Write(data)
+	return f.Finish(err)
 }
 
 // unwrapPath drops a *fs.PathError's operation and temporary file name,

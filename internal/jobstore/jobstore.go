@@ -105,15 +105,11 @@ func (s Store) Save(job string, data []byte) (err error) {
 	if err != nil {
 		return err
 	}
-	if _, err := f.Write(data); err != nil {
-		f.Abort()
-		return err
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Chmod(fileMode) // the umask does not apply to chmod
 	}
-	if err := f.Chmod(fileMode); err != nil { // the umask does not apply to chmod
-		f.Abort()
-		return err
-	}
-	return f.Commit()
+	return f.Finish(err)
 }
 
 // Load returns the summary of job; when the store has none the error is a
