@@ -150,8 +150,9 @@ func TestOutputFile(t *testing.T) {
 		t.Errorf("--json: the command's output is not on stderr, or no job:\nstdout:\n%s\nstderr:\n%s", res.stdout, res.stderr)
 	}
 
-	code, _, stderr = runOutput(t, bin, nil, "-o", filepath.Join(dir, "no", "such", "dir", "x"), "--", "true")
-	if code != 1 || !strings.Contains(stderr, "-o: open ") || strings.Count(stderr, "\n") != 1 {
+	missing := filepath.Join(dir, "no", "such", "dir", "x")
+	code, _, stderr = runOutput(t, bin, nil, "-o", missing, "--", "true")
+	if code != 1 || !strings.Contains(stderr, "-o: create "+missing+": no such file or directory") || strings.Count(stderr, "\n") != 1 {
 		t.Errorf("-o into a missing directory: exit %d, stderr %q", code, stderr)
 	}
 }
@@ -265,4 +266,40 @@ func running(pid int) bool {
 	}
 	i := bytes.LastIndexByte(b, ')')
 	return i < 0 || i+2 >= len(b) || b[i+2] != 'Z'
+}
+
+// fill fills the file system of dir with a file, so that the next write
+// there fails with ENOSPC.
+func fill(t *testing.T, dir string) {
+	t.Helper()
+	f, err := os.Create(filepath.Join(dir, "filler"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	for {
+		if _, err := f.Write(make([]byte, 4096)); err != nil {
+			return
+		}
+	}
+}
+
+// TestOutputFileSystemFull: a summary that cannot be written to -o is an
+// error of one line naming the file and the cause, and the old file stays.
+func TestOutputFileSystemFull(t *testing.T) {
+	mpitest.RequireE2E(t)
+	bin := mpitest.BuildMpiprobe(t)
+	dir := mpitest.Tmpfs(t, "64k")
+	out := filepath.Join(dir, "sum.json")
+	if err := os.WriteFile(out, []byte("old"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fill(t, dir)
+	code, _, stderr := runOutput(t, bin, nil, "--json", "-o", out, "--", "sh", "-c", "exit 0")
+	if want := "mpiprobe: write " + out + ": no space left on device\n"; code != 1 || !strings.HasSuffix(stderr, want) || strings.Count(stderr, want) != 1 {
+		t.Errorf("exit %d, stderr %q, want it to end in %q", code, stderr, want)
+	}
+	if got, _ := os.ReadFile(out); string(got) != "old" {
+		t.Errorf("%s holds %q, want the old file", out, got)
+	}
 }

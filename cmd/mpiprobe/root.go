@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/mpiprobe/mpiprobe/agg"
+	"github.com/mpiprobe/mpiprobe/internal/atomicfile"
 	"github.com/mpiprobe/mpiprobe/internal/report"
 	"github.com/mpiprobe/mpiprobe/internal/session"
 	"github.com/mpiprobe/mpiprobe/internal/text"
@@ -233,14 +234,16 @@ func runSession(ctx context.Context, cfg config, stdout, stderr io.Writer) error
 	}
 	cfg.monitor.Log = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 	out := stdout
+	var file *atomicfile.File
 	if cfg.output != "" {
-		// Opened before anything attaches: a bad path costs nothing.
-		f, err := os.Create(cfg.output)
+		// Opened before anything attaches: a bad path costs nothing. The
+		// summary goes to a temporary file renamed into place once whole.
+		f, err := atomicfile.Create(cfg.output, 0o666)
 		if err != nil {
 			return fmt.Errorf("-o: %w", err)
 		}
-		defer f.Close()
-		out = f
+		defer f.Abort()
+		file, out = f, f
 	}
 	cfg.monitor.Out = stdout
 	cfg.monitor.Stdout = stdout
@@ -278,10 +281,12 @@ func runSession(ctx context.Context, cfg config, stdout, stderr io.Writer) error
 		} else {
 			werr = report.WriteTable(out, sum)
 		}
-		if f, ok := out.(*os.File); ok && out != stdout && werr == nil {
-			werr = f.Close()
-		}
-		if werr != nil && err == nil {
+		if file != nil {
+			// A summary that was not written is the first thing to say.
+			if werr = file.Finish(werr); werr != nil {
+				return werr
+			}
+		} else if werr != nil && err == nil {
 			err = fmt.Errorf("write summary: %w", werr)
 		}
 	}

@@ -140,7 +140,9 @@ func runTrace(ctx context.Context, cfg traceConfig, stdout, stderr io.Writer) er
 	}
 	cfg.monitor.Log = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 	cfg.monitor.Out = stderr
-	f, err := os.Create(cfg.output)
+	// Written to a temporary file renamed into place once whole: a full
+	// disk leaves the old file, and a symbolic link at -o is replaced.
+	f, err := atomicfile.Create(cfg.output, 0o666)
 	if err != nil {
 		return fmt.Errorf("-o: %w", err)
 	}
@@ -158,13 +160,15 @@ func runTrace(ctx context.Context, cfg traceConfig, stdout, stderr io.Writer) er
 	defer signal.Stop(sigs)
 	cfg.monitor.Signals = sigs
 	_, err = session.Run(ctx, cfg.monitor)
-	if ferr := bw.Flush(); err == nil && ferr != nil {
-		err = fmt.Errorf("write %s: %w", cfg.output, ferr)
-	}
-	if cerr := f.Close(); err == nil && cerr != nil {
-		err = fmt.Errorf("write %s: %w", cfg.output, cerr)
-	}
 	st := cfg.monitor.Trace.Stats
+	if err != nil && st.Ranks == 0 {
+		f.Abort() // nothing traced: the old file stays
+		return err
+	}
+	// A failed write is the cause of any error of the session's too.
+	if werr := f.Finish(bw.Flush()); werr != nil {
+		return werr
+	}
 	fmt.Fprintf(stdout, "trace: %d MPI calls of %d ranks written to %s", st.Events, st.Ranks, cfg.output)
 	if st.Lost > 0 {
 		fmt.Fprintf(stdout, "; %d calls LOST (ring buffer full: raise --ring)", st.Lost)

@@ -690,3 +690,32 @@ func TestTraceDatatypeSizes(t *testing.T) {
 		})
 	}
 }
+
+// TestTraceFileSystemFull: a trace that does not fit is not announced as
+// written: the error is one line naming the file and the cause, no part of
+// the trace is left and the old file stays.
+func TestTraceFileSystemFull(t *testing.T) {
+	impl := mpitest.OpenMPI()
+	mpitest.RequireE2E(t, impl)
+	bin := mpitest.BuildMpiprobe(t)
+	prog := mpitest.Build(t, impl, "allreduce")
+	dir := mpitest.Tmpfs(t, "64k")
+	file := filepath.Join(dir, "run.trace")
+	if err := os.WriteFile(file, []byte("old"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr := runOutput(t, bin, nil, append([]string{"trace", "-o", file, "--"},
+		impl.Command(2, []string{"--mca", "pml", "ob1", "--mca", "btl", "self,vader"}, prog, "40000")...)...)
+	if strings.Contains(stdout, "written to") {
+		t.Errorf("success announced:\n%s", stdout)
+	}
+	if want := "mpiprobe trace: write " + file + ": no space left on device\n"; code != 1 || !strings.HasSuffix(stderr, want) || strings.Count(stderr, want) != 1 {
+		t.Errorf("exit %d, stderr %q, want it to end in %q", code, stderr, want)
+	}
+	if got, _ := os.ReadFile(file); string(got) != "old" {
+		t.Errorf("%s holds %d bytes, want the old file", file, len(got))
+	}
+	if des, _ := os.ReadDir(dir); len(des) != 1 {
+		t.Errorf("left in %s: %v", dir, des)
+	}
+}

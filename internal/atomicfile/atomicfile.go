@@ -37,6 +37,18 @@ type File struct {
 	*os.File
 	path string
 	done bool
+	werr error // the first error of Write
+}
+
+// Write writes p to the temporary file, remembering the first error: a
+// writer above (a buffer, an encoder) may wrap or drop it, and Finish and
+// Commit then still fail with it.
+func (f *File) Write(p []byte) (int, error) {
+	n, err := f.File.Write(p)
+	if err != nil && f.werr == nil {
+		f.werr = err
+	}
+	return n, err
 }
 
 // Create starts writing the file path: a temporary file in path's
@@ -78,6 +90,9 @@ func (f *File) Commit() error {
 	if f.done {
 		return fmt.Errorf("write %s: already committed or aborted", f.path)
 	}
+	if f.werr != nil {
+		return f.Finish(f.werr)
+	}
 	f.done = true
 	tmp := f.File.Name()
 	err := f.File.Sync()
@@ -108,11 +123,15 @@ func (f *File) Abort() {
 	os.Remove(f.File.Name())
 }
 
-// Finish ends the file after writes whose first error was werr: nil
-// commits it (Commit's error), else it is aborted and the error is werr,
-// naming the path (not the temporary file) and the cause, e.g. "write
-// out.json: no space left on device".
+// Finish ends the file after writes whose first error was werr: nil, and
+// no Write failed, commits it (Commit's error), else it is aborted and the
+// error is that of the failed Write, or werr, naming the path (not the
+// temporary file) and the cause, e.g. "write out.json: no space left on
+// device".
 func (f *File) Finish(werr error) error {
+	if f.werr != nil {
+		werr = f.werr
+	}
 	if werr == nil {
 		return f.Commit()
 	}
