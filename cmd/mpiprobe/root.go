@@ -256,22 +256,8 @@ func runSession(ctx context.Context, cfg config, stdout, stderr io.Writer) error
 		}
 	}
 
-	sigs := make(chan os.Signal, 4)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
-	defer signal.Stop(sigs)
-	var got atomic.Int32 // the first signal received
-	relay := make(chan os.Signal, 4)
-	go func() {
-		for s := range sigs {
-			if n, ok := s.(syscall.Signal); ok {
-				got.CompareAndSwap(0, int32(n))
-			}
-			relay <- s
-		}
-	}()
-	cfg.monitor.Signals = relay
-	var end *agg.End
-	cfg.monitor.CommandEnded = func(e agg.End) { end = &e }
+	cmd := watchCommand(&cfg.monitor)
+	defer cmd.stop()
 
 	sum, err := session.Run(ctx, cfg.monitor)
 	if len(sum.Jobs) > 0 || err == nil {
@@ -293,8 +279,42 @@ func runSession(ctx context.Context, cfg config, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
-	return commandStatus(end, int(got.Load()))
+	return cmd.status()
 }
+
+// commandWatch passes SIGINT and SIGTERM on to a session (which stops
+// tracing -p/--job targets, or passes them on to the command) and keeps
+// what mpiprobe's exit status needs: the first signal and how the command
+// ended. Both modes, counting and trace, exit the same way.
+type commandWatch struct {
+	sigs chan os.Signal
+	got  atomic.Int32 // the first signal received
+	end  *agg.End
+}
+
+// watchCommand starts passing signals on to the session of m.
+func watchCommand(m *session.Config) *commandWatch {
+	w := &commandWatch{sigs: make(chan os.Signal, 4)}
+	signal.Notify(w.sigs, os.Interrupt, syscall.SIGTERM)
+	relay := make(chan os.Signal, 4)
+	go func() {
+		for s := range w.sigs {
+			if n, ok := s.(syscall.Signal); ok {
+				w.got.CompareAndSwap(0, int32(n))
+			}
+			relay <- s
+		}
+	}()
+	m.Signals = relay
+	m.CommandEnded = func(e agg.End) { w.end = &e }
+	return w
+}
+
+// stop stops receiving signals.
+func (w *commandWatch) stop() { signal.Stop(w.sigs) }
+
+// status is mpiprobe's exit once the session has returned: commandStatus.
+func (w *commandWatch) status() error { return commandStatus(w.end, int(w.got.Load())) }
 
 // commandStatus is mpiprobe's exit after a session: nil when no command
 // ran or it exited 0 untroubled, else its status; 128+sig when mpiprobe

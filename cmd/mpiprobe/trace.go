@@ -8,10 +8,8 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"os/signal"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/mpiprobe/mpiprobe/internal/atomicfile"
@@ -48,7 +46,8 @@ func newTraceCmd() *cobra.Command {
 		Short: "record and show every MPI call",
 		Long: "Records every MPI call of the ranks, with its call site, into FILE; mpiprobe trace show FILE\n" +
 			"shows each rank's loop structure, mpiprobe trace export a timeline. With -- COMMAND, a SIGINT or\n" +
-			"SIGTERM is passed on to the command's process group and the trace is closed once it has ended.",
+			"SIGTERM is passed on to the command's process group and the trace is closed once it has ended;\n" +
+			"mpiprobe then exits with the command's status (128+N when signal N killed it, or was passed on).",
 		Example: "  sudo mpiprobe trace -o run.trace -- mpirun -np 4 ./app\n  mpiprobe trace show run.trace --detail high",
 		Args:    argsAfterDash,
 		RunE: func(c *cobra.Command, args []string) error {
@@ -154,11 +153,9 @@ func runTrace(ctx context.Context, cfg traceConfig, stdout, stderr io.Writer) er
 		defer cancel()
 	}
 	// A signal stops a -p/--job trace, and is passed on to a command,
-	// whose end then closes the trace.
-	sigs := make(chan os.Signal, 4)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
-	defer signal.Stop(sigs)
-	cfg.monitor.Signals = sigs
+	// whose end then closes the trace; mpiprobe exits with its status.
+	cmd := watchCommand(&cfg.monitor)
+	defer cmd.stop()
 	_, err = session.Run(ctx, cfg.monitor)
 	st := cfg.monitor.Trace.Stats
 	if err != nil && st.Ranks == 0 {
@@ -177,7 +174,10 @@ func runTrace(ctx context.Context, cfg traceConfig, stdout, stderr io.Writer) er
 	if st.Unresolved > 0 {
 		fmt.Fprintf(stderr, "mpiprobe: %d call sites could not be symbolized (the process exited before mpiprobe read its memory map); they show as addresses\n", st.Unresolved)
 	}
-	return err
+	if err != nil {
+		return err
+	}
+	return cmd.status()
 }
 
 // readTraceFile reads a trace file for show and export. A file that is

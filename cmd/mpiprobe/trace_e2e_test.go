@@ -719,3 +719,45 @@ func TestTraceFileSystemFull(t *testing.T) {
 		t.Errorf("left in %s: %v", dir, des)
 	}
 }
+
+// TestTraceExitStatus: mpiprobe trace -- COMMAND exits with the command's
+// status, 128+N when signal N killed it, as the counting mode does.
+func TestTraceExitStatus(t *testing.T) {
+	mpitest.RequireE2E(t)
+	bin := mpitest.BuildMpiprobe(t)
+	for _, tc := range []struct {
+		script string
+		want   int
+	}{
+		{"exit 0", 0},
+		{"exit 3", 3},
+		{"exit 255", 255},
+		{"kill -KILL $$", 137},
+	} {
+		file := filepath.Join(t.TempDir(), "run.trace")
+		code, stdout, stderr := runOutput(t, bin, nil, "trace", "-o", file, "--", "sh", "-c", tc.script)
+		if code != tc.want || !strings.Contains(stdout, "written to "+file) || strings.Contains(stderr, "mpiprobe trace: ") {
+			t.Errorf("mpiprobe trace -- sh -c %q: exit %d, want %d\nstdout:\n%s\nstderr:\n%s", tc.script, code, tc.want, stdout, stderr)
+		}
+	}
+
+	// A SIGINT to mpiprobe goes to the command; mpiprobe exits 130.
+	cmd := exec.Command(bin, "trace", "-o", filepath.Join(t.TempDir(), "run.trace"), "--", "sleep", "60")
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill() }()
+	deadline := time.Now().Add(20 * time.Second)
+	for !strings.Contains(stderr.String(), "msg=tracing") && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+	if code := cmd.ProcessState.ExitCode(); code != 130 {
+		t.Errorf("mpiprobe trace -- sleep 60: exit %d after SIGINT, want 130\nstderr:\n%s", code, stderr.String())
+	}
+}
