@@ -54,6 +54,8 @@ func TestParseArgsErrors(t *testing.T) {
 		{[]string{"--"}, "no command after --"},
 		{nil, "nothing to trace: give -p PID, --job JOBID or -- COMMAND (mpiprobe ps lists MPI processes)"},
 		{[]string{"--lib", "/x/libmpi.so.40", "-p", "1"}, "--lib goes with -- COMMAND"},
+		{[]string{"--comm-slots", "64", "-p", "1"}, "--comm-slots goes with --collectives"},
+		{[]string{"--comm-slots=0", "--", "true"}, "--comm-slots goes with --collectives"},
 		{[]string{"--bogus", "-p", "1"}, "unknown flag: --bogus"},
 	}
 	for _, tc := range tests {
@@ -76,7 +78,6 @@ func TestParseArgsGood(t *testing.T) {
 		{[]string{"--pid=1,2", "-p", "3", "--pid", "4"}, []int{1, 2, 3, 4}, nil, 4096},
 		{[]string{"--json", "-o", "x.json", "--", "mpirun", "-np", "2", "./a", "--json"}, nil, []string{"mpirun", "-np", "2", "./a", "--json"}, 4096},
 		{[]string{"--collectives", "--comm-slots", "1", "-p", "7"}, []int{7}, nil, 1},
-		{[]string{"--comm-slots", "0", "-p", "7"}, []int{7}, nil, 0}, // only checked with --collectives
 		// C 0 and T 0 mean what they mean in the configuration file and in
 		// --threshold: every new count is reportable, no time limit.
 		{[]string{"-C", "0", "-T", "0", "-p", "7"}, []int{7}, nil, 4096},

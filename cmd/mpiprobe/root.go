@@ -38,7 +38,9 @@ type rootFlags struct {
 	debugDirs   []string
 	collectives bool
 	commSlots   int
-	interval    time.Duration
+	// commSlotsSet is whether --comm-slots was given.
+	commSlotsSet bool
+	interval     time.Duration
 }
 
 // config is the checked command line of a tracing session.
@@ -79,6 +81,7 @@ func newRootCmd() *cobra.Command {
 		Version: version(),
 		Args:    argsAfterDash,
 		RunE: func(c *cobra.Command, args []string) error {
+			f.commSlotsSet = c.Flags().Changed("comm-slots")
 			cfg, err := f.config(args, c.ArgsLenAtDash(), memTotal())
 			if err != nil {
 				return err
@@ -138,6 +141,7 @@ func parseRootArgs(args []string, mem uint64) (config, error) {
 	if err := fs.Parse(args); err != nil {
 		return config{}, usageError{err}
 	}
+	f.commSlotsSet = fs.Changed("comm-slots")
 	return f.config(fs.Args(), fs.ArgsLenAtDash(), mem)
 }
 
@@ -194,6 +198,8 @@ func (f *rootFlags) config(args []string, dash int, mem uint64) (config, error) 
 	switch {
 	case f.interval <= 0:
 		return cfg, usagef("--interval %s: give a duration above 0, e.g. 1s or 200ms", f.interval)
+	case f.commSlotsSet && !f.collectives:
+		return cfg, usagef("--comm-slots goes with --collectives (it sizes the collective tracking, which is off without it)")
 	}
 	if f.collectives {
 		if err := checkCommSlots(f.commSlots, mem); err != nil {
