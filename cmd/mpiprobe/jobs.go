@@ -3,10 +3,13 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 
 	"github.com/spf13/cobra"
 
 	"github.com/mpiprobe/mpiprobe/agg"
+	configfile "github.com/mpiprobe/mpiprobe/internal/config"
 	"github.com/mpiprobe/mpiprobe/internal/jobstore"
 	"github.com/mpiprobe/mpiprobe/internal/report"
 	"github.com/mpiprobe/mpiprobe/internal/text"
@@ -33,6 +36,9 @@ func newJobsCmd() *cobra.Command {
 		},
 		RunE: func(c *cobra.Command, _ []string) error {
 			stdout, stderr := c.OutOrStdout(), c.ErrOrStderr()
+			if err := checkStateDir(stateDir); err != nil {
+				return err
+			}
 			store := jobstore.Store{Dir: jobstore.JobsDir(stateDir)}
 			rows, err := report.ListJobs(c.Context(), store)
 			if err != nil {
@@ -103,6 +109,9 @@ func newReportCmd() *cobra.Command {
 				case job == "":
 					return usagef("no job: give JOBID (mpiprobe jobs lists them)")
 				}
+				if err := checkStateDir(stateDir); err != nil {
+					return err
+				}
 				store := jobstore.Store{Dir: jobstore.JobsDir(stateDir)}
 				data, stored, err := report.LoadJob(store, job)
 				var nf *jobstore.NotFoundError
@@ -136,4 +145,22 @@ func newReportCmd() *cobra.Command {
 	fs.StringVar(&job, "job", "", "with --merge: the job `JOBID` to merge (needed when a DIR holds several)")
 	fs.BoolVar(&asJSON, "json", false, "print the summary as JSON")
 	return c
+}
+
+// checkStateDir says, in one line naming it and where the agent's is set,
+// why dir is no state dir to read: it does not exist (a mistyped --state-dir,
+// or an agent with another one) or is not a directory; nil when it is one.
+// A state dir without its jobs directory is one where no job ended yet.
+func checkStateDir(dir string) error {
+	fix := "give the agent's state dir with --state-dir DIR (the agent's --state-dir, or state_dir in " + configfile.DefaultPath + ")"
+	fi, err := os.Stat(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("state dir %s does not exist: %s", dir, fix)
+	case err != nil:
+		return fmt.Errorf("state dir: %w", err)
+	case !fi.IsDir():
+		return fmt.Errorf("state dir %s is not a directory: %s", dir, fix)
+	}
+	return nil
 }

@@ -168,7 +168,8 @@ func TestJobsList(t *testing.T) {
 }
 
 func TestJobsListEmpty(t *testing.T) {
-	for name, dir := range map[string]string{"missing": filepath.Join(t.TempDir(), "none"), "empty": t.TempDir()} {
+	// A state dir without jobs/ (no job seen yet), and one with jobs/ empty.
+	for name, dir := range map[string]string{"no jobs dir": t.TempDir(), "empty": t.TempDir()} {
 		if name == "empty" {
 			if err := os.Mkdir(jobstore.JobsDir(dir), 0o750); err != nil {
 				t.Fatal(err)
@@ -182,6 +183,31 @@ func TestJobsListEmpty(t *testing.T) {
 		code, out, errs = jobsRun("jobs", "--state-dir", dir, "--json")
 		if want := "{\n  \"schema_version\": 1,\n  \"kind\": \"jobs\",\n  \"jobs\": []\n}\n"; code != 0 || out != want || !strings.Contains(errs, "no job summaries yet") {
 			t.Errorf("%s --json: exit %d, stdout %q, stderr %q; want 0, %q and a note", name, code, out, errs, want)
+		}
+	}
+}
+
+// TestJobsMissingStateDir: a state dir that does not exist is not an empty
+// one: jobs and report fail in one line naming it and where the agent's
+// state dir is set.
+func TestJobsMissingStateDir(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "none")
+	file := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"jobs", "--state-dir", dir}, "mpiprobe jobs: state dir " + dir + " does not exist: give the agent's state dir with --state-dir DIR (the agent's --state-dir, or state_dir in /etc/mpiprobe/config.conf)\n"},
+		{[]string{"jobs", "--json", "--state-dir", dir}, "mpiprobe jobs: state dir " + dir + " does not exist: "},
+		{[]string{"report", "--state-dir", dir, "7"}, "mpiprobe report: state dir " + dir + " does not exist: "},
+		{[]string{"jobs", "--state-dir", file}, "mpiprobe jobs: state dir " + file + " is not a directory: "},
+	} {
+		code, out, errs := jobsRun(tc.args[0], tc.args[1:]...)
+		if code != 1 || out != "" || !strings.HasPrefix(errs, tc.want) || strings.Count(errs, "\n") != 1 {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q; want 1 and %q", tc.args, code, out, errs, tc.want)
 		}
 	}
 }
@@ -401,7 +427,7 @@ func TestJobsBadInput(t *testing.T) {
 		{"report", []string{"--merge"}, 2, "mpiprobe report: --merge needs the nodes' state dirs, jobs dirs or .json files"},
 		{"report", []string{"--merge", "--state-dir", dir, n1}, 2, "mpiprobe report: --state-dir does not go with --merge"},
 		{"jobs", []string{"--state-dir", dir, "100"}, 2, `mpiprobe jobs: unexpected argument "100" (mpiprobe report JOBID shows one job)`},
-		{"jobs", []string{"--state-dir", files["100"]}, 1, "mpiprobe jobs: jobstore: list: "},
+		{"jobs", []string{"--state-dir", files["100"]}, 1, "mpiprobe jobs: state dir " + files["100"] + " is not a directory: "},
 	}
 	for _, tc := range tests {
 		code, out, errs := jobsRun(tc.main, tc.args...)
