@@ -102,8 +102,13 @@ func (f *agentFlags) run(ctx context.Context, c *cobra.Command) error {
 		file.Interval = f.interval
 	}
 	if f.cleanup {
-		if err := agent.Cleanup(file.PinDir); err != nil {
+		removed, err := agent.Cleanup(file.PinDir)
+		if err != nil {
 			return err
+		}
+		if !removed {
+			fmt.Fprintf(stderr, "mpiprobe agent: nothing to remove: %s does not exist\n", file.PinDir)
+			return nil
 		}
 		fmt.Fprintf(stderr, "mpiprobe agent: removed %s\n", file.PinDir)
 		return nil

@@ -552,3 +552,32 @@ func TestAgentSharedPinDir(t *testing.T) {
 		t.Errorf("port in use: exit %d, stderr:\n%s\nwant the config file %s named", code, stderr, other.Config)
 	}
 }
+
+// TestAgentCleanupWhileRunning: --cleanup of the pin directory of a
+// running agent is refused, naming its pid, and leaves its pins; once the
+// agent stopped it removes them, and a pin directory that does not exist
+// is not reported as removed.
+func TestAgentCleanupWhileRunning(t *testing.T) {
+	mpitest.RequireE2E(t)
+	bin := mpitest.BuildMpiprobe(t)
+	d := mpitest.NewAgentDirs(t)
+	ag := mpitest.StartAgent(t, bin, d, "")
+	cleanup := func() (int, string) {
+		return runBinary(t, bin, nil, "agent", "--cleanup", "--config", d.Config, "--state-dir", d.State, "--pin-dir", d.Pin)
+	}
+	code, stderr := cleanup()
+	want := fmt.Sprintf("mpiprobe agent: an mpiprobe agent (pid %d) uses pin directory %s: stop it first", ag.Cmd.Process.Pid, d.Pin)
+	if code != 1 || !strings.HasPrefix(stderr, want) || strings.Count(stderr, "\n") != 1 {
+		t.Errorf("--cleanup while the agent runs: exit %d, %q; want 1 and %q", code, stderr, want)
+	}
+	if ents, err := os.ReadDir(d.Pin); err != nil || len(ents) == 0 {
+		t.Errorf("--cleanup while the agent runs removed its pins: %v, %v", ents, err)
+	}
+	ag.Stop(t, syscall.SIGTERM)
+	if code, stderr := cleanup(); code != 0 || stderr != "mpiprobe agent: removed "+d.Pin+"\n" {
+		t.Errorf("--cleanup after the agent stopped: exit %d, %q", code, stderr)
+	}
+	if code, stderr := cleanup(); code != 0 || stderr != "mpiprobe agent: nothing to remove: "+d.Pin+" does not exist\n" {
+		t.Errorf("--cleanup of a missing pin directory: exit %d, %q", code, stderr)
+	}
+}

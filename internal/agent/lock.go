@@ -74,22 +74,33 @@ func lockPinDir(dir, where string) (*lock, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("create pin directory %s: %w (is the BPF file system mounted at /sys/fs/bpf?)", dir, err)
 	}
+	l, who, err := flockDir(dir)
+	if who != "" {
+		return nil, fmt.Errorf("another mpiprobe agent (%s) already uses pin directory %s: stop it first (systemctl stop mpiprobe), or give this one its own pin_dir%s", who, dir, where)
+	}
+	return l, err
+}
+
+// flockDir locks the existing directory dir. When another process holds
+// the lock, who names it ("pid N", or "another process") and the error is
+// the kernel's.
+func flockDir(dir string) (l *lock, who string, err error) {
 	f, err := os.Open(dir)
 	if err != nil {
-		return nil, fmt.Errorf("open pin directory %s: %w", dir, err)
+		return nil, "", fmt.Errorf("open pin directory %s: %w", dir, err)
 	}
 	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
-		who := "another process"
+		who = "another process"
 		if pid := flockHolder(f, "/proc/locks"); pid > 0 {
 			who = "pid " + strconv.Itoa(pid)
 		}
 		_ = f.Close()
 		if errors.Is(err, unix.EWOULDBLOCK) {
-			return nil, fmt.Errorf("another mpiprobe agent (%s) already uses pin directory %s: stop it first (systemctl stop mpiprobe), or give this one its own pin_dir%s", who, dir, where)
+			return nil, who, err
 		}
-		return nil, fmt.Errorf("lock %s: %w", dir, err)
+		return nil, "", fmt.Errorf("lock %s: %w", dir, err)
 	}
-	return &lock{f: f, dir: true}, nil
+	return &lock{f: f, dir: true}, "", nil
 }
 
 // flockHolder returns the pid holding a flock on f's file according to

@@ -253,10 +253,23 @@ func (k *pinned) close(unpin bool) {
 }
 
 // Cleanup removes everything the agent pinned under pinDir, which detaches
-// its probes once no agent holds them.
-func Cleanup(pinDir string) error {
-	if err := os.RemoveAll(pinDir); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("remove %s: %w", pinDir, err)
+// its probes, and reports whether there was anything: false, nil when
+// pinDir does not exist. It refuses while an agent runs on pinDir (holds
+// its lock), naming the agent's pid: that agent would lose every new event.
+func Cleanup(pinDir string) (bool, error) {
+	if _, err := os.Lstat(pinDir); errors.Is(err, os.ErrNotExist) {
+		return false, nil
 	}
-	return nil
+	l, who, err := flockDir(pinDir)
+	if who != "" {
+		return false, fmt.Errorf("an mpiprobe agent (%s) uses pin directory %s: stop it first (systemctl stop mpiprobe); removing its pins would detach its probes while it runs", who, pinDir)
+	}
+	if err != nil {
+		return false, err
+	}
+	defer l.release()
+	if err := os.RemoveAll(pinDir); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return false, fmt.Errorf("remove %s: %w", pinDir, err)
+	}
+	return true, nil
 }
