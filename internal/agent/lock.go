@@ -31,9 +31,18 @@ func takeLock(dir, where string) (*lock, error) {
 		return nil, fmt.Errorf("create state directory %s: %w", dir, err)
 	}
 	path := filepath.Join(dir, "agent.lock")
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o640)
+	// A symbolic link planted at the lock is not followed: the pid written
+	// into the lock would overwrite the file it points to.
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0o640)
+	if errors.Is(err, unix.ELOOP) {
+		return nil, fmt.Errorf("lock %s is a symbolic link, which the agent does not follow: remove it", path)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("open lock %s: %w", path, err)
+	}
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		_ = f.Close()
+		return nil, fmt.Errorf("lock %s is not a regular file: remove it", path)
 	}
 	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
 		holder, _ := os.ReadFile(path)

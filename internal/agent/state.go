@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/mpiprobe/mpiprobe/bpf"
+	"github.com/mpiprobe/mpiprobe/internal/atomicfile"
 	"github.com/mpiprobe/mpiprobe/internal/counters"
 	"github.com/mpiprobe/mpiprobe/internal/jobstore"
 	"github.com/mpiprobe/mpiprobe/thresholds"
@@ -61,7 +62,7 @@ func (a *agent) saveState() {
 // or, failing that, are marked vanished. The C/T rule's state is kept only
 // when the counts are too, that is when the pinned maps were reused.
 func (a *agent) restore() {
-	b, err := os.ReadFile(a.statePath())
+	b, err := a.readState()
 	if errors.Is(err, os.ErrNotExist) {
 		return
 	}
@@ -91,3 +92,7 @@ func (a *agent) restore() {
 	a.endVanished(a.cfg.Clock.Now())
 	a.cfg.Log.Info("previous agent state restored", "jobs", len(st.Jobs), "processes", len(st.Procs), "saved", st.Saved)
 }
+
+// readState reads agent-state.json, not through a symbolic link planted in
+// its place.
+func (a *agent) readState() ([]byte, error) { return atomicfile.ReadFile(a.statePath()) }

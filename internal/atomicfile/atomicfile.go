@@ -9,6 +9,7 @@ package atomicfile
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"math/rand/v2"
 	"os"
@@ -175,4 +176,33 @@ func syncDir(dir string) error {
 		err = cerr
 	}
 	return err
+}
+
+// ErrNotRegular is ReadFile's error for a path that is not a regular file:
+// a symbolic link (which ReadFile does not follow), a directory, a device
+// or a FIFO. None is a file Write or Commit made.
+var ErrNotRegular = errors.New("not a regular file (a symbolic link is not followed)")
+
+// ReadFile reads the file path that Write or Commit made: a symbolic link
+// at path is not followed, and neither it nor any other file that is not a
+// regular one is read (the error matches ErrNotRegular), so that a link
+// planted in a directory mpiprobe owns cannot make it read another file.
+func ReadFile(path string) ([]byte, error) {
+	// O_NONBLOCK: opening a FIFO does not wait for a writer.
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
+	if errors.Is(err, syscall.ELOOP) {
+		return nil, &fs.PathError{Op: "read", Path: path, Err: ErrNotRegular}
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, &fs.PathError{Op: "read", Path: path, Err: ErrNotRegular}
+	}
+	return io.ReadAll(f)
 }

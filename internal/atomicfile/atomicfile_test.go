@@ -107,3 +107,27 @@ func TestCreateErrorNamesPath(t *testing.T) {
 		t.Errorf("Create in a missing directory: %v", err)
 	}
 }
+
+// TestReadFileNoFollow: ReadFile reads a regular file, and refuses a
+// symbolic link (without following it) and a directory.
+func TestReadFileNoFollow(t *testing.T) {
+	dir := t.TempDir()
+	path, link := filepath.Join(dir, "f"), filepath.Join(dir, "link")
+	if err := os.WriteFile(path, []byte("data"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(path, link); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := ReadFile(path); err != nil || string(got) != "data" {
+		t.Errorf("ReadFile(%s) = %q, %v", path, got, err)
+	}
+	for _, p := range []string{link, dir} {
+		if got, err := ReadFile(p); !errors.Is(err, ErrNotRegular) || !strings.Contains(err.Error(), p) || got != nil {
+			t.Errorf("ReadFile(%s) = %q, %v; want ErrNotRegular", p, got, err)
+		}
+	}
+	if _, err := ReadFile(filepath.Join(dir, "none")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("ReadFile of a missing file: %v", err)
+	}
+}
