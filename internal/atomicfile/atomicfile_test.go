@@ -40,17 +40,25 @@ func TestWriteReplaces(t *testing.T) {
 	noTemp(t, dir)
 }
 
+// linked makes, in a new directory dir, a file holding data and a symbolic
+// link to it.
+func linked(t *testing.T, data string) (dir, file, link string) {
+	t.Helper()
+	dir = t.TempDir()
+	file, link = filepath.Join(dir, "file"), filepath.Join(dir, "link")
+	if err := os.WriteFile(file, []byte(data), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(file, link); err != nil {
+		t.Fatal(err)
+	}
+	return dir, file, link
+}
+
 // TestSymlinkReplaced: a symbolic link at the path is replaced by the new
 // file; its target is left as it was.
 func TestSymlinkReplaced(t *testing.T) {
-	dir := t.TempDir()
-	target, link := filepath.Join(dir, "precious"), filepath.Join(dir, "out")
-	if err := os.WriteFile(target, []byte("keep me"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Symlink(target, link); err != nil {
-		t.Fatal(err)
-	}
+	_, target, link := linked(t, "keep me")
 	if err := Write(link, []byte("new"), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -111,14 +119,7 @@ func TestCreateErrorNamesPath(t *testing.T) {
 // TestReadFileNoFollow: ReadFile reads a regular file, and refuses a
 // symbolic link (without following it) and a directory.
 func TestReadFileNoFollow(t *testing.T) {
-	dir := t.TempDir()
-	path, link := filepath.Join(dir, "f"), filepath.Join(dir, "link")
-	if err := os.WriteFile(path, []byte("data"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Symlink(path, link); err != nil {
-		t.Fatal(err)
-	}
+	dir, path, link := linked(t, "data")
 	if got, err := ReadFile(path); err != nil || string(got) != "data" {
 		t.Errorf("ReadFile(%s) = %q, %v", path, got, err)
 	}

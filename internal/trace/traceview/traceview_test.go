@@ -359,19 +359,8 @@ func TestShowJSONCountsEveryRank(t *testing.T) {
 		t.Fatal(err)
 	}
 	var doc struct {
-		Ranks []struct {
-			Rank    *int    `json:"rank"`
-			Calls   int     `json:"call_count"`
-			Threads int     `json:"thread_count"`
-			MPI     float64 `json:"mpi_seconds"`
-			Compute float64 `json:"compute_seconds"`
-		} `json:"ranks"`
-		RankDetail []struct {
-			Rank    *int `json:"rank"`
-			Threads []struct {
-				Calls int `json:"call_count"`
-			} `json:"threads"`
-		} `json:"rank_detail"`
+		Ranks      []jsonRank     `json:"ranks"`
+		RankDetail []jsonRankFull `json:"rank_detail"`
 	}
 	if err := json.Unmarshal(out.Bytes(), &doc); err != nil {
 		t.Fatal(err)
