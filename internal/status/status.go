@@ -89,7 +89,7 @@ type Thread struct {
 	// with, from a --collectives session; nil without.
 	Args *hang.Args `json:"args,omitempty"`
 	// Waits are the point-to-point requests the call waits for, read
-	// from the library (see p2p.go); nil if none was found.
+	// from the library (see stackrequests.go); nil if none was found.
 	Waits []hang.Wait `json:"waits,omitempty"`
 	// commRank is the thread's rank in Comm, -1 if unknown.
 	commRank int
@@ -245,7 +245,7 @@ func Collect(ctx context.Context, cfg Config) (Result, error) {
 		p := procs[pid]
 		if p != nil {
 			r.Library = p.libName()
-			if p.comms.layout.Kind == mpiabi.LayoutUnknown {
+			if p.comms.Layout.Kind == mpiabi.LayoutUnknown {
 				r.Note = fmt.Sprintf("unknown %s build %s: communicators are not read", p.libName(), shortID(p.build))
 			}
 		}
@@ -291,13 +291,14 @@ func Collect(ctx context.Context, cfg Config) (Result, error) {
 			}
 			th.commRank = -1
 			if p != nil && t.comm != 0 {
-				if c, cr, ok := p.comms.comm(t.comm); ok {
+				if mc, cr, ok := p.comms.Comm(t.comm); ok {
+					c := aggComm(mc)
 					th.Comm, th.commRank = &c, cr
 					if c.Name == "" {
-						th.CommName = p.comms.userName(t.comm)
-						th.Members = p.p2p.members(t.comm, p.comms.layout)
+						th.CommName = p.comms.UserName(t.comm)
+						th.Members = p.p2p.OMPIMembers(t.comm)
 						if th.Members == nil {
-							th.Members = p.comms.mpichMembers(t.comm)
+							th.Members = p.comms.MPICHMembers(t.comm)
 						}
 					}
 				}
