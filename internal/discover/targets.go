@@ -55,7 +55,7 @@ func checkTarget(pfs procfs.FS, pid int) (Proc, error) {
 	case err != nil:
 		return Proc{}, fmt.Errorf("read memory map of pid %d (%s): %w", pid, text.Line(st.Comm), err)
 	}
-	p.Libs = Discover(maps)
+	p.Maps, p.Libs = maps, Discover(maps)
 	if !IsMPI(p.Libs) {
 		if len(maps) == 0 {
 			// A process whose memory is gone between the two reads.

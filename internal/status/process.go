@@ -61,23 +61,19 @@ type process struct {
 	p2p mpiabi.RequestReader
 }
 
-func openProcess(fs procfs.FS, pid int, files *tables) (*process, error) {
-	maps, err := fs.Maps(pid)
-	if err != nil {
-		return nil, err
-	}
+// openProcess opens a process discover selected, with the memory map and
+// libraries discover read and the environment Collect read (nil if it
+// could not be: the layouts are then inferred without it).
+func openProcess(fs procfs.FS, dp discover.Proc, env map[string]string, files *tables) (*process, error) {
+	pid := dp.PID
 	mem, err := fs.OpenMem(pid)
 	if err != nil {
 		return nil, err
 	}
-	p := &process{pid: pid, maps: maps, mem: mem, open: symbolize.ProcOpener(fs, pid), files: files}
+	p := &process{pid: pid, maps: dp.Maps, mem: mem, open: symbolize.ProcOpener(fs, pid), files: files}
 	p.comms = mpiabi.CommReader{Mem: p.read}
-	env, err := fs.Environ(pid)
-	if err != nil {
-		env = nil // the layouts are then inferred without it
-	}
 	p.ompiName = mpiabi.OMPIName(env)
-	for _, m := range discover.Discover(maps) {
+	for _, m := range dp.Libs {
 		if m.Library != probes.OMPILibMPI && m.Library != probes.MPICHLib {
 			continue
 		}

@@ -200,9 +200,14 @@ func Collect(ctx context.Context, cfg Config) (Result, error) {
 		}
 	}()
 	ids := map[int]identity.Identity{}
-	for _, pid := range live {
-		ids[pid] = identity.Resolve(pid, cfg.Proc, cfg.Host)
-		p, err := openProcess(cfg.Proc, pid, files)
+	for _, dp := range sel.Procs {
+		pid := dp.PID
+		env, err := cfg.Proc.Environ(pid)
+		if err != nil {
+			env = nil
+		}
+		ids[pid] = identity.Resolve(pid, knownEnv{cfg.Proc, pid, env, err}, cfg.Host)
+		p, err := openProcess(cfg.Proc, dp, env, files)
 		if err != nil {
 			res.Notes = append(res.Notes, fmt.Sprintf("pid %d: %v", pid, err))
 			continue
@@ -722,4 +727,20 @@ func shortID(id string) string {
 		return "(no build id)"
 	}
 	return id
+}
+
+// knownEnv is /proc as identity.Resolve reads it, with the environment of
+// pid already read (env, or the error reading it).
+type knownEnv struct {
+	procfs.FS
+	pid int
+	env map[string]string
+	err error
+}
+
+func (k knownEnv) Environ(pid int) (map[string]string, error) {
+	if pid == k.pid {
+		return k.env, k.err
+	}
+	return k.FS.Environ(pid)
 }
