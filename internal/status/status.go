@@ -140,8 +140,55 @@ type Result struct {
 	Notes []string `json:"notes,omitempty"`
 }
 
-// Collect looks at the ranks and decides who waits where.
+// Collect looks at the ranks and decides who waits where, in stages:
+// the ranks are selected and opened (selectRanks, openProcesses), their
+// threads sampled at both ends of a window (watch), each rank's threads
+// turned into facts with the MPI objects they work on (rankState,
+// threadState, mpiObjects), and the whole diagnosed (diagnose) into a
+// Result ready to render.
 func Collect(ctx context.Context, cfg Config) (Result, error) {
+	cfg = withDefaults(cfg)
+	res := Result{Host: cfg.Host, Window: cfg.Window}
+
+	sel, err := selectRanks(cfg, &res)
+	if err != nil {
+		return res, err
+	}
+	k, err := openLive()
+	if err != nil {
+		return res, err
+	}
+	defer k.close()
+	if err := k.watch(sel.Live); err != nil {
+		return res, err
+	}
+	if err := k.countCalls(sel.Targets); err != nil {
+		return res, fmt.Errorf("attach the MPI call counter: %w", err)
+	}
+
+	history := readHistory(cfg, sel.Live, &res)
+	procs, ids := openProcesses(cfg, sel.Procs, &res)
+	defer func() {
+		for _, p := range procs {
+			p.close()
+		}
+	}()
+	resolver := symbolize.NewResolver()
+	defer resolver.Close()
+
+	w, err := watch(ctx, cfg, k, procs, resolver)
+	if err != nil {
+		return res, err
+	}
+	for _, pid := range sel.Live {
+		res.Ranks = append(res.Ranks, rankState(cfg, pid, ids[pid], procs[pid], w, history[pid], &res))
+	}
+	diagnose(&res, cfg.MinWait)
+	return res, nil
+}
+
+// withDefaults fills in what cfg leaves unset.
+func withDefaults(cfg Config) Config {
 	if cfg.Window <= 0 {
 		cfg.Window = DefaultWindow
 	}
@@ -157,50 +204,39 @@ func Collect(ctx context.Context, cfg Config) (Result, error) {
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
-	res := Result{Host: cfg.Host, Window: cfg.Window}
+	return cfg
+}
 
+// selectRanks finds the processes cfg names that map an MPI library
+// (discover.Select), noting on res why the others are skipped, and checks
+// that the kernel can run status's programs.
+func selectRanks(cfg Config, res *Result) (discover.Selection, error) {
 	pids, err := discover.Named(cfg.Proc, cfg.PIDs, cfg.Job, cfg.Host)
 	if err != nil {
-		return res, err
+		return discover.Selection{}, err
 	}
 	if len(pids) == 0 {
-		return res, errors.New("no target: give -p PID or --job JOBID")
+		return discover.Selection{}, errors.New("no target: give -p PID or --job JOBID")
 	}
 	sel := discover.Select(cfg.Proc, pids, nil)
-	targets, live := sel.Targets, sel.Live
-	if len(live) == 0 {
-		return res, errors.Join(sel.Skipped...)
+	if len(sel.Live) == 0 {
+		return sel, errors.Join(sel.Skipped...)
 	}
 	for _, e := range sel.Skipped {
 		res.Notes = append(res.Notes, e.Error())
 	}
-	if err := kernel.Preflight(); err != nil {
-		return res, err
-	}
+	return sel, kernel.Preflight()
+}
 
-	k, err := openLive()
-	if err != nil {
-		return res, err
-	}
-	defer k.close()
-	if err := k.watch(live); err != nil {
-		return res, err
-	}
-	if err := k.countCalls(targets); err != nil {
-		return res, fmt.Errorf("attach the MPI call counter: %w", err)
-	}
-
-	history := readHistory(cfg, live, &res)
-
+// openProcesses opens the selected processes, with the memory map
+// discover read and their environment, read once here for both their
+// identity and their MPI library's layouts. A process that cannot be
+// opened is noted on res and has an identity only.
+func openProcesses(cfg Config, sel []discover.Proc, res *Result) (map[int]*process, map[int]identity.Identity) {
 	files := &tables{byFile: map[fileID]*fileInfo{}}
 	procs := map[int]*process{}
-	defer func() {
-		for _, p := range procs {
-			p.close()
-		}
-	}()
 	ids := map[int]identity.Identity{}
-	for _, dp := range sel.Procs {
+	for _, dp := range sel {
 		pid := dp.PID
 		env, err := cfg.Proc.Environ(pid)
 		if err != nil {
@@ -214,160 +250,198 @@ func Collect(ctx context.Context, cfg Config) (Result, error) {
 		}
 		procs[pid] = p
 	}
-	resolver := symbolize.NewResolver()
-	defer resolver.Close()
+	return procs, ids
+}
 
-	first, err := sample(k, procs, resolver)
-	if err != nil {
-		return res, err
+// window is what watch saw: the threads at both ends of the window, by
+// pid and tid, the MPI calls each thread entered in between, how long
+// the window really lasted, and the monotonic clock at its end.
+type window struct {
+	first, last map[int]map[int]thread
+	calls       map[int]uint64
+	watched     time.Duration
+	now         uint64
+}
+
+// watch samples every thread's stack, waits cfg.Window, and samples
+// again; threads that seem to have left their call, and communicator
+// votes that tie, are sampled more (confirmLeft, resolveComms).
+func watch(ctx context.Context, cfg Config, k *live, procs map[int]*process, resolver *symbolize.Resolver) (window, error) {
+	var w window
+	var err error
+	if w.first, err = sample(k, procs, resolver); err != nil {
+		return w, err
 	}
 	start := time.Now()
 	select {
 	case <-ctx.Done():
-		return res, ctx.Err()
+		return w, ctx.Err()
 	case <-time.After(cfg.Window):
 	}
-	last, err := sample(k, procs, resolver)
-	if err != nil {
-		return res, err
+	if w.last, err = sample(k, procs, resolver); err != nil {
+		return w, err
 	}
-	watched := time.Since(start)
-	calls, err := k.calls()
-	if err != nil {
-		return res, err
+	w.watched = time.Since(start)
+	if w.calls, err = k.calls(); err != nil {
+		return w, err
 	}
-	confirmLeft(k, procs, resolver, first, last, calls)
-	resolveComms(k, procs, resolver, first, last)
-	now := monotonic()
+	confirmLeft(k, procs, resolver, w.first, w.last, w.calls)
+	resolveComms(k, procs, resolver, w.first, w.last)
+	w.now = monotonic()
+	return w, nil
+}
 
-	var hr []hang.Rank
-	for _, pid := range live {
-		id := ids[pid]
-		r := Rank{PID: pid, Job: id.Job, Host: id.Host, Rank: -1}
-		if n, err := strconv.Atoi(id.Rank); err == nil {
-			r.Rank = n
+// rankState is what one rank does: its identity, library, and the
+// threads the last sample found inside an MPI call (threadState), with
+// the collective counts of its history. p is nil when the process could
+// not be opened.
+func rankState(cfg Config, pid int, id identity.Identity, p *process, w window, hist []collstate.Entry, res *Result) Rank {
+	r := Rank{PID: pid, Job: id.Job, Host: id.Host, Rank: -1}
+	if n, err := strconv.Atoi(id.Rank); err == nil {
+		r.Rank = n
+	}
+	if p != nil {
+		r.Library = p.libName()
+		if p.comms.Layout.Kind == mpiabi.LayoutUnknown {
+			r.Note = fmt.Sprintf("unknown %s build %s: communicators are not read", p.libName(), shortID(p.build))
 		}
-		p := procs[pid]
-		if p != nil {
-			r.Library = p.libName()
-			if p.comms.Layout.Kind == mpiabi.LayoutUnknown {
-				r.Note = fmt.Sprintf("unknown %s build %s: communicators are not read", p.libName(), shortID(p.build))
-			}
+	}
+	if gone(pid) {
+		r.Ended = "exited during status"
+	}
+	if hist != nil {
+		r.Counts = counts(hist)
+	}
+	for tid, t := range w.last[pid] {
+		before, seen := w.first[pid][tid]
+		if unreadable(t) && seen && !unreadable(before) && w.calls[tid] == 0 {
+			// The thread entered no MPI call during the window: it
+			// is where the first sample saw it.
+			t = before
 		}
-		if gone(pid) {
-			r.Ended = "exited during status"
+		if unreadable(t) && tid == pid {
+			r.Unreadable = fmt.Sprintf("its stack could not be unwound (%v)", t.unwindErr)
 		}
-		hist := history[pid]
-		if hist != nil {
-			r.Counts = counts(hist)
+		if t.in.Call == "" && t.unwindErr != nil && len(t.frames) > 0 && apiLibrary(t.frames[0].Object) {
+			res.Notes = append(res.Notes, fmt.Sprintf("rank %s (pid %d) thread %d is in %s but its stack could not be followed (%v): it may be inside an MPI call",
+				id.Rank, pid, tid, path.Base(t.frames[0].Object), t.unwindErr))
 		}
-		for tid, t := range last[pid] {
-			before, seen := first[pid][tid]
-			if unreadable(t) && seen && !unreadable(before) && calls[tid] == 0 {
-				// The thread entered no MPI call during the window: it
-				// is where the first sample saw it.
-				t = before
-			}
-			if unreadable(t) && tid == pid {
-				r.Unreadable = fmt.Sprintf("its stack could not be unwound (%v)", t.unwindErr)
-			}
-			if t.in.Call == "" && t.unwindErr != nil && len(t.frames) > 0 && apiLibrary(t.frames[0].Object) {
-				res.Notes = append(res.Notes, fmt.Sprintf("rank %s (pid %d) thread %d is in %s but its stack could not be followed (%v): it may be inside an MPI call",
-					id.Rank, pid, tid, path.Base(t.frames[0].Object), t.unwindErr))
-			}
-			if t.in.Call == "" {
-				var fs []string
-				for _, f := range t.frames {
-					fs = append(fs, frameText(f))
-				}
-				cfg.Log.Debug("thread in no MPI call", "pid", pid, "tid", tid, "ip", fmt.Sprintf("%#x", t.regs.IP),
-					"sp", fmt.Sprintf("%#x", t.regs.SP), "stack", strings.Join(fs, " <- "), "unwind", t.unwindErr)
-				continue
-			}
-			th := Thread{TID: tid, Call: t.in.Call, Site: t.in.Site}
+		if t.in.Call == "" {
+			var fs []string
 			for _, f := range t.frames {
-				th.Stack = append(th.Stack, frameText(f))
+				fs = append(fs, frameText(f))
 			}
-			switch {
-			case t.in.Hidden:
-				th.Note = "call site hidden by a uretprobe"
-			case t.unwindErr != nil && t.in.Site == "":
-				th.Note = t.unwindErr.Error()
-			}
-			th.commRank = -1
-			if p != nil && t.comm != 0 {
-				if mc, cr, ok := p.comms.Comm(t.comm); ok {
-					c := aggComm(mc)
-					th.Comm, th.commRank = &c, cr
-					if c.Name == "" {
-						th.CommName = p.comms.UserName(t.comm)
-						th.Members = p.p2p.OMPIMembers(t.comm)
-						if th.Members == nil {
-							th.Members = p.comms.MPICHMembers(t.comm)
-						}
-					}
-				}
-			}
-			addWaits(&th, t, p, &res)
-			switch {
-			case calls[tid] > 0:
-				th.Moving = true
-				cfg.Log.Debug("thread entered MPI calls during the window", "pid", pid, "tid", tid, "calls", calls[tid])
-			case seen && !unreadable(before) && (before.in.Call != t.in.Call || before.in.SitePC != t.in.SitePC):
-				th.Moving = true
-				cfg.Log.Debug("thread changed calls during the window", "pid", pid, "tid", tid,
-					"before", before.in.Call, "now", t.in.Call, "before_site", before.in.Site, "unwind_before", before.unwindErr, "stack_before", stackText(before))
-			default:
-				th.Since, th.AtLeast = watched, true
-			}
-			if e, st, ok := completing(hist, th); ok && !th.Moving {
-				// In MPI_Wait & co. for the only nonblocking collective
-				// this rank has not completed: that collective is what it
-				// waits for.
-				c := e.Comm
-				th.Via, th.Call, th.Comm, th.Seq, th.Members = th.Call, st.Name, &c, st.Calls, nil
-				if st.PendingSince != 0 && st.PendingSince <= now {
-					th.Since, th.AtLeast = time.Duration(now-st.PendingSince), false
-				}
-			}
-			if e, st, ok := inFlight(hist, th); ok && !th.Moving {
-				c := e.Comm
-				if th.Comm == nil || th.Comm.ID != c.ID {
-					th.Members = nil // read from another communicator
-				}
-				th.Comm, th.Seq = &c, st.Calls
-				if st.Count >= 0 || st.Root >= 0 {
-					th.Args = &hang.Args{Root: int(st.Root), Count: st.Count}
-					if p != nil {
-						th.Args.Datatype = p.datatypeText(st.Datatype)
-					}
-				}
-				if st.Since <= now {
-					th.Since, th.AtLeast = time.Duration(now-st.Since), false
-				}
-
-			}
-			r.Threads = append(r.Threads, th)
+			cfg.Log.Debug("thread in no MPI call", "pid", pid, "tid", tid, "ip", fmt.Sprintf("%#x", t.regs.IP),
+				"sp", fmt.Sprintf("%#x", t.regs.SP), "stack", strings.Join(fs, " <- "), "unwind", t.unwindErr)
+			continue
 		}
-		if len(r.Threads) > 0 {
-			r.Unreadable = ""
+		var b *thread
+		if seen {
+			b = &before
 		}
-		slices.SortFunc(r.Threads, func(a, b Thread) int { return a.TID - b.TID })
-		if len(r.Threads) > 1 {
-			res.Notes = append(res.Notes, fmt.Sprintf("rank %d (pid %d) has %d threads in MPI calls; the verdict uses the one inside longest", r.Rank, pid, len(r.Threads)))
-		}
-		res.Ranks = append(res.Ranks, r)
-		hr = append(hr, hangRank(r))
+		r.Threads = append(r.Threads, threadState(cfg, pid, t, b, p, w, hist, res))
 	}
+	if len(r.Threads) > 0 {
+		r.Unreadable = ""
+	}
+	slices.SortFunc(r.Threads, func(a, b Thread) int { return a.TID - b.TID })
+	if len(r.Threads) > 1 {
+		res.Notes = append(res.Notes, fmt.Sprintf("rank %d (pid %d) has %d threads in MPI calls; the verdict uses the one inside longest", r.Rank, pid, len(r.Threads)))
+	}
+	return r
+}
+
+// threadState is what a thread inside an MPI call does: its call and
+// stack, the MPI objects it works on (mpiObjects), whether it moved during
+// the window, and, from the rank's history, the collective it is in and
+// since when. before is the first sample of the thread, nil if it had
+// none.
+func threadState(cfg Config, pid int, t thread, before *thread, p *process, w window, hist []collstate.Entry, res *Result) Thread {
+	tid := t.tid
+	th := Thread{TID: tid, Call: t.in.Call, Site: t.in.Site}
+	for _, f := range t.frames {
+		th.Stack = append(th.Stack, frameText(f))
+	}
+	switch {
+	case t.in.Hidden:
+		th.Note = "call site hidden by a uretprobe"
+	case t.unwindErr != nil && t.in.Site == "":
+		th.Note = t.unwindErr.Error()
+	}
+	mpiObjects(&th, t, p, res)
+	switch {
+	case w.calls[tid] > 0:
+		th.Moving = true
+		cfg.Log.Debug("thread entered MPI calls during the window", "pid", pid, "tid", tid, "calls", w.calls[tid])
+	case before != nil && !unreadable(*before) && (before.in.Call != t.in.Call || before.in.SitePC != t.in.SitePC):
+		th.Moving = true
+		cfg.Log.Debug("thread changed calls during the window", "pid", pid, "tid", tid,
+			"before", before.in.Call, "now", t.in.Call, "before_site", before.in.Site, "unwind_before", before.unwindErr, "stack_before", stackText(*before))
+	default:
+		th.Since, th.AtLeast = w.watched, true
+	}
+	if e, st, ok := completing(hist, th); ok && !th.Moving {
+		// In MPI_Wait & co. for the only nonblocking collective
+		// this rank has not completed: that collective is what it
+		// waits for.
+		c := e.Comm
+		th.Via, th.Call, th.Comm, th.Seq, th.Members = th.Call, st.Name, &c, st.Calls, nil
+		if st.PendingSince != 0 && st.PendingSince <= w.now {
+			th.Since, th.AtLeast = time.Duration(w.now-st.PendingSince), false
+		}
+	}
+	if e, st, ok := inFlight(hist, th); ok && !th.Moving {
+		c := e.Comm
+		if th.Comm == nil || th.Comm.ID != c.ID {
+			th.Members = nil // read from another communicator
+		}
+		th.Comm, th.Seq = &c, st.Calls
+		if st.Count >= 0 || st.Root >= 0 {
+			th.Args = &hang.Args{Root: int(st.Root), Count: st.Count}
+			if p != nil {
+				th.Args.Datatype = p.datatypeText(st.Datatype)
+			}
+		}
+		if st.Since <= w.now {
+			th.Since, th.AtLeast = time.Duration(w.now-st.Since), false
+		}
+	}
+	return th
+}
+
+// mpiObjects puts on th the MPI objects the thread works on, read through
+// mpiabi: the communicator the stack points to (its identity, the
+// thread's rank in it, its name and members) and the requests it waits
+// for (addWaits).
+func mpiObjects(th *Thread, t thread, p *process, res *Result) {
+	th.commRank = -1
+	if p != nil && t.comm != 0 {
+		if mc, cr, ok := p.comms.Comm(t.comm); ok {
+			c := aggComm(mc)
+			th.Comm, th.commRank = &c, cr
+			if c.Name == "" {
+				th.CommName = p.comms.UserName(t.comm)
+				th.Members = p.p2p.OMPIMembers(t.comm)
+				if th.Members == nil {
+					th.Members = p.comms.MPICHMembers(t.comm)
+				}
+			}
+		}
+	}
+	addWaits(th, t, p, res)
+}
+
+// diagnose orders the ranks, names the WORLD ranks of peers known by
+// their rank in a communicator (resolveCommPeers) and puts package
+// hang's verdict on res.
+func diagnose(res *Result, minWait time.Duration) {
 	slices.SortFunc(res.Ranks, func(a, b Rank) int {
 		if a.Rank != b.Rank {
 			return a.Rank - b.Rank
 		}
 		return a.PID - b.PID
 	})
-	hr = resolveCommPeers(res.Ranks)
-	res.Report = hang.Diagnose(hr, cfg.MinWait)
-	return res, nil
+	res.Report = hang.Diagnose(resolveCommPeers(res.Ranks), minWait)
 }
 
 // sampleTries bounds how often a thread whose stack could not be followed
