@@ -22,7 +22,7 @@ func hangWaits(rs []mpiabi.Request) []hang.Wait {
 	}
 	out := make([]hang.Wait, len(rs))
 	for i, r := range rs {
-		out[i] = hang.Wait{Send: r.Send, Peer: hangPeer(r.Peer), CommPeer: r.CommPeer, Tag: hangTag(r.Tag), Known: r.Known}
+		out[i] = hang.Wait{Send: r.Send, Peer: special(hangPeers, r.Peer), CommPeer: r.CommPeer, Tag: special(hangTags, r.Tag), Known: r.Known}
 		if r.Comm != nil {
 			c := aggComm(*r.Comm)
 			out[i].Comm = &c
@@ -31,24 +31,18 @@ func hangWaits(rs []mpiabi.Request) []hang.Wait {
 	return out
 }
 
-// hangPeer is a Request's Peer in package hang's terms.
-func hangPeer(p int) int {
-	switch p {
-	case mpiabi.AnySource:
-		return hang.AnySource
-	case mpiabi.PeerUnknown:
-		return hang.PeerUnknown
-	}
-	return p
-}
+// The special values of mpiabi.Request's Peer and Tag, as package hang
+// spells them.
+var (
+	hangPeers = map[int]int{mpiabi.AnySource: hang.AnySource, mpiabi.PeerUnknown: hang.PeerUnknown}
+	hangTags  = map[int]int{mpiabi.AnyTag: hang.AnyTag, mpiabi.TagUnknown: hang.TagUnknown}
+)
 
-// hangTag is a Request's Tag in package hang's terms.
-func hangTag(t int) int {
-	switch t {
-	case mpiabi.AnyTag:
-		return hang.AnyTag
-	case mpiabi.TagUnknown:
-		return hang.TagUnknown
+// special is v in package hang's terms: its entry in m if it is a special
+// value, else v itself.
+func special(m map[int]int, v int) int {
+	if h, ok := m[v]; ok {
+		return h
 	}
-	return t
+	return v
 }
