@@ -120,28 +120,6 @@ func (r RequestReader) ch3Request(addr uint64, send bool, comms []uint64) (Reque
 	return Request{}, false
 }
 
-// stackAndWorld returns the communicators a request may be on: the
-// stack's and WORLD.
-func (r RequestReader) stackAndWorld(comm uint64) []uint64 {
-	out := []uint64{comm}
-	if wc, ok := r.Comms.MPICHObject(MPICHWorld); ok && wc != comm {
-		out = append(out, wc)
-	}
-	return out
-}
-
-// otherOfTwo is a send whose destination and tag cannot be read: as under
-// UCX, on WORLD of two ranks (one of comms) the destination is inferred
-// as the other rank.
-func (r RequestReader) otherOfTwo(comms []uint64) (Request, bool) {
-	for _, cm := range comms {
-		if c, me, ok := r.Comms.Comm(cm); ok && cm != 0 && c.Name == "WORLD" && c.Size == 2 && (me == 0 || me == 1) {
-			return Request{Send: true, Peer: 1 - me, CommPeer: -1, Tag: TagUnknown, Comm: &c}, true
-		}
-	}
-	return Request{}, false
-}
-
 // ch3Members returns the WORLD ranks of an MPICH ch3 communicator's
 // members from its connection table (dev.vcrt: a size, then one
 // MPIDI_VC_t pointer per rank, each connection holding its rank in its
