@@ -145,7 +145,8 @@ func Collect(ctx context.Context, cfg Config) (Result, error) {
 	cfg = withDefaults(cfg)
 	res := Result{Host: cfg.Host, Window: cfg.Window}
 
-	sel, err := selectRanks(cfg, &res)
+	env := newEnvCache(cfg.Proc)
+	sel, err := selectRanks(cfg, env, &res)
 	if err != nil {
 		return res, err
 	}
@@ -162,7 +163,7 @@ func Collect(ctx context.Context, cfg Config) (Result, error) {
 	}
 
 	history := readHistory(cfg, sel.Live, &res)
-	procs, ids := openProcesses(cfg, sel.Procs, &res)
+	procs, ids := openProcesses(cfg, env, sel.Procs, &res)
 	defer func() {
 		for _, p := range procs {
 			p.close()
@@ -204,9 +205,10 @@ func withDefaults(cfg Config) Config {
 
 // selectRanks finds the processes cfg names that map an MPI library
 // (discover.Select), noting on res why the others are skipped, and checks
-// that the kernel can run status's programs.
-func selectRanks(cfg Config, res *Result) (discover.Selection, error) {
-	pids, err := discover.Named(cfg.Proc, cfg.PIDs, cfg.Job, cfg.Host)
+// that the kernel can run status's programs. The environments read to
+// find a job's ranks are kept in env.
+func selectRanks(cfg Config, env envCache, res *Result) (discover.Selection, error) {
+	pids, err := discover.NamedVia(cfg.Proc, env, cfg.PIDs, cfg.Job, cfg.Host)
 	if err != nil {
 		return discover.Selection{}, err
 	}
@@ -224,20 +226,20 @@ func selectRanks(cfg Config, res *Result) (discover.Selection, error) {
 }
 
 // openProcesses opens the selected processes, with the memory map
-// discover read and their environment, read once here for both their
+// discover read and their environment, read once (env) for both their
 // identity and their MPI library's layouts. A process that cannot be
 // opened is noted on res and has an identity only.
-func openProcesses(cfg Config, sel []discover.Proc, res *Result) (map[int]*process, map[int]identity.Identity) {
+func openProcesses(cfg Config, envs envCache, sel []discover.Proc, res *Result) (map[int]*process, map[int]identity.Identity) {
 	files := &tables{byFile: map[fileID]*fileInfo{}}
 	procs := map[int]*process{}
 	ids := map[int]identity.Identity{}
 	for _, dp := range sel {
 		pid := dp.PID
-		env, err := cfg.Proc.Environ(pid)
+		env, err := envs.Environ(pid)
 		if err != nil {
 			env = nil
 		}
-		ids[pid] = identity.Resolve(pid, knownEnv{cfg.Proc, pid, env, err}, cfg.Host)
+		ids[pid] = identity.Resolve(pid, envs, cfg.Host)
 		p, err := openProcess(cfg.Proc, dp, env, files)
 		if err != nil {
 			res.Notes = append(res.Notes, fmt.Sprintf("pid %d: %v", pid, err))
@@ -306,18 +308,26 @@ func shortID(id string) string {
 	return id
 }
 
-// knownEnv is /proc as identity.Resolve reads it, with the environment of
-// pid already read (env, or the error reading it).
-type knownEnv struct {
+// envCache is /proc as identity.Resolve reads it, keeping each
+// process's environment (or the error reading it) once read: the --job
+// scan, the identities and the layouts read it once per process.
+type envCache struct {
 	procfs.FS
-	pid int
+	envs map[int]envRead
+}
+
+type envRead struct {
 	env map[string]string
 	err error
 }
 
-func (k knownEnv) Environ(pid int) (map[string]string, error) {
-	if pid == k.pid {
-		return k.env, k.err
+func newEnvCache(fs procfs.FS) envCache { return envCache{fs, map[int]envRead{}} }
+
+func (c envCache) Environ(pid int) (map[string]string, error) {
+	e, ok := c.envs[pid]
+	if !ok {
+		e.env, e.err = c.FS.Environ(pid)
+		c.envs[pid] = e
 	}
-	return k.FS.Environ(pid)
+	return e.env, e.err
 }
