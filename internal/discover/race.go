@@ -21,7 +21,10 @@ type Proc struct {
 	// StartTime is /proc/PID/stat's start time (clock ticks after boot)
 	// at discovery: with the pid it names this process and no later one.
 	StartTime uint64
-	// Libs are the MPI libraries the process mapped.
+	// Maps is the memory map read at discovery, Libs the MPI libraries
+	// in it: later readers take them from here instead of reading
+	// /proc/PID/maps again.
+	Maps []procfs.Mapping
 	Libs []Mapped
 	// Targets are the files to attach to, opened through the process.
 	Targets []probes.Target

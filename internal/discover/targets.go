@@ -55,7 +55,7 @@ func checkTarget(pfs procfs.FS, pid int) (Proc, error) {
 	case err != nil:
 		return Proc{}, fmt.Errorf("read memory map of pid %d (%s): %w", pid, text.Line(st.Comm), err)
 	}
-	p.Libs = Discover(maps)
+	p.Maps, p.Libs = maps, Discover(maps)
 	if !IsMPI(p.Libs) {
 		if len(maps) == 0 {
 			// A process whose memory is gone between the two reads.
@@ -70,6 +70,11 @@ func checkTarget(pfs procfs.FS, pid int) (Proc, error) {
 
 // JobPIDs returns the processes on this node whose identity names the job.
 func JobPIDs(pfs procfs.FS, job, host string) ([]int, error) {
+	return jobPIDs(pfs, pfs, job, host)
+}
+
+// jobPIDs is JobPIDs reading the identities through r.
+func jobPIDs(pfs procfs.FS, r identity.Reader, job, host string) ([]int, error) {
 	all, err := pfs.PIDs()
 	if err != nil {
 		return nil, fmt.Errorf("list processes: %w", err)
@@ -79,7 +84,7 @@ func JobPIDs(pfs procfs.FS, job, host string) ([]int, error) {
 		if pid == os.Getpid() {
 			continue
 		}
-		id := identity.Resolve(pid, pfs, host)
+		id := identity.Resolve(pid, r, host)
 		if id.Job == job && id.Rank != identity.Unknown {
 			out = append(out, pid)
 		}
@@ -224,11 +229,18 @@ func SystemTargets(want []probes.Library, extra []string) ([]probes.Target, erro
 // Named returns the processes a command names: pids, then the ranks of
 // job on this node (none when job is "").
 func Named(pfs procfs.FS, pids []int, job, host string) ([]int, error) {
+	return NamedVia(pfs, pfs, pids, job, host)
+}
+
+// NamedVia is Named reading the processes' identities through r: a
+// caller that needs their environments again passes a reader that keeps
+// what it read.
+func NamedVia(pfs procfs.FS, r identity.Reader, pids []int, job, host string) ([]int, error) {
 	out := slices.Clone(pids)
 	if job == "" {
 		return out, nil
 	}
-	jp, err := JobPIDs(pfs, job, host)
+	jp, err := jobPIDs(pfs, r, job, host)
 	if err != nil {
 		return nil, err
 	}

@@ -20,7 +20,10 @@
 //   - OB1Layout, MPICHReqLayout, UCPReqLayout and MPICHFrameArgs: the
 //     point-to-point requests and the frame slots status reads.
 //
-// The Resolve functions pick the best source; the LayoutStatus functions
+// CommReader and RequestReader read a process's communicators and
+// point-to-point requests with these layouts, into Comm and Request;
+// Learnt is what the processes of one command learn of their builds and
+// share. The Resolve functions pick the best source; the LayoutStatus functions
 // say, field by field, what `mpiprobe probes -p` lists. Process memory is
 // read through procfs.Memory; the package opens no /proc file itself.
 package mpiabi

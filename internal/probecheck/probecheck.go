@@ -115,21 +115,20 @@ func Layouts(pfs procfs.FS, pid int, debugDirs []string) ([]mpiabi.LayoutStatus,
 // ob1 in (Open MPI 5.0).
 func ob1Status(pfs procfs.FS, pid int, maps []procfs.Mapping, lib *elf.File, p mpiabi.LiveProcess, comm mpiabi.CommLayout) mpiabi.LayoutStatus {
 	st := mpiabi.LayoutStatus{Struct: mpiabi.OB1LayoutStruct}
-	ob1, display := lib, "libmpi.so (ob1 built in)"
-	f, m, done, err := openMapped(pfs, pid, maps, func(base string) bool { return base == "mca_pml_ob1.so" })
-	if err != nil {
-		st.File, st.Reason = m.Path, err.Error()
+	m, builtIn, ok := mpiabi.LocateOB1(maps, func(procfs.Mapping) bool { return true }, func() *elf.File { return lib })
+	if !ok {
+		st.Reason = "mca_pml_ob1.so is not mapped (another pml, or before MPI_Init)"
 		return st
 	}
-	if f != nil {
-		defer done()
-		ob1, display = f, m.Path
-	}
-	if ob1 == lib {
-		if syms, err := elfx.Defined(lib); err != nil || syms["mca_pml_ob1_recv_request_t_class"].Value == 0 {
-			st.Reason = "mca_pml_ob1.so is not mapped (another pml, or before MPI_Init)"
+	ob1, display := lib, "libmpi.so (ob1 built in)"
+	if !builtIn {
+		f, done, err := openMapping(pfs, pid, m)
+		if err != nil {
+			st.File, st.Reason = m.Path, err.Error()
 			return st
 		}
+		defer done()
+		ob1, display = f, m.Path
 	}
 	if comm.Kind != mpiabi.LayoutOMPI {
 		st.File, st.Reason = display, "the communicator layout is not known"
@@ -161,16 +160,23 @@ func openMapped(pfs procfs.FS, pid int, maps []procfs.Mapping, match func(base s
 		if m.Inode == 0 || !match(filepath.Base(m.Path)) {
 			continue
 		}
-		osf, err := symbolize.ProcOpener(pfs, pid)(m)
-		if err != nil {
-			return nil, m, nil, err
-		}
-		f, err := elf.NewFile(osf)
-		if err != nil {
-			_ = osf.Close()
-			return nil, m, nil, fmt.Errorf("%s: %w", m.Path, err)
-		}
-		return f, m, func() { _ = osf.Close() }, nil
+		f, done, err := openMapping(pfs, pid, m)
+		return f, m, done, err
 	}
 	return nil, procfs.Mapping{}, nil, nil
+}
+
+// openMapping opens the file of one of pid's mappings, as
+// symbolize.ProcOpener does, with the function that closes it.
+func openMapping(pfs procfs.FS, pid int, m procfs.Mapping) (*elf.File, func(), error) {
+	osf, err := symbolize.ProcOpener(pfs, pid)(m)
+	if err != nil {
+		return nil, nil, err
+	}
+	f, err := elf.NewFile(osf)
+	if err != nil {
+		_ = osf.Close()
+		return nil, nil, fmt.Errorf("%s: %w", m.Path, err)
+	}
+	return f, func() { _ = osf.Close() }, nil
 }

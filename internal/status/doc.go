@@ -23,5 +23,8 @@
 // communicator object most of them point to (validated against the
 // library's layout: Open MPI's class pointer, MPICH's object tables).
 //
-// The decision itself is package hang's.
+// The MPI objects themselves (communicators, point-to-point requests) are
+// decoded by package mpiabi; status finds them on the stack and turns what
+// mpiabi reads into agg.Comm and hang.Wait (adapter.go). The decision
+// itself is package hang's.
 package status

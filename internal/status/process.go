@@ -12,7 +12,6 @@ import (
 	"github.com/mpiprobe/mpiprobe/internal/discover"
 	"github.com/mpiprobe/mpiprobe/internal/elfx"
 	"github.com/mpiprobe/mpiprobe/internal/procfs"
-	"github.com/mpiprobe/mpiprobe/internal/status/hang"
 	"github.com/mpiprobe/mpiprobe/internal/status/unwind"
 	"github.com/mpiprobe/mpiprobe/internal/symbolize"
 	"github.com/mpiprobe/mpiprobe/probes"
@@ -31,45 +30,8 @@ type fileID struct {
 // all processes.
 type tables struct {
 	byFile map[fileID]*fileInfo
-	// ob1 holds the ob1 request layouts read from DWARF, by
-	// "ob1 build id/libmpi build id".
-	ob1 map[string]ob1Result
-	// frames holds the frame slots inferred from MPICH API functions'
-	// code, by "build id/function/return address".
-	frames map[string]frameResult
-	// ch3 holds where each ch3 build keeps a request's match, by build
-	// id, once a receive has shown it.
-	ch3 map[string]*ch3Match
-	// devices holds the device each MPICH build names, by build id.
-	devices map[string]string
-	// ucp holds what is learnt of the request layouts of libucp builds
-	// the table does not hold, by build id (ucx.go).
-	ucp map[string]*ucpLearnt
-}
-
-// ch3For returns the shared match offset of a ch3 build.
-func (t *tables) ch3For(build string) *ch3Match { return sharedOf(&t.ch3, build) }
-
-// sharedOf returns what the processes of one build share in *m, made on
-// first use.
-func sharedOf[T any](m *map[string]*T, build string) *T {
-	if *m == nil {
-		*m = map[string]*T{}
-	}
-	if (*m)[build] == nil {
-		(*m)[build] = new(T)
-	}
-	return (*m)[build]
-}
-
-type frameResult struct {
-	args mpiabi.MPICHFrameArgs
-	err  error
-}
-
-type ob1Result struct {
-	layout mpiabi.OB1Layout
-	err    error
+	// learnt is what is learnt of the MPI builds (mpiabi.Learnt).
+	learnt mpiabi.Learnt
 }
 
 type fileInfo struct {
@@ -89,33 +51,29 @@ type process struct {
 	files *tables
 	// comms reads communicator objects; its layout Kind is LayoutUnknown
 	// when the MPI library build is not known.
-	comms commReader
+	comms mpiabi.CommReader
 	// lib is the MPI C library's path and build id.
 	lib, build string
 	// ompiName is the process's Open MPI name from its environment
 	// (mpiabi.OMPIName), 0 if none.
 	ompiName uint64
-	// p2p reads point-to-point requests (p2p.go).
-	p2p p2pReader
+	// p2p reads point-to-point requests (stackrequests.go, frameargs.go).
+	p2p mpiabi.RequestReader
 }
 
-func openProcess(fs procfs.FS, pid int, files *tables) (*process, error) {
-	maps, err := fs.Maps(pid)
-	if err != nil {
-		return nil, err
-	}
+// openProcess opens a process discover selected, with the memory map and
+// libraries discover read and the environment Collect read (nil if it
+// could not be: the layouts are then inferred without it).
+func openProcess(fs procfs.FS, dp discover.Proc, env map[string]string, files *tables) (*process, error) {
+	pid := dp.PID
 	mem, err := fs.OpenMem(pid)
 	if err != nil {
 		return nil, err
 	}
-	p := &process{pid: pid, maps: maps, mem: mem, open: symbolize.ProcOpener(fs, pid), files: files}
-	p.comms = commReader{mem: p.read}
-	env, err := fs.Environ(pid)
-	if err != nil {
-		env = nil // the layouts are then inferred without it
-	}
+	p := &process{pid: pid, maps: dp.Maps, mem: mem, open: symbolize.ProcOpener(fs, pid), files: files}
+	p.comms = mpiabi.CommReader{Mem: p.read}
 	p.ompiName = mpiabi.OMPIName(env)
-	for _, m := range discover.Discover(maps) {
+	for _, m := range dp.Libs {
 		if m.Library != probes.OMPILibMPI && m.Library != probes.MPICHLib {
 			continue
 		}
@@ -124,12 +82,12 @@ func openProcess(fs procfs.FS, pid int, files *tables) (*process, error) {
 		p.lib, p.build = mp.Path, fi.build
 		if bias, ok := p.bias(mp); ok {
 			if l, ok := p.commLayout(env, m, fi.build, bias); ok {
-				p.comms.layout, p.comms.bias = l, bias
+				p.comms.Layout, p.comms.Bias = l, bias
 			}
 		}
 		break
 	}
-	p.p2p = newP2PReader(p)
+	p.p2p = newRequestReader(p)
 	return p, nil
 }
 
@@ -205,8 +163,8 @@ type thread struct {
 	// votes are the stack words pointing to each candidate.
 	comm  uint64
 	votes map[uint64]int
-	// waits are the point-to-point requests the call waits for (p2p.go).
-	waits []hang.Wait
+	// waits are the point-to-point requests the call waits for (stackrequests.go, frameargs.go).
+	waits []mpiabi.Request
 	// unwindErr says why the stack could not be followed to its end.
 	unwindErr error
 }
@@ -295,7 +253,7 @@ const maxScan = 64 << 10
 // the return address into the application (the MPI library's frames),
 // and the live register values of those frames, point to most often.
 func (p *process) commOnStack(mem procfs.Memory, sp, ret uint64, live []uint64) (uint64, map[uint64]int) {
-	if p.comms.layout.Kind == mpiabi.LayoutUnknown || sp == 0 {
+	if p.comms.Layout.Kind == mpiabi.LayoutUnknown || sp == 0 {
 		return 0, nil
 	}
 	buf := make([]byte, maxScan)
@@ -317,7 +275,7 @@ func (p *process) commOnStack(mem procfs.Memory, sp, ret uint64, live []uint64) 
 		words = append(words, w)
 	}
 	words = append(words, live...)
-	votes := countVotes(words, p.comms.isComm)
+	votes := countVotes(words, p.comms.IsComm)
 	c, _ := bestVote(votes)
 	return c, votes
 }

@@ -7,13 +7,9 @@ import (
 	"io/fs"
 	"log/slog"
 	"os"
-	"path"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
-
-	"github.com/mpiprobe/mpiprobe/internal/mpiabi"
 
 	"golang.org/x/sys/unix"
 
@@ -24,7 +20,6 @@ import (
 	"github.com/mpiprobe/mpiprobe/internal/kernel"
 	"github.com/mpiprobe/mpiprobe/internal/procfs"
 	"github.com/mpiprobe/mpiprobe/internal/status/hang"
-	"github.com/mpiprobe/mpiprobe/internal/status/unwind"
 	"github.com/mpiprobe/mpiprobe/internal/symbolize"
 )
 
@@ -89,7 +84,7 @@ type Thread struct {
 	// with, from a --collectives session; nil without.
 	Args *hang.Args `json:"args,omitempty"`
 	// Waits are the point-to-point requests the call waits for, read
-	// from the library (see p2p.go); nil if none was found.
+	// from the library (see stackrequests.go); nil if none was found.
 	Waits []hang.Wait `json:"waits,omitempty"`
 	// commRank is the thread's rank in Comm, -1 if unknown.
 	commRank int
@@ -140,8 +135,56 @@ type Result struct {
 	Notes []string `json:"notes,omitempty"`
 }
 
-// Collect looks at the ranks and decides who waits where.
+// Collect looks at the ranks and decides who waits where, in stages:
+// the ranks are selected and opened (selectRanks, openProcesses), their
+// threads sampled at both ends of a window (watch), each rank's threads
+// turned into facts with the MPI objects they work on (rankState,
+// threadState, mpiObjects), and the whole diagnosed (diagnose) into a
+// Result ready to render.
 func Collect(ctx context.Context, cfg Config) (Result, error) {
+	cfg = withDefaults(cfg)
+	res := Result{Host: cfg.Host, Window: cfg.Window}
+
+	env := newEnvCache(cfg.Proc)
+	sel, err := selectRanks(cfg, env, &res)
+	if err != nil {
+		return res, err
+	}
+	k, err := openLive()
+	if err != nil {
+		return res, err
+	}
+	defer k.close()
+	if err := k.watch(sel.Live); err != nil {
+		return res, err
+	}
+	if err := k.countCalls(sel.Targets); err != nil {
+		return res, fmt.Errorf("attach the MPI call counter: %w", err)
+	}
+
+	history := readHistory(cfg, sel.Live, &res)
+	procs, ids := openProcesses(cfg, env, sel.Procs, &res)
+	defer func() {
+		for _, p := range procs {
+			p.close()
+		}
+	}()
+	resolver := symbolize.NewResolver()
+	defer resolver.Close()
+
+	w, err := watch(ctx, cfg, k, procs, resolver)
+	if err != nil {
+		return res, err
+	}
+	for _, pid := range sel.Live {
+		res.Ranks = append(res.Ranks, rankState(cfg, pid, ids[pid], procs[pid], w, history[pid], &res))
+	}
+	diagnose(&res, cfg.MinWait)
+	return res, nil
+}
+
+// withDefaults fills in what cfg leaves unset.
+func withDefaults(cfg Config) Config {
 	if cfg.Window <= 0 {
 		cfg.Window = DefaultWindow
 	}
@@ -157,526 +200,68 @@ func Collect(ctx context.Context, cfg Config) (Result, error) {
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
-	res := Result{Host: cfg.Host, Window: cfg.Window}
+	return cfg
+}
 
-	pids, err := discover.Named(cfg.Proc, cfg.PIDs, cfg.Job, cfg.Host)
+// selectRanks finds the processes cfg names that map an MPI library
+// (discover.Select), noting on res why the others are skipped, and checks
+// that the kernel can run status's programs. The environments read to
+// find a job's ranks are kept in env.
+func selectRanks(cfg Config, env envCache, res *Result) (discover.Selection, error) {
+	pids, err := discover.NamedVia(cfg.Proc, env, cfg.PIDs, cfg.Job, cfg.Host)
 	if err != nil {
-		return res, err
+		return discover.Selection{}, err
 	}
 	if len(pids) == 0 {
-		return res, errors.New("no target: give -p PID or --job JOBID")
+		return discover.Selection{}, errors.New("no target: give -p PID or --job JOBID")
 	}
 	sel := discover.Select(cfg.Proc, pids, nil)
-	targets, live := sel.Targets, sel.Live
-	if len(live) == 0 {
-		return res, errors.Join(sel.Skipped...)
+	if len(sel.Live) == 0 {
+		return sel, errors.Join(sel.Skipped...)
 	}
 	for _, e := range sel.Skipped {
 		res.Notes = append(res.Notes, e.Error())
 	}
-	if err := kernel.Preflight(); err != nil {
-		return res, err
-	}
+	return sel, kernel.Preflight()
+}
 
-	k, err := openLive()
-	if err != nil {
-		return res, err
-	}
-	defer k.close()
-	if err := k.watch(live); err != nil {
-		return res, err
-	}
-	if err := k.countCalls(targets); err != nil {
-		return res, fmt.Errorf("attach the MPI call counter: %w", err)
-	}
-
-	history := readHistory(cfg, live, &res)
-
+// openProcesses opens the selected processes, with the memory map
+// discover read and their environment, read once (env) for both their
+// identity and their MPI library's layouts. A process that cannot be
+// opened is noted on res and has an identity only.
+func openProcesses(cfg Config, envs envCache, sel []discover.Proc, res *Result) (map[int]*process, map[int]identity.Identity) {
 	files := &tables{byFile: map[fileID]*fileInfo{}}
 	procs := map[int]*process{}
-	defer func() {
-		for _, p := range procs {
-			p.close()
-		}
-	}()
 	ids := map[int]identity.Identity{}
-	for _, pid := range live {
-		ids[pid] = identity.Resolve(pid, cfg.Proc, cfg.Host)
-		p, err := openProcess(cfg.Proc, pid, files)
+	for _, dp := range sel {
+		pid := dp.PID
+		env, err := envs.Environ(pid)
+		if err != nil {
+			env = nil
+		}
+		ids[pid] = identity.Resolve(pid, envs, cfg.Host)
+		p, err := openProcess(cfg.Proc, dp, env, files)
 		if err != nil {
 			res.Notes = append(res.Notes, fmt.Sprintf("pid %d: %v", pid, err))
 			continue
 		}
 		procs[pid] = p
 	}
-	resolver := symbolize.NewResolver()
-	defer resolver.Close()
+	return procs, ids
+}
 
-	first, err := sample(k, procs, resolver)
-	if err != nil {
-		return res, err
-	}
-	start := time.Now()
-	select {
-	case <-ctx.Done():
-		return res, ctx.Err()
-	case <-time.After(cfg.Window):
-	}
-	last, err := sample(k, procs, resolver)
-	if err != nil {
-		return res, err
-	}
-	watched := time.Since(start)
-	calls, err := k.calls()
-	if err != nil {
-		return res, err
-	}
-	confirmLeft(k, procs, resolver, first, last, calls)
-	resolveComms(k, procs, resolver, first, last)
-	now := monotonic()
-
-	var hr []hang.Rank
-	for _, pid := range live {
-		id := ids[pid]
-		r := Rank{PID: pid, Job: id.Job, Host: id.Host, Rank: -1}
-		if n, err := strconv.Atoi(id.Rank); err == nil {
-			r.Rank = n
-		}
-		p := procs[pid]
-		if p != nil {
-			r.Library = p.libName()
-			if p.comms.layout.Kind == mpiabi.LayoutUnknown {
-				r.Note = fmt.Sprintf("unknown %s build %s: communicators are not read", p.libName(), shortID(p.build))
-			}
-		}
-		if gone(pid) {
-			r.Ended = "exited during status"
-		}
-		hist := history[pid]
-		if hist != nil {
-			r.Counts = counts(hist)
-		}
-		for tid, t := range last[pid] {
-			before, seen := first[pid][tid]
-			if unreadable(t) && seen && !unreadable(before) && calls[tid] == 0 {
-				// The thread entered no MPI call during the window: it
-				// is where the first sample saw it.
-				t = before
-			}
-			if unreadable(t) && tid == pid {
-				r.Unreadable = fmt.Sprintf("its stack could not be unwound (%v)", t.unwindErr)
-			}
-			if t.in.Call == "" && t.unwindErr != nil && len(t.frames) > 0 && apiLibrary(t.frames[0].Object) {
-				res.Notes = append(res.Notes, fmt.Sprintf("rank %s (pid %d) thread %d is in %s but its stack could not be followed (%v): it may be inside an MPI call",
-					id.Rank, pid, tid, path.Base(t.frames[0].Object), t.unwindErr))
-			}
-			if t.in.Call == "" {
-				var fs []string
-				for _, f := range t.frames {
-					fs = append(fs, frameText(f))
-				}
-				cfg.Log.Debug("thread in no MPI call", "pid", pid, "tid", tid, "ip", fmt.Sprintf("%#x", t.regs.IP),
-					"sp", fmt.Sprintf("%#x", t.regs.SP), "stack", strings.Join(fs, " <- "), "unwind", t.unwindErr)
-				continue
-			}
-			th := Thread{TID: tid, Call: t.in.Call, Site: t.in.Site}
-			for _, f := range t.frames {
-				th.Stack = append(th.Stack, frameText(f))
-			}
-			switch {
-			case t.in.Hidden:
-				th.Note = "call site hidden by a uretprobe"
-			case t.unwindErr != nil && t.in.Site == "":
-				th.Note = t.unwindErr.Error()
-			}
-			th.commRank = -1
-			if p != nil && t.comm != 0 {
-				if c, cr, ok := p.comms.comm(t.comm); ok {
-					th.Comm, th.commRank = &c, cr
-					if c.Name == "" {
-						th.CommName = p.comms.userName(t.comm)
-						th.Members = p.p2p.members(t.comm, p.comms.layout)
-						if th.Members == nil {
-							th.Members = p.comms.mpichMembers(t.comm)
-						}
-					}
-				}
-			}
-			addWaits(&th, t, p, &res)
-			switch {
-			case calls[tid] > 0:
-				th.Moving = true
-				cfg.Log.Debug("thread entered MPI calls during the window", "pid", pid, "tid", tid, "calls", calls[tid])
-			case seen && !unreadable(before) && (before.in.Call != t.in.Call || before.in.SitePC != t.in.SitePC):
-				th.Moving = true
-				cfg.Log.Debug("thread changed calls during the window", "pid", pid, "tid", tid,
-					"before", before.in.Call, "now", t.in.Call, "before_site", before.in.Site, "unwind_before", before.unwindErr, "stack_before", stackText(before))
-			default:
-				th.Since, th.AtLeast = watched, true
-			}
-			if e, st, ok := completing(hist, th); ok && !th.Moving {
-				// In MPI_Wait & co. for the only nonblocking collective
-				// this rank has not completed: that collective is what it
-				// waits for.
-				c := e.Comm
-				th.Via, th.Call, th.Comm, th.Seq, th.Members = th.Call, st.Name, &c, st.Calls, nil
-				if st.PendingSince != 0 && st.PendingSince <= now {
-					th.Since, th.AtLeast = time.Duration(now-st.PendingSince), false
-				}
-			}
-			if e, st, ok := inFlight(hist, th); ok && !th.Moving {
-				c := e.Comm
-				if th.Comm == nil || th.Comm.ID != c.ID {
-					th.Members = nil // read from another communicator
-				}
-				th.Comm, th.Seq = &c, st.Calls
-				if st.Count >= 0 || st.Root >= 0 {
-					th.Args = &hang.Args{Root: int(st.Root), Count: st.Count}
-					if p != nil {
-						th.Args.Datatype = p.datatypeText(st.Datatype)
-					}
-				}
-				if st.Since <= now {
-					th.Since, th.AtLeast = time.Duration(now-st.Since), false
-				}
-
-			}
-			r.Threads = append(r.Threads, th)
-		}
-		if len(r.Threads) > 0 {
-			r.Unreadable = ""
-		}
-		slices.SortFunc(r.Threads, func(a, b Thread) int { return a.TID - b.TID })
-		if len(r.Threads) > 1 {
-			res.Notes = append(res.Notes, fmt.Sprintf("rank %d (pid %d) has %d threads in MPI calls; the verdict uses the one inside longest", r.Rank, pid, len(r.Threads)))
-		}
-		res.Ranks = append(res.Ranks, r)
-		hr = append(hr, hangRank(r))
-	}
+// diagnose orders the ranks, names the WORLD ranks of peers known by
+// their rank in a communicator (resolveCommPeers) and puts package
+// hang's verdict on res.
+func diagnose(res *Result, minWait time.Duration) {
 	slices.SortFunc(res.Ranks, func(a, b Rank) int {
 		if a.Rank != b.Rank {
 			return a.Rank - b.Rank
 		}
 		return a.PID - b.PID
 	})
-	hr = resolveCommPeers(res.Ranks)
-	res.Report = hang.Diagnose(hr, cfg.MinWait)
-	return res, nil
+	res.Report = hang.Diagnose(resolveCommPeers(res.Ranks), minWait)
 }
-
-// sampleTries bounds how often a thread whose stack could not be followed
-// is read again.
-const sampleTries = 8
-
-// sample reads the registers of every thread and what each is doing, by
-// pid and tid. The registers of a thread running on another CPU are read
-// while they may change: a read whose stack cannot be followed (instruction
-// pointer and stack pointer from two different moments) is retried.
-func sample(k *live, procs map[int]*process, res *symbolize.Resolver) (map[int]map[int]thread, error) {
-	out, err := sampleOnce(k, procs, res)
-	for try := 1; err == nil && try < sampleTries; try++ {
-		if !torn(out) {
-			break
-		}
-		time.Sleep(time.Duration(try) * time.Millisecond)
-		again, aerr := sampleOnce(k, procs, res)
-		if aerr != nil {
-			return out, nil
-		}
-		for pid, ts := range out {
-			for tid, t := range ts {
-				if t.in.Call == "" && t.unwindErr != nil {
-					if a, ok := again[pid][tid]; ok {
-						ts[tid] = a
-					}
-				}
-			}
-		}
-	}
-	return out, err
-}
-
-// leftTries bounds the extra samples confirmLeft takes.
-const leftTries = 3
-
-// confirmLeft samples again, up to leftTries times, the threads that the
-// first sample saw inside an MPI call and the last in none although they
-// entered no MPI call in between: either the call returned and the thread
-// computes, or the last sample missed the call's frames. A later sample
-// that finds the thread back in the first sample's call replaces the
-// last; a thread that really computes stays so in every one.
-func confirmLeft(k *live, procs map[int]*process, res *symbolize.Resolver, first, last map[int]map[int]thread, calls map[int]uint64) {
-	left := func() bool {
-		for pid, ts := range last {
-			for tid, t := range ts {
-				if b, ok := first[pid][tid]; ok && t.in.Call == "" && b.in.Call != "" && calls[tid] == 0 {
-					return true
-				}
-			}
-		}
-		return false
-	}
-	for try := 1; try <= leftTries && left(); try++ {
-		time.Sleep(time.Duration(try) * time.Millisecond)
-		again, err := sampleOnce(k, procs, res)
-		if err != nil {
-			return
-		}
-		for pid, ts := range last {
-			for tid, t := range ts {
-				b, ok := first[pid][tid]
-				if !ok || t.in.Call != "" || b.in.Call == "" || calls[tid] != 0 {
-					continue
-				}
-				if a, ok := again[pid][tid]; ok && a.in.Call == b.in.Call {
-					ts[tid] = a
-				}
-			}
-		}
-	}
-}
-
-// commTries bounds the extra samples taken for threads whose communicator
-// vote tied.
-const commTries = 10
-
-// resolveComms decides the communicator of threads in the same call at
-// both ends of the window whose stack words tie between two candidates:
-// the words of both samples, then of up to commTries more, are counted
-// together until one candidate leads.
-func resolveComms(k *live, procs map[int]*process, res *symbolize.Resolver, first, last map[int]map[int]thread) {
-	type id struct{ pid, tid int }
-	open := map[id]map[uint64]int{}
-	for pid, ts := range last {
-		for tid, t := range ts {
-			b, ok := first[pid][tid]
-			if t.in.Call == "" || t.comm != 0 || len(t.votes) < 2 || !ok || b.in.Call != t.in.Call || b.in.SitePC != t.in.SitePC {
-				continue
-			}
-			votes := mergeVotes(b.votes, t.votes)
-			if c, ok := bestVote(votes); ok {
-				t.comm = c
-				ts[tid] = t
-				continue
-			}
-			open[id{pid, tid}] = votes
-		}
-	}
-	for try := 0; try < commTries && len(open) > 0; try++ {
-		time.Sleep(2 * time.Millisecond)
-		again, err := sampleOnce(k, procs, res)
-		if err != nil {
-			return
-		}
-		for i, votes := range open {
-			t, a := last[i.pid][i.tid], again[i.pid][i.tid]
-			if a.in.Call != t.in.Call || a.in.SitePC != t.in.SitePC {
-				continue
-			}
-			votes = mergeVotes(votes, a.votes)
-			open[i] = votes
-			if c, ok := bestVote(votes); ok {
-				t.comm = c
-				last[i.pid][i.tid] = t
-				delete(open, i)
-			}
-		}
-	}
-}
-
-// torn reports whether a thread's stack could not be followed.
-func torn(s map[int]map[int]thread) bool {
-	for _, ts := range s {
-		for _, t := range ts {
-			if t.in.Call == "" && t.unwindErr != nil {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-func sampleOnce(k *live, procs map[int]*process, res *symbolize.Resolver) (map[int]map[int]thread, error) {
-	regs, err := k.regs()
-	if err != nil {
-		return nil, err
-	}
-	out := map[int]map[int]thread{}
-	for _, r := range regs {
-		p := procs[int(r.Tgid)]
-		if p == nil {
-			continue
-		}
-		if out[p.pid] == nil {
-			out[p.pid] = map[int]thread{}
-		}
-		n := min(int(r.Nret), len(r.RetStack))
-		patches := make([]patch, 0, n)
-		for i := range n {
-			patches = append(patches, patch{at: r.RetStack[i], value: r.RetOrig[i]})
-		}
-		regs := unwind.Regs{IP: r.Ip, SP: r.Sp, BP: r.Bp, HasLive: true}
-		regs.Live[3], regs.Live[12], regs.Live[13], regs.Live[14], regs.Live[15] = r.Bx, r.R12, r.R13, r.R14, r.R15
-		out[p.pid][int(r.Tid)] = p.stack(int(r.Tid), regs, patches, res)
-	}
-	return out, nil
-}
-
-// readHistory returns, per pid, the collective counts of running
-// --collectives sessions.
-func readHistory(cfg Config, pids []int, res *Result) map[int][]collstate.Entry {
-	want := map[int]bool{}
-	for _, p := range pids {
-		want[p] = true
-	}
-	sessions, err := collstate.OpenPinned(cfg.PinRoot, func(pid int) bool { return !gone(pid) })
-	if err != nil {
-		res.Notes = append(res.Notes, "collective history: "+err.Error())
-	}
-	out := map[int][]collstate.Entry{}
-	for _, s := range sessions {
-		es, err := collstate.Read(s.Maps, func(pid int) bool { return want[pid] })
-		s.Close()
-		if err != nil {
-			res.Notes = append(res.Notes, fmt.Sprintf("collective history of mpiprobe pid %d: %v", s.PID, err))
-			continue
-		}
-		if len(es) > 0 {
-			res.History = append(res.History, s.PID)
-		}
-		for _, e := range es {
-			out[e.PID] = append(out[e.PID], e)
-		}
-	}
-	return out
-}
-
-// inFlight finds the history entry of the collective a thread is in: same
-// name and a thread inside. When several communicators qualify, the one
-// the stack shows decides; a single entry wins over the stack's vote, since
-// the probe read the communicator from the call's own argument.
-func inFlight(hist []collstate.Entry, th Thread) (collstate.Entry, collstate.Stat, bool) {
-	var found []struct {
-		e  collstate.Entry
-		st collstate.Stat
-	}
-	for _, e := range hist {
-		for _, st := range e.Stats {
-			if st.Name == th.Call && st.Inside > 0 {
-				found = append(found, struct {
-					e  collstate.Entry
-					st collstate.Stat
-				}{e, st})
-			}
-		}
-	}
-	if len(found) > 1 && th.Comm != nil {
-		for _, f := range found {
-			if f.e.Comm.ID == th.Comm.ID && f.e.Comm.Size == th.Comm.Size {
-				return f.e, f.st, true
-			}
-		}
-	}
-	if len(found) == 1 {
-		return found[0].e, found[0].st, true
-	}
-	return collstate.Entry{}, collstate.Stat{}, false
-}
-
-// completionCalls complete requests.
-var completionCalls = map[string]bool{
-	"MPI_Wait": true, "MPI_Test": true, "MPI_Waitall": true, "MPI_Testall": true,
-	"MPI_Waitany": true, "MPI_Testany": true, "MPI_Waitsome": true, "MPI_Testsome": true,
-}
-
-// completing finds the nonblocking collective a thread in a completion
-// call waits for: the only one of the rank with a request not completed.
-func completing(hist []collstate.Entry, th Thread) (collstate.Entry, collstate.Stat, bool) {
-	if !completionCalls[th.Call] {
-		return collstate.Entry{}, collstate.Stat{}, false
-	}
-	var e collstate.Entry
-	var st collstate.Stat
-	n := 0
-	for _, h := range hist {
-		for _, s := range h.Stats {
-			if s.Pending > 0 {
-				e, st = h, s
-				n++
-			}
-		}
-	}
-	return e, st, n == 1
-}
-
-// counts turns history entries into per-communicator counts.
-func counts(es []collstate.Entry) []CommCount {
-	var out []CommCount
-	for _, e := range es {
-		c := CommCount{Comm: e.Comm, Calls: map[string]uint64{}}
-		for _, st := range e.Stats {
-			c.Calls[st.Name] = st.Calls
-		}
-		out = append(out, c)
-	}
-	return out
-}
-
-// hangRank is the rank as package hang sees it: the thread inside its call
-// longest stands for the rank.
-func hangRank(r Rank) hang.Rank {
-	h := hang.Rank{Rank: r.Rank, PID: r.PID, Host: r.Host, Ended: r.Ended}
-	if r.Counts != nil {
-		h.Counts = map[agg.Comm]map[string]uint64{}
-		for _, c := range r.Counts {
-			m := h.Counts[c.Comm]
-			if m == nil {
-				m = map[string]uint64{}
-				h.Counts[c.Comm] = m
-			}
-			for n, v := range c.Calls {
-				m[n] += v
-			}
-		}
-	}
-	var best *Thread
-	for i := range r.Threads {
-		t := &r.Threads[i]
-		if best == nil || betterThread(t, best) {
-			best = t
-		}
-	}
-	h.Unreadable = r.Unreadable
-	if best != nil {
-		call := &hang.Call{Name: best.Call, Comm: best.Comm, Seq: best.Seq, Peer: -1,
-			Since: best.Since, AtLeast: best.AtLeast, Site: best.Site, Args: best.Args, Members: best.Members}
-		if len(best.Waits) > 0 {
-			call.Waits, call.Peer = best.Waits, waitsPeer(best.Waits)
-		}
-		if best.Moving {
-			call.Since = 0
-		}
-		h.In = call
-	}
-	return h
-}
-
-// betterThread reports whether a stands for its rank rather than b: a
-// thread that stays in its call before one that moves, then one inside
-// longer, then one in a collective (what the other ranks wait for).
-func betterThread(a, b *Thread) bool {
-	if a.Moving != b.Moving {
-		return !a.Moving
-	}
-	if a.Since != b.Since {
-		return a.Since > b.Since
-	}
-	return a.Comm != nil && hang.IsCollective(a.Call) && !(b.Comm != nil && hang.IsCollective(b.Call))
-}
-
-// unreadable reports whether a sample of a thread says nothing: no MPI call
-// found because its stack could not be unwound.
-func unreadable(t thread) bool { return t.in.Call == "" && t.unwindErr != nil }
 
 // frameText renders one frame for --verbose and JSON.
 func frameText(s symbolize.Site) string {
@@ -721,4 +306,28 @@ func shortID(id string) string {
 		return "(no build id)"
 	}
 	return id
+}
+
+// envCache is /proc as identity.Resolve reads it, keeping each
+// process's environment (or the error reading it) once read: the --job
+// scan, the identities and the layouts read it once per process.
+type envCache struct {
+	procfs.FS
+	envs map[int]envRead
+}
+
+type envRead struct {
+	env map[string]string
+	err error
+}
+
+func newEnvCache(fs procfs.FS) envCache { return envCache{fs, map[int]envRead{}} }
+
+func (c envCache) Environ(pid int) (map[string]string, error) {
+	e, ok := c.envs[pid]
+	if !ok {
+		e.env, e.err = c.FS.Environ(pid)
+		c.envs[pid] = e
+	}
+	return e.env, e.err
 }

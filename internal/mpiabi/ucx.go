@@ -1,23 +1,18 @@
-package status
+package mpiabi
 
 import (
 	"encoding/binary"
 	"slices"
-
-	"github.com/mpiprobe/mpiprobe/internal/mpiabi"
 )
 
-// ucpLearnt is the request layout of a libucp build the table does not
+// UCPLearnt is the request layout of a libucp build the table does not
 // hold (another UCX release or configure line), learnt from the first
 // requests read and shared by the processes of the build: a receive gives
 // the receive fields, a send the send fields.
-type ucpLearnt struct {
+type UCPLearnt struct {
 	recv, send bool
-	l          mpiabi.UCPReqLayout
+	l          UCPReqLayout
 }
-
-// ucpFor returns what is learnt of a libucp build.
-func (t *tables) ucpFor(build string) *ucpLearnt { return sharedOf(&t.ucp, build) }
 
 // The bounds of the search in a UCX request: the user data pointer and
 // the tag precede the user's part (ucp_request_t comes first) or start
@@ -41,9 +36,9 @@ func (w ucpWindow) at(off int) uint64 {
 // ucpWindows returns, for the MPICH request at addr, the UCX requests it
 // may point to (a pointer at or past 0x20 in it, as ucpRequest searches)
 // with their surroundings.
-func (r p2pReader) ucpWindows(addr uint64) []ucpWindow {
+func (r RequestReader) ucpWindows(addr uint64) []ucpWindow {
 	buf := make([]byte, ucpSearch)
-	if r.mem(addr, buf) != nil {
+	if r.Mem(addr, buf) != nil {
 		return nil
 	}
 	var out []ucpWindow
@@ -53,7 +48,7 @@ func (r p2pReader) ucpWindows(addr uint64) []ucpWindow {
 			continue
 		}
 		w := ucpWindow{ureq: ureq, b: make([]byte, ucpFieldsTo-ucpFieldsFrom)}
-		if r.mem(ureq-uint64(-ucpFieldsFrom), w.b) == nil {
+		if r.Mem(ureq-uint64(-ucpFieldsFrom), w.b) == nil {
 			out = append(out, w)
 		}
 	}
@@ -86,8 +81,8 @@ type ucpComm struct {
 // send's tag is a word with a communicator's context id and the process's
 // own rank in it as the source. The nearest such place before the user's
 // part is taken.
-func (r p2pReader) learnUCP(addr uint64, send bool, comms []ucpComm) {
-	lr := r.ucpLearn
+func (r RequestReader) learnUCP(addr uint64, send bool, comms []ucpComm) {
+	lr := r.UCPLearn
 	if len(comms) == 0 {
 		return
 	}
@@ -116,10 +111,10 @@ func (r p2pReader) learnUCP(addr uint64, send bool, comms []ucpComm) {
 			for to := -8; to >= ucpFieldsFrom && (uo >= 0 || to > uo); to -= 8 {
 				t := w.at(to)
 				switch {
-				case !send && to <= -16 && on(t, false) && ucpMask(w.at(to+8), r.req.TagBits) && t&^w.at(to+8) == 0:
+				case !send && to <= -16 && on(t, false) && ucpMask(w.at(to+8), r.Req.TagBits) && t&^w.at(to+8) == 0:
 					lr.l.RecvUserOff, lr.l.RecvTagOff, lr.l.RecvMaskOff, lr.recv = int32(uo), int32(to), int32(to+8), true
 					return
-				case send && t>>32 != 0 && on(t, true) && uint32(t) < maxTag:
+				case send && t>>32 != 0 && on(t, true) && uint32(t) < MaxTag:
 					lr.l.SendUserOff, lr.l.SendTagOff, lr.send = int32(uo), int32(to), true
 					return
 				}

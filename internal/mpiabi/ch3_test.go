@@ -1,11 +1,8 @@
-package status
+package mpiabi
 
 import (
+	"fmt"
 	"testing"
-
-	"github.com/mpiprobe/mpiprobe/internal/mpiabi"
-
-	"github.com/mpiprobe/mpiprobe/internal/status/hang"
 )
 
 // TestCH3Requests reads ch3 requests in the shape MPICH 3.4.3 gives them:
@@ -43,9 +40,9 @@ func TestCH3Requests(t *testing.T) {
 	req(anyTag, -1, 1, 0, 0, -1)
 	req(send, 11, 3, 0, 0, 0)
 
-	newReader := func() p2pReader {
-		c := commReader{layout: l, bias: bias, mem: m.read}
-		return p2pReader{kind: mpiabi.LayoutMPICH, mem: m.read, comms: c, req: mpiabi.MPICHReqHeader(), ok: true, ch3: &ch3Match{}}
+	newReader := func() RequestReader {
+		c := CommReader{Layout: l, Bias: bias, Mem: m.read}
+		return RequestReader{Mem: m.read, Comms: c, Req: MPICHReqHeader(), OK: true, CH3: &CH3Match{}}
 	}
 	r := newReader()
 	if _, ok := r.ch3Request(early, true, r.stackAndWorld(0)); ok {
@@ -54,32 +51,32 @@ func TestCH3Requests(t *testing.T) {
 	if w, ok := r.ch3Request(coll, false, r.stackAndWorld(0)); ok {
 		t.Errorf("a receive on a context no communicator here has: read %+v, want nothing", w)
 	}
-	worldOf := func(w hang.Wait) string { return w.Comm.String() }
+	worldOf := func(w Request) string { return fmt.Sprintf("%+v", *w.Comm) }
 	for _, tt := range []struct {
 		name       string
 		addr, comm uint64
 		send       bool
-		want       hang.Wait
+		want       Request
 	}{
-		{"receive from 2 tag 7 on WORLD", recv, 0, false, hang.Wait{Peer: 2, CommPeer: -1, Tag: 7, Known: true}},
-		{"any source on a dup", anySrc, dup, false, hang.Wait{Peer: hang.AnySource, CommPeer: -1, Tag: 5, Known: true}},
-		{"any tag", anyTag, 0, false, hang.Wait{Peer: 1, CommPeer: -1, Tag: hang.AnyTag, Known: true}},
-		{"send to 3 tag 11, at the learnt place", send, 0, true, hang.Wait{Send: true, Peer: 3, CommPeer: -1, Tag: 11, Known: true}},
+		{"receive from 2 tag 7 on WORLD", recv, 0, false, Request{Peer: 2, CommPeer: -1, Tag: 7, Known: true}},
+		{"any source on a dup", anySrc, dup, false, Request{Peer: AnySource, CommPeer: -1, Tag: 5, Known: true}},
+		{"any tag", anyTag, 0, false, Request{Peer: 1, CommPeer: -1, Tag: AnyTag, Known: true}},
+		{"send to 3 tag 11, at the learnt place", send, 0, true, Request{Send: true, Peer: 3, CommPeer: -1, Tag: 11, Known: true}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			w, ok := r.ch3Request(tt.addr, tt.send, r.stackAndWorld(tt.comm))
 			if !ok || w.Comm == nil {
-				t.Fatalf("not read (learnt offset %#x)", r.ch3.off)
+				t.Fatalf("not read (learnt offset %#x)", r.CH3.off)
 			}
 			c := w.Comm
 			w.Comm = nil
 			if w != tt.want {
-				t.Errorf("wait %+v on %s, want %+v", w, worldOf(hang.Wait{Comm: c}), tt.want)
+				t.Errorf("wait %+v on %s, want %+v", w, worldOf(Request{Comm: c}), tt.want)
 			}
 		})
 	}
-	if r.ch3.off != 0x90 {
-		t.Errorf("learnt dev.match at %#x, want 0x90", r.ch3.off)
+	if r.CH3.off != 0x90 {
+		t.Errorf("learnt dev.match at %#x, want 0x90", r.CH3.off)
 	}
 
 	// A send first, on WORLD of two ranks: the other rank, inferred.
@@ -98,7 +95,7 @@ const mpichTestBias = 0x7f5500000000
 // mpichWorldImage returns Debian's MPICH layout and a memory holding its
 // MPI_COMM_WORLD (context id 0) as rank of size ranks sees it, and WORLD's
 // address.
-func mpichWorldImage(t *testing.T, rank, size uint32) (mpiabi.CommLayout, image, uint64) {
+func mpichWorldImage(t *testing.T, rank, size uint32) (CommLayout, image, uint64) {
 	l := layoutOf(t, mpichBuild)
 	m := image{}
 	world := mpichTestBias + l.Builtin

@@ -1,10 +1,6 @@
-package status
+package mpiabi
 
-import (
-	"encoding/binary"
-
-	"github.com/mpiprobe/mpiprobe/internal/status/hang"
-)
+import "encoding/binary"
 
 // MPICH without UCX (ch3, MPICH 3.x and its derivatives): a request keeps
 // what it matches in dev.match, a union of {int32 tag, int16 rank, uint16
@@ -12,12 +8,12 @@ import (
 // right after it ({~0 or 0 for MPI_ANY_TAG, ~0 or 0 for MPI_ANY_SOURCE,
 // ~0}). Where dev lies after the common request header depends on the
 // build, so the match is found by that signature in a receive and its
-// offset learnt for the build (ch3Match), then read in sends, which have
+// offset learnt for the build (CH3Match), then read in sends, which have
 // no mask.
 
-// ch3Match is the offset of dev.match that receives showed for one
+// CH3Match is the offset of dev.match that receives showed for one
 // build, shared by the processes of a status run; 0 until learnt.
-type ch3Match struct{ off uint32 }
+type CH3Match struct{ off uint32 }
 
 // The bounds of the search for dev.match: past the header and status
 // (MPIR_Request.u follows at 0x48), within the request.
@@ -70,50 +66,50 @@ func (f ch3Fields) postedReceive(anySource, anyTag int32) bool {
 // match and mask (dev.match is dev's first field, on any communicator,
 // collective contexts included). comms are the candidate communicators
 // (the stack's, WORLD); the match's context id must be one's.
-func (r p2pReader) ch3Request(addr uint64, send bool, comms []uint64) (hang.Wait, bool) {
+func (r RequestReader) ch3Request(addr uint64, send bool, comms []uint64) (Request, bool) {
 	buf := make([]byte, ch3SearchTo+16)
-	if r.mem(addr, buf) != nil || r.ch3 == nil {
-		return hang.Wait{}, false
+	if r.Mem(addr, buf) != nil || r.CH3 == nil {
+		return Request{}, false
 	}
-	l := r.req
-	if r.ch3.off == 0 && !send {
+	l := r.Req
+	if r.CH3.off == 0 && !send {
 		for off := ch3SearchFrom; off+16 <= len(buf); off += 8 {
 			if ch3At(buf, off).postedReceive(l.AnySource, l.AnyTag) {
-				r.ch3.off = uint32(off)
+				r.CH3.off = uint32(off)
 				break
 			}
 		}
 	}
-	if r.ch3.off == 0 {
+	if r.CH3.off == 0 {
 		// A send before any receive showed the match.
 		if send {
 			return r.otherOfTwo(comms)
 		}
-		return hang.Wait{}, false
+		return Request{}, false
 	}
-	f := ch3At(buf, int(r.ch3.off))
+	f := ch3At(buf, int(r.CH3.off))
 	if !send && !f.postedReceive(l.AnySource, l.AnyTag) || send && f.rank < 0 {
-		return hang.Wait{}, false
+		return Request{}, false
 	}
 	for _, cm := range comms {
 		if cm == 0 {
 			continue
 		}
-		cid, ok := r.u32(cm + uint64(r.comms.layout.CIDOff))
-		if !ok || f.ctx != uint16(cid&r.comms.layout.CIDMask) {
+		cid, ok := r.u32(cm + uint64(r.Comms.Layout.CIDOff))
+		if !ok || f.ctx != uint16(cid&r.Comms.Layout.CIDMask) {
 			continue
 		}
-		c, _, ok := r.comms.comm(cm)
+		c, _, ok := r.Comms.Comm(cm)
 		if !ok || (c.Size > 0 && int(f.rank) >= c.Size) {
 			continue
 		}
-		w := hang.Wait{Send: send, Peer: hang.PeerUnknown, CommPeer: -1, Tag: int(f.tag), Comm: &c, Known: true}
+		w := Request{Send: send, Peer: PeerUnknown, CommPeer: -1, Tag: int(f.tag), Comm: &c, Known: true}
 		if !send && f.anyTag {
-			w.Tag = hang.AnyTag
+			w.Tag = AnyTag
 		}
 		switch {
 		case !send && f.anySr:
-			w.Peer = hang.AnySource
+			w.Peer = AnySource
 		case c.Name == "WORLD":
 			w.Peer = int(f.rank)
 		default:
@@ -121,27 +117,41 @@ func (r p2pReader) ch3Request(addr uint64, send bool, comms []uint64) (hang.Wait
 		}
 		return w, true
 	}
-	return hang.Wait{}, false
+	return Request{}, false
 }
 
-// stackAndWorld returns the communicators a request may be on: the
-// stack's and WORLD.
-func (r p2pReader) stackAndWorld(comm uint64) []uint64 {
-	out := []uint64{comm}
-	if wc, ok := r.comms.mpichObject(mpichWorld); ok && wc != comm {
-		out = append(out, wc)
+// ch3Members returns the WORLD ranks of an MPICH ch3 communicator's
+// members from its connection table (dev.vcrt: a size, then one
+// MPIDI_VC_t pointer per rank, each connection holding its rank in its
+// process group). nil when a member's rank is not a plausible WORLD rank
+// (a spawned or connected process group) or above MaxMembers.
+func (r CommReader) ch3Members(comm uint64) []int {
+	l := r.Layout
+	var b [8]byte
+	if r.Mem(comm+uint64(l.VCRTOff), b[:]) != nil {
+		return nil
 	}
-	return out
-}
-
-// otherOfTwo is a send whose destination and tag cannot be read: as under
-// UCX, on WORLD of two ranks (one of comms) the destination is inferred
-// as the other rank.
-func (r p2pReader) otherOfTwo(comms []uint64) (hang.Wait, bool) {
-	for _, cm := range comms {
-		if c, me, ok := r.comms.comm(cm); ok && cm != 0 && c.Name == "WORLD" && c.Size == 2 && (me == 0 || me == 1) {
-			return hang.Wait{Send: true, Peer: 1 - me, CommPeer: -1, Tag: hang.TagUnknown, Comm: &c}, true
+	vcrt := binary.LittleEndian.Uint64(b[:])
+	if vcrt == 0 || r.Mem(vcrt+uint64(l.VCRTSizeOff), b[:4]) != nil {
+		return nil
+	}
+	n := int(int32(binary.LittleEndian.Uint32(b[:4])))
+	if n <= 0 || n > MaxMembers {
+		return nil
+	}
+	raw := make([]byte, 8*n)
+	if r.Mem(vcrt+uint64(l.VCRTEntriesOff), raw) != nil {
+		return nil
+	}
+	out := make([]int, n)
+	for i := range out {
+		vc := binary.LittleEndian.Uint64(raw[8*i:])
+		if vc == 0 || r.Mem(vc+uint64(l.VCRankOff), b[:4]) != nil {
+			return nil
+		}
+		if out[i] = int(int32(binary.LittleEndian.Uint32(b[:4]))); out[i] < 0 || out[i] >= MaxRank {
+			return nil
 		}
 	}
-	return hang.Wait{}, false
+	return out
 }

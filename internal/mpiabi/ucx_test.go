@@ -1,11 +1,7 @@
-package status
+package mpiabi
 
 import (
 	"testing"
-
-	"github.com/mpiprobe/mpiprobe/internal/mpiabi"
-
-	"github.com/mpiprobe/mpiprobe/internal/status/hang"
 )
 
 // TestUCPLearnt reads MPICH ch4:ucx requests through a libucp build the
@@ -54,9 +50,9 @@ func TestUCPLearnt(t *testing.T) {
 	m.put64(send1U-0x60, tag(ctx0, 1, 9))
 	m.put64(send1U-0x20, 5)
 
-	c := commReader{layout: l, bias: bias, mem: m.read}
-	learnt := &ucpLearnt{}
-	r := p2pReader{kind: mpiabi.LayoutMPICH, mem: m.read, comms: c, req: mpiabi.MPICHReqHeader(), ok: true, ucpLearn: learnt}
+	c := CommReader{Layout: l, Bias: bias, Mem: m.read}
+	learnt := &UCPLearnt{}
+	r := RequestReader{Mem: m.read, Comms: c, Req: MPICHReqHeader(), OK: true, UCPLearn: learnt}
 
 	// A barrier's receive first: its tag's context id (3) is no
 	// communicator's here, and the neighbour below teaches nothing.
@@ -69,31 +65,31 @@ func TestUCPLearnt(t *testing.T) {
 	m.put64(collU-0x188, 0xffffffff9fffffff)
 
 	setRank(0)
-	if w, ok := r.mpichRequest(coll, 0); ok || learnt.recv {
+	if w, ok := r.MPICHRequest(coll, 0); ok || learnt.recv {
 		t.Errorf("a receive on a context no communicator here has: %+v (read %v), learnt %+v", w, ok, learnt.l)
 	}
-	if w, ok := r.mpichRequest(send0, 0); !ok || w.Tag != hang.TagUnknown || w.Peer != 1 || w.Known {
+	if w, ok := r.MPICHRequest(send0, 0); !ok || w.Tag != TagUnknown || w.Peer != 1 || w.Known {
 		t.Errorf("rank 0's send on WORLD before anything is learnt: %+v (read %v), want to rank 1, inferred, tag unknown", w, ok)
 	}
 	if learnt.send {
 		t.Fatalf("learnt a send's tag at %#x from rank 0 on WORLD", learnt.l.SendTagOff)
 	}
-	w, ok := r.mpichRequest(recv, 0)
+	w, ok := r.MPICHRequest(recv, 0)
 	if !ok || w.Peer != 1 || w.Tag != 7 || !w.Known {
 		t.Errorf("receive: %+v (read %v), want from 1 tag 7, read", w, ok)
 	}
-	if want := (mpiabi.UCPReqLayout{RecvTagOff: -0x50, RecvMaskOff: -0x48, RecvUserOff: -0x100}); learnt.l != want {
+	if want := (UCPReqLayout{RecvTagOff: -0x50, RecvMaskOff: -0x48, RecvUserOff: -0x100}); learnt.l != want {
 		t.Errorf("learnt %+v, want %+v", learnt.l, want)
 	}
 	setRank(1)
-	if w, ok := r.mpichRequest(send1, 0); !ok || w.Tag != 9 || w.Peer != 0 {
+	if w, ok := r.MPICHRequest(send1, 0); !ok || w.Tag != 9 || w.Peer != 0 {
 		t.Errorf("rank 1's send: %+v (read %v), want to rank 0 tag 9", w, ok)
 	}
 	if !learnt.send || learnt.l.SendTagOff != -0x60 || learnt.l.SendUserOff != 0 {
 		t.Errorf("learnt %+v, want the send's tag at -0x60, user data at 0", learnt.l)
 	}
 	setRank(0)
-	if w, ok := r.mpichRequest(send0, 0); !ok || w.Tag != 9 || w.Peer != 1 {
+	if w, ok := r.MPICHRequest(send0, 0); !ok || w.Tag != 9 || w.Peer != 1 {
 		t.Errorf("rank 0's send once learnt: %+v (read %v), want to rank 1 tag 9", w, ok)
 	}
 }
