@@ -1,8 +1,9 @@
 package probes
 
 import (
-	"github.com/mpiprobe/mpiprobe/internal/mpiabi"
 	"slices"
+
+	"github.com/mpiprobe/mpiprobe/internal/mpiabi"
 
 	"debug/elf"
 	"errors"

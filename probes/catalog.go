@@ -2,11 +2,12 @@ package probes
 
 import (
 	"fmt"
-	"github.com/mpiprobe/mpiprobe/internal/mpiabi"
 	"regexp"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/mpiprobe/mpiprobe/internal/mpiabi"
 
 	"github.com/mpiprobe/mpiprobe/bpf"
 )

@@ -3,11 +3,13 @@ package probes
 import (
 	"debug/elf"
 	"fmt"
-	"github.com/mpiprobe/mpiprobe/internal/mpiabi"
 	"strings"
+
+	"github.com/mpiprobe/mpiprobe/internal/mpiabi"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
+
 	"github.com/mpiprobe/mpiprobe/bpf"
 	"github.com/mpiprobe/mpiprobe/internal/elfx"
 )
@@ -258,7 +260,7 @@ func (a *CollAttacher) attach(t Target) ([]link.Link, CollLibrary, error) {
 	if err != nil {
 		return nil, lib, fmt.Errorf("open %s: %w", t.Display, err)
 	}
-	fns, ferr := MPIFunctions(f)
+	fns, ferr := mpiabi.MPIFunctions(f)
 	lib.BuildID, _ = elfx.BuildID(f)
 	// Known before any rank runs where the build allows: no collective
 	// is then keyed by its local handle while a layout is inferred.
@@ -281,7 +283,7 @@ func (a *CollAttacher) attach(t Target) ([]link.Link, CollLibrary, error) {
 			return nil, lib, fmt.Errorf("attach %s: write communicator layout: %w", t.Display, err)
 		}
 	}
-	byName := map[string]Function{}
+	byName := map[string]mpiabi.Function{}
 	for _, fn := range fns {
 		byName[fn.Call] = fn
 	}

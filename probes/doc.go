@@ -15,8 +15,8 @@
 // MPI free lists, the communicators of --collectives) come from package
 // mpiabi, which knows the MPI builds.
 //
-// For trace mode, MPIFunctions lists every MPI function of a library,
-// ArgsOf says which arguments hold the peer, count, datatype and root, and
+// For trace mode, mpiabi.MPIFunctions lists every MPI function of a library,
+// argsOf says which arguments hold the peer, count, datatype and root, and
 // TraceAttacher attaches the trace programs to all of them and to every
 // Fortran binding (one uprobe_multi link per library and side).
 package probes

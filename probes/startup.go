@@ -8,6 +8,7 @@ import (
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
+
 	"github.com/mpiprobe/mpiprobe/bpf"
 )
 

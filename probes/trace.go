@@ -4,13 +4,14 @@ import (
 	"debug/elf"
 	"errors"
 	"fmt"
-	"sort"
 	"strings"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
+
 	"github.com/mpiprobe/mpiprobe/bpf"
 	"github.com/mpiprobe/mpiprobe/internal/elfx"
+	"github.com/mpiprobe/mpiprobe/internal/mpiabi"
 	"github.com/mpiprobe/mpiprobe/internal/x86"
 )
 
@@ -160,111 +161,6 @@ func entryOnlyCookie(cookie, frame uint64) (uint64, error) {
 	return cookie | 1<<bpf.MpiprobeTraceCookieTRACE_ENTRY_ONLY_SHIFT | frame/8<<bpf.MpiprobeTraceCookieTRACE_FRAME_SHIFT, nil
 }
 
-// Function is one function of a library file, named once however many
-// aliases share its address.
-type Function struct {
-	// Name is the symbol trace mode attaches to.
-	Name string
-	// Call is the MPI name reported for it, e.g. "MPI_Send".
-	Call string
-	// Value is the symbol's address in the file.
-	Value uint64
-	// Size is the symbol's size in bytes (0 if the symbol does not say).
-	Size uint64
-}
-
-// MPIFunctions returns the MPI C API functions a library defines: MPI_X and
-// its weak alias PMPI_X share one address and are returned once, named by
-// the MPI_ symbol. Probing one address catches calls through either name.
-func MPIFunctions(f *elf.File) ([]Function, error) {
-	return functions(f, mpiCName, func(old, new string) bool {
-		// Prefer the MPI_ name; among equals, the first in sort order.
-		return (strings.HasPrefix(old, "PMPI_") && strings.HasPrefix(new, "MPI_")) ||
-			(old[0] == new[0] && new < old)
-	})
-}
-
-// mpiCName returns the MPI_ name of an MPI or PMPI C API symbol.
-func mpiCName(sym string) (string, bool) {
-	name := strings.TrimPrefix(sym, "P")
-	if !strings.HasPrefix(name, "MPI_") || len(name) < 5 {
-		return "", false
-	}
-	// C API functions are MPI_Xxx with a capital after the prefix; Fortran
-	// aliases are all upper case (MPI_SEND) or end in _f / _f08.
-	rest := name[4:]
-	if rest[0] < 'A' || rest[0] > 'Z' || rest == strings.ToUpper(rest) ||
-		strings.HasSuffix(rest, "_f") || strings.HasSuffix(rest, "_f08") {
-		return "", false
-	}
-	return name, true
-}
-
-// APIName returns the MPI C API name ("MPI_Barrier") of a C or Fortran
-// binding symbol: MPI_Barrier, PMPI_Barrier, mpi_barrier_, pmpi_barrier_.
-func APIName(sym string) (string, bool) {
-	if n, ok := mpiCName(sym); ok {
-		return n, true
-	}
-	return fortranCName(sym)
-}
-
-// fortranBindings returns the Fortran binding functions of a Fortran MPI
-// library: mpi_send_ and its aliases share one address and are returned
-// once, with Call the C API name it implements ("MPI_Send").
-func fortranBindings(f *elf.File) ([]Function, error) {
-	return functions(f, fortranCName, func(old, new string) bool { return new < old })
-}
-
-// fortranCName returns the C API name a Fortran binding symbol implements:
-// mpi_comm_rank_ and pmpi_comm_rank_ give MPI_Comm_rank. Other name
-// manglings (no or two underscores) and the mpi_f08 bindings are skipped.
-func fortranCName(sym string) (string, bool) {
-	n := strings.TrimPrefix(sym, "p")
-	if !strings.HasPrefix(n, "mpi_") || !strings.HasSuffix(n, "_") || strings.HasSuffix(n, "__") ||
-		strings.Contains(n, "_f08") {
-		return "", false
-	}
-	base := strings.TrimSuffix(strings.TrimPrefix(n, "mpi_"), "_")
-	if base == "" {
-		return "", false
-	}
-	return "MPI_" + strings.ToUpper(base[:1]) + base[1:], true
-}
-
-// functions returns the defined functions whose names call accepts, one per
-// address; prefer says whether a new alias names the address better than
-// the one kept so far.
-func functions(f *elf.File, call func(sym string) (string, bool), prefer func(old, new string) bool) ([]Function, error) {
-	syms, err := f.DynamicSymbols()
-	if err != nil {
-		return nil, fmt.Errorf("read dynamic symbols: %w", err)
-	}
-	byAddr := map[uint64]Function{}
-	for _, s := range syms {
-		if elf.ST_TYPE(s.Info) != elf.STT_FUNC || s.Section == elf.SHN_UNDEF || s.Value == 0 {
-			continue
-		}
-		c, ok := call(s.Name)
-		if !ok {
-			continue
-		}
-		if old, seen := byAddr[s.Value]; !seen || prefer(old.Name, s.Name) {
-			byAddr[s.Value] = Function{Name: s.Name, Call: c, Value: s.Value, Size: s.Size}
-		}
-	}
-	return sortedFunctions(byAddr), nil
-}
-
-func sortedFunctions(byAddr map[uint64]Function) []Function {
-	out := make([]Function, 0, len(byAddr))
-	for _, fn := range byAddr {
-		out = append(out, fn)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Value < out[j].Value })
-	return out
-}
-
 // TracePrograms are the BPF programs of trace mode.
 type TracePrograms struct {
 	// Enter and Exit run at every MPI C function's entry and return.
@@ -339,7 +235,7 @@ func (a *TraceAttacher) attachC(t Target) ([]link.Link, error) {
 		return nil, fmt.Errorf("open %s: %w", t.Display, err)
 	}
 	defer f.Close()
-	fns, err := MPIFunctions(f)
+	fns, err := mpiabi.MPIFunctions(f)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", t.Display, err)
 	}
@@ -396,8 +292,8 @@ func (a *TraceAttacher) attachC(t Target) ([]link.Link, error) {
 
 // textReader returns a function reading a function's code from f (nil if
 // it cannot be read). f must stay open while it is used.
-func textReader(f *elf.File) func(Function) []byte {
-	return func(fn Function) []byte {
+func textReader(f *elf.File) func(mpiabi.Function) []byte {
+	return func(fn mpiabi.Function) []byte {
 		if fn.Size == 0 {
 			return nil
 		}
@@ -510,7 +406,7 @@ func (a *TraceAttacher) attachFortran(t Target) ([]link.Link, error) {
 		return nil, fmt.Errorf("open %s: %w", t.Display, err)
 	}
 	defer f.Close()
-	fns, err := fortranBindings(f)
+	fns, err := mpiabi.FortranBindings(f)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", t.Display, err)
 	}
@@ -571,7 +467,7 @@ func EntryPoints(path string, syms []string, entryOnly bool) (map[string]uint64,
 		if !ok {
 			return nil, fmt.Errorf("%s: no symbol %s", path, name)
 		}
-		out[name], _ = x86.EntryPoint(code(Function{Name: name, Value: d.Value, Size: d.Size}), entryOnly)
+		out[name], _ = x86.EntryPoint(code(mpiabi.Function{Name: name, Value: d.Value, Size: d.Size}), entryOnly)
 	}
 	return out, nil
 }

@@ -4,7 +4,7 @@ import (
 	"debug/elf"
 	"fmt"
 
-	"github.com/mpiprobe/mpiprobe/probes"
+	"github.com/mpiprobe/mpiprobe/internal/mpiabi"
 )
 
 // mpiFunctionNames returns the symbols of a library's MPI C functions.
@@ -14,7 +14,7 @@ func mpiFunctionNames(path string) ([]string, error) {
 		return nil, err
 	}
 	defer f.Close()
-	fns, err := probes.MPIFunctions(f)
+	fns, err := mpiabi.MPIFunctions(f)
 	if err != nil {
 		return nil, err
 	}

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/mpiprobe/mpiprobe/internal/discover"
+	"github.com/mpiprobe/mpiprobe/internal/mpiabi"
 	"github.com/mpiprobe/mpiprobe/internal/symbolize"
 	"github.com/mpiprobe/mpiprobe/probes"
 )
@@ -94,19 +95,19 @@ func findCall(frames []symbolize.Site, pcs []uint64) inMPI {
 }
 
 // apiName is the MPI call a function of an API library implements:
-// probes.APIName; MPICH's generated bindings from 4.1 (internal_Waitall,
+// mpiabi.APIName; MPICH's generated bindings from 4.1 (internal_Waitall,
 // to which MPI_Waitall jumps, leaving no frame of its own); and Open MPI's
 // Fortran bindings, which the symbolizer names ompi_barrier_f rather than
 // their aliases mpi_barrier_.
 func apiName(fn string) (string, bool) {
-	if name, ok := probes.APIName(fn); ok {
+	if name, ok := mpiabi.APIName(fn); ok {
 		return name, true
 	}
 	if mid, ok := strings.CutPrefix(fn, "internal_"); ok {
-		return probes.APIName("MPI_" + mid)
+		return mpiabi.APIName("MPI_" + mid)
 	}
 	if mid, ok := strings.CutPrefix(fn, "ompi_"); ok && strings.HasSuffix(mid, "_f") {
-		return probes.APIName("mpi_" + strings.TrimSuffix(mid, "_f") + "_")
+		return mpiabi.APIName("mpi_" + strings.TrimSuffix(mid, "_f") + "_")
 	}
 	return "", false
 }
