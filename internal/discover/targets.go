@@ -98,11 +98,19 @@ func ProcessTargets(pfs procfs.FS, pid int, libs []Mapped, want []probes.Library
 	var out []probes.Target
 	var errs []error
 	have := map[probes.Library]bool{}
+	// The kernel shows the files of a process in another root (chroot,
+	// unshare --root) by their path from mpiprobe's root: Display and the
+	// component lookup take the path as the process sees it.
+	root := ""
+	if r, err := RootOf(pfs, pid); err == nil {
+		root = r.Link
+	}
 	for _, m := range libs {
-		t, err := probes.FileTarget(m.Library, pfs.MapFile(pid, m.Mapping), m.Mapping.Path)
+		seen := InRoot(root, m.Mapping.Path)
+		t, err := probes.FileTarget(m.Library, pfs.MapFile(pid, m.Mapping), seen)
 		if err != nil {
 			// map_files needs CAP_SYS_ADMIN on some kernels; the root path works within the namespace.
-			t, err = probes.FileTarget(m.Library, pfs.RootPath(pid, m.Mapping.Path), m.Mapping.Path)
+			t, err = probes.FileTarget(m.Library, pfs.RootPath(pid, seen), seen)
 		}
 		if err != nil {
 			errs = append(errs, err)
@@ -116,7 +124,7 @@ func ProcessTargets(pfs procfs.FS, pid int, libs []Mapped, want []probes.Library
 		if m.Library != probes.OMPILibMPI {
 			continue
 		}
-		out = append(out, componentTargets(want, m.Mapping.Path, have, func(p string) string { return pfs.RootPath(pid, p) })...)
+		out = append(out, componentTargets(want, InRoot(root, m.Mapping.Path), have, func(p string) string { return pfs.RootPath(pid, p) })...)
 	}
 	return out, errs
 }

@@ -1,0 +1,148 @@
+package discover
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path"
+	"path/filepath"
+	"strings"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/mpiprobe/mpiprobe/internal/procfs"
+	"github.com/mpiprobe/mpiprobe/probes"
+)
+
+// Root is the root directory of a process (chroot, a container's or
+// unshare --root's), as /proc/PID/root shows it.
+type Root struct {
+	// Link is where /proc/PID/root points, as mpiprobe sees it: "/" for a
+	// process of mpiprobe's own root, the chroot directory for one in a
+	// chroot, and for one of another mount namespace whatever path the
+	// kernel gives.
+	Link string
+	// Dev and Inode identify the root directory: two processes with the
+	// same are in the same root, whatever Link says.
+	Dev, Inode uint64
+}
+
+// RootOf returns the root directory of process pid.
+func RootOf(pfs procfs.FS, pid int) (Root, error) {
+	dir := pfs.RootPath(pid, "/")
+	link, err := os.Readlink(strings.TrimSuffix(dir, "/"))
+	if err != nil {
+		return Root{}, err
+	}
+	var st unix.Stat_t
+	if err := unix.Stat(dir, &st); err != nil {
+		return Root{}, err
+	}
+	return Root{Link: link, Dev: st.Dev, Inode: st.Ino}, nil
+}
+
+// InRoot returns the path p, as mpiprobe's /proc shows it for a process
+// whose root is root (the path of a mapped file in /proc/PID/maps, of
+// /proc/PID/exe), as that process sees it: the kernel shows a file of a
+// chrooted process from mpiprobe's own root, /srv/root/usr/lib/libmpi.so.40
+// for the rank's /usr/lib/libmpi.so.40. A path outside root is kept as it
+// is. It is a pure function.
+func InRoot(root, p string) string {
+	if root == "" || root == "/" || !strings.HasPrefix(root, "/") {
+		return p
+	}
+	root = path.Clean(root)
+	if rest, ok := strings.CutPrefix(p, root); ok && strings.HasPrefix(rest, "/") {
+		return rest
+	}
+	return p
+}
+
+// maxLinks bounds the symbolic links ResolveIn follows, as the kernel's
+// 40 does.
+const maxLinks = 40
+
+// ResolveIn resolves the symbolic links of p, a path as a process whose
+// root directory mpiprobe reaches at hostRoot sees it, the way that
+// process's own lookups would: an absolute link target starts again at
+// hostRoot, ".." stops there. It returns the resolved path as the process
+// sees it; hostRoot+result opens it from mpiprobe.
+func ResolveIn(hostRoot, p string) (string, error) {
+	done := "/"
+	rest := strings.Split(strings.TrimPrefix(path.Clean("/"+p), "/"), "/")
+	links := 0
+	for len(rest) > 0 {
+		name := rest[0]
+		rest = rest[1:]
+		switch name {
+		case "", ".":
+			continue
+		case "..":
+			done = path.Dir(done)
+			continue
+		}
+		next := path.Join(done, name)
+		fi, err := os.Lstat(filepath.Join(hostRoot, next))
+		if err != nil {
+			return "", err
+		}
+		if fi.Mode()&os.ModeSymlink == 0 {
+			done = next
+			continue
+		}
+		if links++; links > maxLinks {
+			return "", fmt.Errorf("%s: too many levels of symbolic links", p)
+		}
+		target, err := os.Readlink(filepath.Join(hostRoot, next))
+		if err != nil {
+			return "", err
+		}
+		if strings.HasPrefix(target, "/") {
+			done = "/"
+		}
+		rest = append(strings.Split(target, "/"), rest...)
+	}
+	return done, nil
+}
+
+// RootTargets is SystemTargets for the root directory of process pid: the
+// MPI libraries its dynamic linker's cache lists (the root's
+// /etc/ld.so.cache, read with the host's ldconfig -p -C), each resolved
+// and opened inside that root through /proc/PID/root, with their Display
+// the path as the process sees it, and for Open MPI the components of want
+// next to libmpi. It is the ahead-of-time look at a root: a job started in
+// a chroot or a container finds its MPI there, not in mpiprobe's root, and
+// its ranks map those files once they start. A root without a cache, or
+// without MPI in it, gives none and no error.
+func RootTargets(pfs procfs.FS, pid int, want []probes.Library) ([]probes.Target, error) {
+	hostRoot := strings.TrimSuffix(pfs.RootPath(pid, "/"), "/")
+	cache := pfs.RootPath(pid, "/etc/ld.so.cache")
+	if _, err := os.Stat(cache); errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	out, err := exec.Command("ldconfig", "-p", "-C", cache).Output()
+	if err != nil {
+		return nil, fmt.Errorf("read the dynamic linker's cache of pid %d's root (ldconfig -p -C %s): %w", pid, cache, err)
+	}
+	var targets []probes.Target
+	seen := map[[2]uint64]bool{}
+	for _, p := range ParseLdconfig(out) {
+		lib, _ := Classify(p)
+		real, err := ResolveIn(hostRoot, p)
+		if err != nil {
+			continue // a dangling link in the cache: not what the ranks load
+		}
+		t, err := probes.FileTarget(lib, hostRoot+real, real)
+		if err != nil || seen[[2]uint64{t.Dev, t.Inode}] {
+			continue
+		}
+		seen[[2]uint64{t.Dev, t.Inode}] = true
+		t.Root = pfs.RootPath(pid, "/")
+		targets = append(targets, t)
+		if lib == probes.OMPILibMPI {
+			targets = append(targets, componentTargets(want, real, map[probes.Library]bool{}, func(p string) string { return hostRoot + p })...)
+		}
+	}
+	return targets, nil
+}
