@@ -188,6 +188,9 @@ func definedSymbols(file string) map[string]elf.Symbol {
 	return syms
 }
 
+// ErrNoSystemLibrary is SystemTargets's error when it found no library.
+var ErrNoSystemLibrary = errors.New("no MPI library found on this system (ldconfig -p lists none): install Open MPI or MPICH, or name the library with --lib")
+
 // SystemTargets returns attach targets for a command mpiprobe starts itself:
 // the MPI libraries the dynamic linker knows (ldconfig -p), the extra files
 // given, and for Open MPI the components of want next to libmpi.
@@ -224,7 +227,7 @@ func SystemTargets(want []probes.Library, extra []string) ([]probes.Target, erro
 		}
 	}
 	if len(out) == 0 {
-		return nil, fmt.Errorf("no MPI library found on this system (ldconfig -p lists none): install Open MPI or MPICH, or name the library with --lib")
+		return nil, ErrNoSystemLibrary
 	}
 	return out, nil
 }
