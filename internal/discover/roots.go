@@ -146,3 +146,19 @@ func RootTargets(pfs procfs.FS, pid int, want []probes.Library) ([]probes.Target
 	}
 	return targets, nil
 }
+
+// SeenMaps returns maps, the memory map of process pid as mpiprobe's
+// /proc shows it, with each file's path as the process sees it (InRoot):
+// what to show, and what to open under /proc/PID/root.
+func SeenMaps(pfs procfs.FS, pid int, maps []procfs.Mapping) []procfs.Mapping {
+	r, err := RootOf(pfs, pid)
+	if err != nil || r.Link == "/" {
+		return maps
+	}
+	out := make([]procfs.Mapping, len(maps))
+	for k, m := range maps {
+		m.Path = InRoot(r.Link, m.Path)
+		out[k] = m
+	}
+	return out
+}
