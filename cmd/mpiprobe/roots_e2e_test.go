@@ -38,9 +38,9 @@ func rootFlood(t *testing.T, impl mpitest.Impl) (news, drains uint64, stderr str
 	return news, drains, res.stderr
 }
 
-// The exact counts of the flood with -n 2000 -r 4 and 64 fragments: each
-// round queues every message past the 64th, and passes over the queue once
-// more per round than it queued (README's demo).
+// The counts of the flood with -n 2000 -r 4 and 64 fragments: each round
+// queues every message past the 64th (exact), and passes over the queue
+// once more per round than it queued (README's demo; see checkRootFlood).
 const (
 	floodNew   = 4 * (floodMessages - freeListMax) // 7,744
 	floodDrain = floodNew + 4                      // 7,748
@@ -75,8 +75,15 @@ func TestRootFloodUnshare(t *testing.T) {
 
 func checkRootFlood(t *testing.T, impl mpitest.Impl, news, drains uint64, stderr string) {
 	t.Helper()
-	if drains != floodDrain {
-		t.Errorf("%s: rank 0 passes over the pending queue = %d, want %d\n%s", impl.Name, drains, floodDrain, stderr)
+	// A pass is made when a BTL returns fragments while sends wait: when
+	// two come back before ob1 progresses, one pass sends both. So the
+	// passes are 7,748 on an idle machine (Debian 12's host build, 4 of 4
+	// runs) and were seen one short, 7,747, in 2 of ~10 runs in the roots
+	// on this shared 2-core machine: one merged pass per round at most.
+	if drains > floodDrain || drains < floodDrain-4 {
+		t.Errorf("%s: rank 0 passes over the pending queue = %d, want %d (at most one fewer per round)\n%s", impl.Name, drains, floodDrain, stderr)
+	} else if drains != floodDrain {
+		t.Logf("%s: %d passes over the pending queue, %d short of the idle machine's %d", impl.Name, drains, floodDrain-drains, floodDrain)
 	}
 	switch {
 	case news == floodNew:

@@ -341,6 +341,11 @@ func (i Impl) SharedMemoryBTL(t testing.TB) string {
 		if _, err := os.Stat(i.HostPath(filepath.Join(dir, "libopen-pal.so.80"))); err == nil {
 			return "sm"
 		}
+		// Debian 13 keeps only the development link in the wrapper's
+		// directory: libopen-pal.so -> ../../libopen-pal.so.80.
+		if real, err := filepath.EvalSymlinks(i.HostPath(filepath.Join(dir, "libopen-pal.so"))); err == nil && strings.HasPrefix(filepath.Base(real), "libopen-pal.so.80") {
+			return "sm"
+		}
 	}
 	return "vader"
 }
