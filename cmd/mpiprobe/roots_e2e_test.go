@@ -2,6 +2,8 @@ package main
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -168,5 +170,38 @@ func TestRootProbesList(t *testing.T) {
 				t.Errorf("no event attached in a library under the rank's /usr/lib/x86_64-linux-gnu:\n%s", out)
 			}
 		})
+	}
+}
+
+// TestTracePrivateLibrary: a command that sets $LD_LIBRARY_PATH itself
+// (env LD_LIBRARY_PATH=DIR mpiexec ...) has its ranks map a private copy of
+// libmpich that neither ldconfig nor mpiprobe's environment names: trace
+// finds it when the launcher runs, before any rank calls MPI, and records
+// every call from MPI_Init on.
+func TestTracePrivateLibrary(t *testing.T) {
+	impl := mpitest.MPICH()
+	mpitest.RequireE2E(t, impl)
+	bin := mpitest.BuildMpiprobe(t)
+	prog := mpitest.Build(t, impl, "loops")
+	lib, err := filepath.EvalSymlinks("/usr/lib/x86_64-linux-gnu/libmpich.so.12")
+	if err != nil {
+		mpitest.Require(t, "Debian's libmpich.so.12: "+err.Error())
+	}
+	priv := t.TempDir()
+	b, err := os.ReadFile(lib)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(priv, "libmpich.so.12"), b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	const iters = 5
+	cmd := append([]string{"--", "env", "LD_LIBRARY_PATH=" + priv}, impl.Command(2, nil, prog, strconv.Itoa(iters), "10")...)
+	s, _ := traceAndShow(t, bin, nil, cmd...)
+	want := fmt.Sprintf("Init0 Comm_rank1 Bcast2 Barrier3 (Allreduce4)[%d] Finalize5", iters)
+	for _, r := range []string{"0", "1"} {
+		if s.structure[r] != want {
+			t.Errorf("rank %s: %q, want %q\n%s", r, s.structure[r], want, s.text)
+		}
 	}
 }

@@ -116,7 +116,6 @@ func ResolveIn(hostRoot, p string) (string, error) {
 // its ranks map those files once they start. A root without a cache, or
 // without MPI in it, gives none and no error.
 func RootTargets(pfs procfs.FS, pid int, want []probes.Library) ([]probes.Target, error) {
-	hostRoot := strings.TrimSuffix(pfs.RootPath(pid, "/"), "/")
 	cache := pfs.RootPath(pid, "/etc/ld.so.cache")
 	if _, err := os.Stat(cache); errors.Is(err, os.ErrNotExist) {
 		return nil, nil
@@ -125,13 +124,25 @@ func RootTargets(pfs procfs.FS, pid int, want []probes.Library) ([]probes.Target
 	if err != nil {
 		return nil, fmt.Errorf("read the dynamic linker's cache of pid %d's root (ldconfig -p -C %s): %w", pid, cache, err)
 	}
+	return inRootTargets(pfs, pid, ParseLdconfig(out), want), nil
+}
+
+// inRootTargets returns the targets of the MPI library files at paths as
+// process pid sees them, each resolved inside its root and opened through
+// /proc/PID/root, one per file, and for Open MPI the components of want
+// next to libmpi. A path that does not lead to a file is left out.
+func inRootTargets(pfs procfs.FS, pid int, paths []string, want []probes.Library) []probes.Target {
+	hostRoot := strings.TrimSuffix(pfs.RootPath(pid, "/"), "/")
 	var targets []probes.Target
 	seen := map[[2]uint64]bool{}
-	for _, p := range ParseLdconfig(out) {
-		lib, _ := Classify(p)
+	for _, p := range paths {
+		lib, ok := Classify(p)
+		if !ok {
+			continue
+		}
 		real, err := ResolveIn(hostRoot, p)
 		if err != nil {
-			continue // a dangling link in the cache: not what the ranks load
+			continue // a dangling link: not what the ranks load
 		}
 		t, err := probes.FileTarget(lib, hostRoot+real, real)
 		if err != nil || seen[[2]uint64{t.Dev, t.Inode}] {
@@ -144,7 +155,38 @@ func RootTargets(pfs procfs.FS, pid int, want []probes.Library) ([]probes.Target
 			targets = append(targets, componentTargets(want, real, map[probes.Library]bool{}, func(p string) string { return hostRoot + p })...)
 		}
 	}
-	return targets, nil
+	return targets
+}
+
+// ExecTargets returns the MPI libraries a process that has just run a new
+// program will find outside its root's linker cache, as the command
+// mpiprobe starts is looked at ahead of time (CommandLibraryDirs): in the
+// directories of its $LD_LIBRARY_PATH and beside its program's prefix,
+// inside its root. Read at exec, before its dynamic linker maps them, this
+// lets the probes be in place when the process first calls MPI. dirs are
+// the directories it looked in, as the process sees them.
+func ExecTargets(pfs procfs.FS, pid int, want []probes.Library) (targets []probes.Target, dirs []string) {
+	env, _ := pfs.Environ(pid)
+	exe := ""
+	if p, err := pfs.Exe(pid); err == nil {
+		if r, err := RootOf(pfs, pid); err == nil {
+			exe = InRoot(r.Link, p)
+		}
+	}
+	dirs = CommandLibraryDirs(env["LD_LIBRARY_PATH"], exe)
+	var paths []string
+	for _, d := range dirs {
+		entries, err := os.ReadDir(pfs.RootPath(pid, d))
+		if err != nil {
+			continue
+		}
+		for _, e := range entries {
+			if lib, ok := Classify(e.Name()); ok && !strings.HasPrefix(string(lib), "mca_") {
+				paths = append(paths, path.Join(d, e.Name()))
+			}
+		}
+	}
+	return inRootTargets(pfs, pid, paths, want), dirs
 }
 
 // SeenMaps returns maps, the memory map of process pid as mpiprobe's

@@ -151,3 +151,31 @@ func mustMaps(t *testing.T, pfs procfs.FS, pid int) []procfs.Mapping {
 	}
 	return m
 }
+
+// TestExecTargets: at exec, the libraries a process will find on its
+// $LD_LIBRARY_PATH and beside its program's prefix, inside its root.
+func TestExecTargets(t *testing.T) {
+	pfs, root := fakeRootProc(t)
+	for _, f := range []string{"opt/priv/libmpich.so.12", "opt/mpi/lib/libmpi.so.40", "opt/mpi/lib/libc.so.6"} {
+		p := filepath.Join(root, f)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(f), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	proc := pfs.Root
+	if err := os.WriteFile(filepath.Join(proc, "42/environ"), []byte("PATH=/usr/bin\x00LD_LIBRARY_PATH=/opt/priv:/nonexistent\x00"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// The kernel shows the program from mpiprobe's root too.
+	if err := os.Symlink(root+"/opt/mpi/bin/mpiexec", filepath.Join(proc, "42/exe")); err != nil {
+		t.Fatal(err)
+	}
+	ts, dirs := ExecTargets(pfs, 42, nil)
+	want := []string{string(probes.MPICHLib) + "=/opt/priv/libmpich.so.12", string(probes.OMPILibMPI) + "=/opt/mpi/lib/libmpi.so.40"}
+	if got := displays(ts); !slices.Equal(got, want) {
+		t.Errorf("ExecTargets = %q (looked in %q), want %q", got, dirs, want)
+	}
+}

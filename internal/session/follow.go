@@ -56,10 +56,18 @@ func newFollower(s *session, add func([]probes.Target) error, added func([]probe
 	return f
 }
 
-// exec is told that a process of the command runs a new program.
+// exec is told that a process of the command runs a new program. Its
+// dynamic linker has not run yet: what it will map is looked for where it
+// will look (its root's linker cache, its $LD_LIBRARY_PATH, its program's
+// prefix) and attached now, before the program can call MPI; what it maps
+// from elsewhere (dlopen) the looks at its maps find.
 func (f *follower) exec(pid int) {
-	if r, err := discover.RootOf(f.s.cfg.Proc, pid); err == nil && !f.roots[[2]uint64{r.Dev, r.Inode}] {
-		f.roots[[2]uint64{r.Dev, r.Inode}] = true
+	r, err := discover.RootOf(f.s.cfg.Proc, pid)
+	if err != nil {
+		return // gone already
+	}
+	if root := [2]uint64{r.Dev, r.Inode}; !f.roots[root] {
+		f.roots[root] = true
 		targets, err := discover.RootTargets(f.s.cfg.Proc, pid, f.s.cat.Libraries())
 		if err != nil {
 			f.s.cfg.Log.Warn("libraries of a process's root", "pid", pid, "root", r.Link, "err", err)
@@ -67,6 +75,8 @@ func (f *follower) exec(pid int) {
 		f.s.cfg.Log.Debug("a process of the command runs in another root", "pid", pid, "root", r.Link, "libraries", len(targets))
 		f.attach(pid, targets)
 	}
+	targets, _ := discover.ExecTargets(f.s.cfg.Proc, pid, f.s.cat.Libraries())
+	f.attach(pid, targets)
 	now := time.Now()
 	due := make([]time.Time, len(scanAfter))
 	for i, d := range scanAfter {
