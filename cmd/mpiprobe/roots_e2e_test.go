@@ -205,3 +205,28 @@ func TestTracePrivateLibrary(t *testing.T) {
 		}
 	}
 }
+
+// TestRootTraceWithoutHostMPI: with no MPI where mpiprobe's own ldconfig
+// looks (its /etc/ld.so.cache hidden in a mount namespace of its own),
+// nothing is attached ahead of time and every call name is learnt from
+// the root's libraries as the launcher starts: the trace is still exact.
+func TestRootTraceWithoutHostMPI(t *testing.T) {
+	impl := mpitest.RootOpenMPI(t, "trixie")
+	real := mpitest.BuildMpiprobe(t)
+	bin := filepath.Join(t.TempDir(), "mpiprobe-without-cache")
+	script := "#!/bin/sh\nexec unshare --mount sh -c 'mount --bind /dev/null /etc/ld.so.cache && exec \"$0\" \"$@\"' " + real + " \"$@\"\n"
+	if err := os.WriteFile(bin, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	prog := mpitest.Build(t, impl, "loops")
+	const iters = 5
+	s, _ := traceAndShow(t, bin, nil, append([]string{"--"}, impl.Command(2, []string{"--mca", "btl", "self,vader"}, prog, strconv.Itoa(iters), "10")...)...)
+	calls := []string{"Init", "Comm_rank", "Bcast", "Barrier", "Allreduce", "Finalize"}
+	checkSites(t, s, calls, sourceLines(t, "loops.c", calls...))
+	want := fmt.Sprintf("Init0 Comm_rank1 Bcast2 Barrier3 (Allreduce4)[%d] Finalize5", iters)
+	for _, r := range []string{"0", "1"} {
+		if s.structure[r] != want {
+			t.Errorf("rank %s: %q, want %q\n%s", r, s.structure[r], want, s.text)
+		}
+	}
+}
