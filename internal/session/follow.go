@@ -6,6 +6,7 @@ import (
 
 	"github.com/mpiprobe/mpiprobe/internal/discover"
 	"github.com/mpiprobe/mpiprobe/probes"
+	"golang.org/x/sys/unix"
 )
 
 // A command's ranks find their MPI where they run, which need not be where
@@ -32,6 +33,8 @@ type follower struct {
 	// due are the pending looks at a process's maps after it ran a new
 	// program.
 	due map[int][]time.Time
+	// signal sends a signal to a process (unix.Kill; tests replace it).
+	signal func(pid int, sig unix.Signal) error
 }
 
 type fileAs struct {
@@ -45,7 +48,7 @@ type fileAs struct {
 var scanAfter = []time.Duration{20 * time.Millisecond, 200 * time.Millisecond, time.Second, 3 * time.Second}
 
 func newFollower(s *session, add func([]probes.Target) error, added func([]probes.Target)) *follower {
-	f := &follower{s: s, add: add, added: added, roots: map[[2]uint64]bool{}, files: map[fileAs]bool{}, due: map[int][]time.Time{}}
+	f := &follower{s: s, add: add, added: added, roots: map[[2]uint64]bool{}, files: map[fileAs]bool{}, due: map[int][]time.Time{}, signal: unix.Kill}
 	// mpiprobe's own root was looked at ahead of time.
 	if r, err := discover.RootOf(s.cfg.Proc, os.Getpid()); err == nil {
 		f.roots[[2]uint64{r.Dev, r.Inode}] = true
@@ -57,17 +60,35 @@ func newFollower(s *session, add func([]probes.Target) error, added func([]probe
 }
 
 // exec is told that a process of the command runs a new program. Its
-// dynamic linker has not run yet: what it will map is looked for where it
-// will look (its root's linker cache, its $LD_LIBRARY_PATH, its program's
-// prefix) and attached now, before the program can call MPI; what it maps
-// from elsewhere (dlopen) the looks at its maps find.
+// dynamic linker has barely started: what it will map is looked for where
+// it will look (its root's linker cache, its $LD_LIBRARY_PATH, its
+// program's prefix) and attached now, before the program can call MPI;
+// what it maps from elsewhere (dlopen) the looks at its maps find.
+//
+// While files new to the session are attached, the process is held
+// (SIGSTOP, then SIGCONT): attaching takes tens of milliseconds, in which
+// a launcher's ranks could start and call MPI_Init unseen. That happens
+// once per root or private library directory, to a process that has just
+// run a new program; one stopped by someone else is left alone.
 func (f *follower) exec(pid int) {
 	r, err := discover.RootOf(f.s.cfg.Proc, pid)
 	if err != nil {
 		return // gone already
 	}
+	held := false
+	hold := func() {
+		if !held {
+			held = f.hold(pid)
+		}
+	}
+	defer func() {
+		if held {
+			_ = f.signal(pid, unix.SIGCONT)
+		}
+	}()
 	if root := [2]uint64{r.Dev, r.Inode}; !f.roots[root] {
 		f.roots[root] = true
+		hold()
 		targets, err := discover.RootTargets(f.s.cfg.Proc, pid, f.s.cat.Libraries())
 		if err != nil {
 			f.s.cfg.Log.Warn("libraries of a process's root", "pid", pid, "root", r.Link, "err", err)
@@ -76,6 +97,12 @@ func (f *follower) exec(pid int) {
 		f.attach(pid, targets)
 	}
 	targets, _ := discover.ExecTargets(f.s.cfg.Proc, pid, f.s.cat.Libraries())
+	for _, t := range targets {
+		if !f.files[fileAs{t.Dev, t.Inode, t.Library}] {
+			hold()
+			break
+		}
+	}
 	f.attach(pid, targets)
 	now := time.Now()
 	due := make([]time.Time, len(scanAfter))
@@ -83,6 +110,17 @@ func (f *follower) exec(pid int) {
 		due[i] = now.Add(d)
 	}
 	f.due[pid] = due
+}
+
+// hold stops process pid while its libraries are attached, unless it is
+// stopped already (a debugger's, a job control's) or gone; it reports
+// whether it stopped it.
+func (f *follower) hold(pid int) bool {
+	st, err := f.s.cfg.Proc.Stat(pid)
+	if err != nil || st.Ended() || st.State == 'T' || st.State == 't' {
+		return false
+	}
+	return f.signal(pid, unix.SIGSTOP) == nil
 }
 
 // next returns when the next look at a process is due; ok is false when

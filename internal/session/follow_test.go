@@ -2,6 +2,7 @@ package session
 
 import (
 	"bytes"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/mpiprobe/mpiprobe/internal/procfs"
 	"github.com/mpiprobe/mpiprobe/probes"
+	"golang.org/x/sys/unix"
 )
 
 // TestFollowerAttachesEachFileOnce: a process of the command in another
@@ -40,6 +42,7 @@ func TestFollowerAttachesEachFileOnce(t *testing.T) {
 			t.Fatal(err)
 		}
 		write(filepath.Join(proc, pid, "environ"), "LD_LIBRARY_PATH=/opt/priv\x00")
+		write(filepath.Join(proc, pid, "stat"), pid+" (mpiexec) S 1 "+pid+" "+pid+" 0 -1 4194304 0 0 0 0 0 0 0 0 20 0 1 0 100 0 0\n")
 	}
 	// The kernel shows the chrooted process's files from mpiprobe's root.
 	write(filepath.Join(proc, "42/maps"),
@@ -49,6 +52,7 @@ func TestFollowerAttachesEachFileOnce(t *testing.T) {
 	var log bytes.Buffer
 	s := &session{cfg: Config{Proc: procfs.FS{Root: proc}, Log: slog.New(slog.NewTextHandler(&log, &slog.HandlerOptions{Level: slog.LevelDebug}))}, cat: probes.DefaultCatalog()}
 	var calls [][]string
+	var order []string // signals and attaches, in turn
 	fail := false
 	add := func(ts []probes.Target) error {
 		var names []string
@@ -56,6 +60,7 @@ func TestFollowerAttachesEachFileOnce(t *testing.T) {
 			names = append(names, t.Display)
 		}
 		calls = append(calls, names)
+		order = append(order, "attach")
 		if fail {
 			fail = false
 			return os.ErrPermission
@@ -63,11 +68,20 @@ func TestFollowerAttachesEachFileOnce(t *testing.T) {
 		return nil
 	}
 	f := newFollower(s, add, nil)
+	f.signal = func(pid int, sig unix.Signal) error {
+		order = append(order, fmt.Sprintf("%d %s", pid, unix.SignalName(sig)))
+		return nil
+	}
 
 	f.exec(42)
 	if want := [][]string{{"/opt/priv/libmpich.so.12"}}; !equalCalls(calls, want) {
 		t.Fatalf("after exec: attached %q, want %q", calls, want)
 	}
+	// Held while its new root's and private directory's libraries are attached.
+	if want := []string{"42 SIGSTOP", "attach", "42 SIGCONT"}; !slices.Equal(order, want) {
+		t.Errorf("exec of a process in a new root: %q, want %q", order, want)
+	}
+	order = nil
 	if _, ok := f.next(); !ok {
 		t.Error("no look at the process's maps scheduled after its exec")
 	}
@@ -75,6 +89,9 @@ func TestFollowerAttachesEachFileOnce(t *testing.T) {
 	f.scan(42)
 	f.scan(42)
 	f.exec(43)
+	if slices.Contains(order, "43 SIGSTOP") {
+		t.Errorf("a process with nothing new to attach was held: %q", order)
+	}
 	f.scan(42)
 	want := [][]string{{"/opt/priv/libmpich.so.12"}, {"/opt/other/libmpi.so.40"}, {"/opt/other/libmpi.so.40"}}
 	if !equalCalls(calls, want) {
