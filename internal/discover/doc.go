@@ -18,4 +18,14 @@
 // line, why a process is no target), Scan for the agent's node-wide scan,
 // and SystemTargets, with ParseLdconfig and LibraryFiles, for the
 // libraries on the system when mpiprobe starts the command itself.
+//
+// A process may run in another root (chroot, unshare --root, a container):
+// the kernel shows its files by their path from mpiprobe's root, and its
+// linker looks in its own root. RootOf and InRoot give its paths as it sees
+// them (SeenMaps for a whole map), RootTargets the libraries of its root's
+// linker cache and ExecTargets those of its $LD_LIBRARY_PATH and program
+// prefix, each resolved inside the root (ResolveIn): what the session
+// attaches when a process of its command runs a new program, before the
+// program can call MPI; SystemTargets is only that look's fast path for
+// mpiprobe's own root.
 package discover

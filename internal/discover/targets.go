@@ -103,11 +103,19 @@ func ProcessTargets(pfs procfs.FS, pid int, libs []Mapped, want []probes.Library
 	var out []probes.Target
 	var errs []error
 	have := map[probes.Library]bool{}
+	// The kernel shows the files of a process in another root (chroot,
+	// unshare --root) by their path from mpiprobe's root: Display and the
+	// component lookup take the path as the process sees it.
+	root := ""
+	if r, err := RootOf(pfs, pid); err == nil {
+		root = r.Link
+	}
 	for _, m := range libs {
-		t, err := probes.FileTarget(m.Library, pfs.MapFile(pid, m.Mapping), m.Mapping.Path)
+		seen := InRoot(root, m.Mapping.Path)
+		t, err := probes.FileTarget(m.Library, pfs.MapFile(pid, m.Mapping), seen)
 		if err != nil {
 			// map_files needs CAP_SYS_ADMIN on some kernels; the root path works within the namespace.
-			t, err = probes.FileTarget(m.Library, pfs.RootPath(pid, m.Mapping.Path), m.Mapping.Path)
+			t, err = probes.FileTarget(m.Library, pfs.RootPath(pid, seen), seen)
 		}
 		if err != nil {
 			errs = append(errs, err)
@@ -121,7 +129,7 @@ func ProcessTargets(pfs procfs.FS, pid int, libs []Mapped, want []probes.Library
 		if m.Library != probes.OMPILibMPI {
 			continue
 		}
-		out = append(out, componentTargets(want, m.Mapping.Path, have, func(p string) string { return pfs.RootPath(pid, p) })...)
+		out = append(out, componentTargets(want, InRoot(root, m.Mapping.Path), have, func(p string) string { return pfs.RootPath(pid, p) })...)
 	}
 	return out, errs
 }
@@ -185,6 +193,9 @@ func definedSymbols(file string) map[string]elf.Symbol {
 	return syms
 }
 
+// ErrNoSystemLibrary is SystemTargets's error when it found no library.
+var ErrNoSystemLibrary = errors.New("no MPI library found on this system (ldconfig -p lists none): install Open MPI or MPICH, or name the library with --lib")
+
 // SystemTargets returns attach targets for a command mpiprobe starts itself:
 // the MPI libraries the dynamic linker knows (ldconfig -p), the extra files
 // given, and for Open MPI the components of want next to libmpi.
@@ -221,7 +232,7 @@ func SystemTargets(want []probes.Library, extra []string) ([]probes.Target, erro
 		}
 	}
 	if len(out) == 0 {
-		return nil, fmt.Errorf("no MPI library found on this system (ldconfig -p lists none): install Open MPI or MPICH, or name the library with --lib")
+		return nil, ErrNoSystemLibrary
 	}
 	return out, nil
 }

@@ -35,6 +35,11 @@ type Impl struct {
 	// (Open MPI), libmpich (Debian's MPICH), libmpi.so (an MPICH built
 	// from source: libmpi.so.12, or libmpi.so.0 from git).
 	Lib string
+	// Root, when set, is the directory of another system's root (.ci/roots)
+	// whose MPI this is: its programs are built and its jobs run inside
+	// that root, through Via ("chroot", or "unshare" for unshare --mount
+	// --root). Paths of programs are then the ranks' own (HostPath opens them).
+	Root, Via string
 }
 
 // OpenMPI is Debian's Open MPI (openmpi-bin, libopenmpi-dev), or the
@@ -67,7 +72,8 @@ func (i Impl) under(prefix, launcher, lib string) Impl {
 // Command returns the launcher command line for np ranks of prog with args,
 // with extra launcher options (e.g. --mca settings) before the program.
 func (i Impl) Command(np int, opts []string, prog string, args ...string) []string {
-	cmd := append([]string{i.Launcher}, i.LauncherArgs...)
+	cmd := append(i.prefix(), i.Launcher)
+	cmd = append(cmd, i.LauncherArgs...)
 	cmd = append(cmd, "-np", fmt.Sprint(np))
 	cmd = append(cmd, opts...)
 	cmd = append(cmd, prog)
@@ -90,6 +96,12 @@ func RequireE2E(t testing.TB, impls ...Impl) {
 	}
 	for _, i := range impls {
 		for _, bin := range []string{i.CC, i.Launcher} {
+			if i.Root != "" {
+				if _, err := os.Stat(filepath.Join(i.Root, "usr/bin", bin)); err != nil {
+					missing = append(missing, bin+" not installed in "+i.Root+" (.ci/roots installs it)")
+				}
+				continue
+			}
 			if _, err := exec.LookPath(bin); err != nil {
 				missing = append(missing, bin+" not installed")
 			}
@@ -153,6 +165,9 @@ func Build(t testing.TB, impl Impl, name string) string {
 		src = filepath.Join(RepoRoot(t), "testdata", name+".f90")
 		compiler = impl.FC
 	}
+	if impl.Root != "" {
+		return impl.buildInRoot(t, compiler, src, name)
+	}
 	out := filepath.Join(t.TempDir(), name+"."+impl.Name)
 	run(t, compiler, "-O2", "-g", "-o", out, src)
 	return out
@@ -181,7 +196,9 @@ func run(t testing.TB, name string, args ...string) {
 }
 
 // WaitRanks waits until n processes run the executable prog and map an MPI
-// library whose path contains lib (e.g. "mca_pml_ob1"), and returns their pids.
+// library whose path contains lib (e.g. "mca_pml_ob1"), and returns their
+// pids. prog is the path as the processes see it: a rank in another root
+// (Impl.Root) runs ROOT/prog as the test sees it.
 func WaitRanks(ctx context.Context, prog string, n int, lib string) ([]int, error) {
 	pfs := procfs.FS{}
 	for {
@@ -192,8 +209,14 @@ func WaitRanks(ctx context.Context, prog string, n int, lib string) ([]int, erro
 		}
 		for _, pid := range pids {
 			exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid))
-			if err != nil || exe != prog {
+			if err != nil {
 				continue
+			}
+			if exe != prog {
+				root, err := os.Readlink(fmt.Sprintf("/proc/%d/root", pid))
+				if err != nil || root == "/" || exe != filepath.Join(root, prog) {
+					continue
+				}
 			}
 			maps, err := pfs.Maps(pid)
 			if err != nil {
@@ -310,12 +333,17 @@ func (j *Job) Wait(t testing.TB) {
 // --mca btl and in btl_vader_* parameter names.
 func (i Impl) SharedMemoryBTL(t testing.TB) string {
 	t.Helper()
-	out, err := exec.Command(i.CC, "--showme:libdirs").Output()
+	out, err := i.inRootCommand(i.CC, "--showme:libdirs").Output()
 	if err != nil {
 		t.Fatalf("%s --showme:libdirs: %v", i.CC, err)
 	}
 	for _, dir := range strings.Fields(string(out)) {
-		if _, err := os.Stat(filepath.Join(dir, "libopen-pal.so.80")); err == nil {
+		if _, err := os.Stat(i.HostPath(filepath.Join(dir, "libopen-pal.so.80"))); err == nil {
+			return "sm"
+		}
+		// Debian 13 keeps only the development link in the wrapper's
+		// directory: libopen-pal.so -> ../../libopen-pal.so.80.
+		if real, err := filepath.EvalSymlinks(i.HostPath(filepath.Join(dir, "libopen-pal.so"))); err == nil && strings.HasPrefix(filepath.Base(real), "libopen-pal.so.80") {
 			return "sm"
 		}
 	}

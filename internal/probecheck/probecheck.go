@@ -68,6 +68,7 @@ func Layouts(pfs procfs.FS, pid int, debugDirs []string) ([]mpiabi.LayoutStatus,
 	if err != nil {
 		return nil, err
 	}
+	maps = discover.SeenMaps(pfs, pid, maps) // a rank in a chroot: its own paths
 	mem, err := pfs.OpenMem(pid)
 	if err != nil {
 		return nil, err

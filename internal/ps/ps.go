@@ -177,7 +177,7 @@ func process(pfs procfs.FS, pid int, host string) (Process, identity.Identity, b
 	if err != nil {
 		return Process{}, identity.Identity{}, false
 	}
-	libs := discover.Discover(maps)
+	libs := discover.Discover(discover.SeenMaps(pfs, pid, maps)) // a rank in a chroot: its own paths
 	p := Process{PID: pid}
 	for _, m := range libs {
 		switch m.Library {

@@ -220,8 +220,12 @@ func (s *session) run(ctx context.Context) error {
 	s.live = sel.Procs
 	var targets []probes.Target
 	if len(cfg.Command) > 0 {
+		// The fast path: the libraries of mpiprobe's own root, attached
+		// before the command starts. Those its processes map from
+		// elsewhere (another root, a private directory) the follower
+		// finds as they start.
 		t, err := discover.SystemTargets(s.cat.Libraries(), append(commandLibraries(cfg), cfg.Libraries...))
-		if err != nil {
+		if err != nil && (len(cfg.Libraries) > 0 || !errors.Is(err, discover.ErrNoSystemLibrary)) {
 			return err
 		}
 		s.cmdTargets = t
@@ -258,14 +262,18 @@ func (s *session) run(ctx context.Context) error {
 
 	phase("tracepoints")
 	var probeCount int
+	var follow *follower
 	if cfg.Trace != nil {
-		rec, n, closeTrace, err := s.startTrace(targets)
+		rec, att, closeTrace, err := s.startTrace(targets)
 		if err != nil {
 			return err
 		}
 		defer closeTrace()
-		probeCount = n
+		probeCount = att.Links()
 		s.rec = rec
+		if len(cfg.Command) > 0 {
+			follow = newFollower(s, traceAdd(att, rec), nil)
+		}
 	} else {
 		att, err := probes.NewAttacher(probes.ProgramsOf(&s.objs.MpiprobePrograms), s.cat)
 		if err != nil {
@@ -285,16 +293,26 @@ func (s *session) run(ctx context.Context) error {
 			s.coll = ct
 			probeCount += ct.att.Links()
 		}
-		attached := 0
-		for _, st := range att.Status() {
-			if st.Attached {
-				attached++
-				cfg.Log.Debug("probe attached", "event", st.Event, "file", st.File, "missing", st.Reason)
-			} else {
-				cfg.Log.Warn("event unavailable", "event", st.Event, "file", st.File, "reason", st.Reason)
+		attached, reported := 0, 0
+		reportStatus := func() {
+			all := att.Status()
+			for _, st := range all[reported:] {
+				if st.Attached {
+					attached++
+					cfg.Log.Debug("probe attached", "event", st.Event, "file", st.File, "missing", st.Reason)
+				} else {
+					cfg.Log.Warn("event unavailable", "event", st.Event, "file", st.File, "reason", st.Reason)
+				}
 			}
+			reported = len(all)
 		}
-		if attached == 0 && s.coll == nil {
+		reportStatus()
+		if len(cfg.Command) > 0 {
+			follow = newFollower(s, att.Add, func([]probes.Target) { reportStatus() })
+		}
+		// A command's ranks may map an MPI of their own, found as they
+		// start (follower): then nothing attached ahead is no error.
+		if attached == 0 && s.coll == nil && len(cfg.Command) == 0 {
 			return fmt.Errorf("no catalog event could be attached in %s: this MPI build lacks the probed symbols (see warnings above); mpiprobe knows Open MPI 4.x and 5.0 with pml ob1, MPICH with ch4 or ch3, and UCX", describeTargets(targets))
 		}
 		probeCount += att.Attached()
@@ -329,6 +347,28 @@ func (s *session) run(ctx context.Context) error {
 
 	tick := time.NewTicker(cfg.Interval)
 	defer tick.Stop()
+	// looks fires when the follower's next look at a starting process is
+	// due.
+	var looks <-chan time.Time
+	var looksTimer *time.Timer
+	arm := func() {
+		if looksTimer != nil {
+			looksTimer.Stop()
+		}
+		looks = nil
+		if follow == nil {
+			return
+		}
+		if at, ok := follow.next(); ok {
+			looksTimer = time.NewTimer(time.Until(at))
+			looks = looksTimer.C
+		}
+	}
+	defer func() {
+		if looksTimer != nil {
+			looksTimer.Stop()
+		}
+	}()
 	stop := ctx.Done()
 	var killTimer <-chan time.Time
 	forwarded := 0
@@ -368,6 +408,18 @@ func (s *session) run(ctx context.Context) error {
 				continue
 			}
 			s.procEvent(e)
+			if follow != nil {
+				switch e.Type {
+				case kernel.ProcExec:
+					follow.exec(int(e.Tgid))
+					arm()
+				case kernel.ProcExit:
+					follow.forget(int(e.Tgid))
+				}
+			}
+		case <-looks:
+			follow.scanDue()
+			arm()
 		case end := <-cmdDone:
 			if end.Kind != agg.Exited || end.Code != 0 {
 				cfg.Log.Info("command ended", "how", end.String())
@@ -381,6 +433,9 @@ func (s *session) run(ctx context.Context) error {
 			}
 			return s.finish(events)
 		case <-tick.C:
+			if follow != nil {
+				follow.scanAll(s.running())
+			}
 			s.poll()
 			if cmdDone == nil && s.allEnded() {
 				return s.finish(events)
@@ -631,6 +686,17 @@ func (s *session) exitPending() bool {
 	return false
 }
 
+// running returns the processes still counted as running.
+func (s *session) running() []int {
+	var out []int
+	for _, pid := range s.order {
+		if s.procs[pid].End.Kind == agg.Running {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
 func (s *session) allEnded() bool {
 	if len(s.order) == 0 {
 		return false
@@ -679,6 +745,9 @@ drain:
 		}
 	}
 	s.poll()
+	if len(s.cfg.Command) > 0 && len(s.cmdTargets) == 0 {
+		s.cfg.Log.Warn("no MPI library was found for the command: neither where ldconfig looks (here or in the root its processes ran in) nor in the memory of its processes; name the library with --lib")
+	}
 	if s.coll != nil {
 		s.coll.final()
 	}

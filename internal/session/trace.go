@@ -90,6 +90,13 @@ type recorder struct {
 
 	mu    sync.Mutex // guards noted, written by the session's goroutine
 	noted map[uint32]procInfo
+
+	// callsMu guards moreCalls: the call names by index after the session
+	// attached to a library found later, whose functions may get new
+	// indexes. The session holds it while it attaches, so that a call of
+	// a new index waits here for its name instead of being dropped.
+	callsMu   sync.Mutex
+	moreCalls []string
 }
 
 type siteKey struct {
@@ -199,7 +206,12 @@ func (r *recorder) add(b []byte) error {
 	e.Enter -= int64(r.monoZero)
 	e.Exit -= int64(r.monoZero)
 	if e.Call >= len(r.calls) {
-		return nil
+		if err := r.learnCalls(); err != nil {
+			return err
+		}
+		if e.Call >= len(r.calls) {
+			return nil
+		}
 	}
 	l := &r.last[tgid%uint32(len(r.last))]
 	if !l.valid || l.tgid != tgid {
@@ -501,44 +513,73 @@ func (s *session) loadTrace(opts kernel.Options) error {
 	return nil
 }
 
+// learnCalls takes in the call names the session's attacher numbered
+// since the recorder started (moreCalls).
+func (r *recorder) learnCalls() error {
+	r.callsMu.Lock()
+	defer r.callsMu.Unlock()
+	for len(r.calls) < len(r.moreCalls) {
+		c := r.moreCalls[len(r.calls)]
+		if _, err := r.w.AddCall(c); err != nil {
+			return fmt.Errorf("write trace file: %w", err)
+		}
+		r.calls = append(r.calls, c)
+	}
+	return nil
+}
+
 // startTrace attaches trace mode's probes to the targets and starts the
 // recorder. The returned function detaches and stops everything.
-func (s *session) startTrace(targets []probes.Target) (*recorder, int, func(), error) {
+func (s *session) startTrace(targets []probes.Target) (*recorder, *probes.TraceAttacher, func(), error) {
 	att := probes.NewTraceAttacher(probes.TracePrograms{
 		Enter: s.objs.TraceEnter, Exit: s.objs.TraceExit, Fortran: s.objs.TraceFortranEnter,
 		EnterMulti: s.objs.TraceEnterMulti, ExitMulti: s.objs.TraceExitMulti, FortranMulti: s.objs.TraceFortranEnterMulti,
 	})
 	if err := s.attachLive("attach trace probes", att.Add); err != nil {
 		_ = att.Close()
-		return nil, 0, nil, err
+		return nil, nil, nil, err
 	}
-	if att.Links() == 0 {
+	// A command's ranks may map their MPI only later, from where they run
+	// (follower): then nothing attached yet is no error.
+	if att.Links() == 0 && len(s.cfg.Command) == 0 {
 		_ = att.Close()
-		return nil, 0, nil, fmt.Errorf("no MPI C library to trace in %s: trace mode knows Open MPI's libmpi.so.40 and MPICH's libmpich.so.12", describeTargets(targets))
+		return nil, nil, nil, fmt.Errorf("no MPI C library to trace in %s: trace mode knows Open MPI's libmpi.so.40 and MPICH's libmpich.so.12", describeTargets(targets))
 	}
 	rd, err := ringbuf.NewReader(s.objs.TraceEvents)
 	if err != nil {
 		_ = att.Close()
-		return nil, 0, nil, fmt.Errorf("open trace ring buffer: %w", err)
+		return nil, nil, nil, fmt.Errorf("open trace ring buffer: %w", err)
 	}
 	mono, err := kernel.MonotonicNow()
 	if err != nil {
 		_ = rd.Close()
 		_ = att.Close()
-		return nil, 0, nil, err
+		return nil, nil, nil, err
 	}
 	hdr := tracefile.Header{Host: s.cfg.Host, Start: s.tb.Wall(mono), Command: s.describeCommand()}
 	rec, err := newRecorder(rd, s.cfg.Trace.Out, hdr, att.Calls(), mono, s.cfg.Proc, s.cfg.Log)
 	if err != nil {
 		_ = rd.Close()
 		_ = att.Close()
-		return nil, 0, nil, err
+		return nil, nil, nil, err
 	}
 	go rec.run()
-	return rec, att.Links(), func() {
+	return rec, att, func() {
 		_ = rd.Close()
 		_ = att.Close()
 	}, nil
+}
+
+// traceAdd is the trace attacher's Add for libraries found after the
+// recorder started: the recorder learns the names of the calls it numbers.
+func traceAdd(att *probes.TraceAttacher, rec *recorder) func([]probes.Target) error {
+	return func(t []probes.Target) error {
+		rec.callsMu.Lock()
+		defer rec.callsMu.Unlock()
+		err := att.Add(t)
+		rec.moreCalls = att.Calls()
+		return err
+	}
 }
 
 // describeCommand says what a session traces, for the trace file's header.
