@@ -39,9 +39,13 @@ const maxPrologue = 12
 // endbr32 is not skipped (no 64-bit code is built with it).
 //
 // It returns (0, 0) when the entry is best, or code does not allow
-// another point (unknown instructions, nil code).
+// another point (nil code, or code it cannot decode to its end: it must
+// see every jump of the function).
 func EntryPoint(code []byte, entryOnly bool) (offset, frame uint64) {
-	targets := branchTargets(code)
+	targets, whole := branchTargets(code)
+	if !whole {
+		return 0, 0 // a jump into the prologue could hide in what was not decoded
+	}
 	off := 0
 	for range maxPrologue {
 		if off >= len(code) {
@@ -76,20 +80,21 @@ func EntryPoint(code []byte, entryOnly bool) (offset, frame uint64) {
 
 // branchTargets returns the offsets that relative jumps and calls of code
 // land on, decoding it from the start (a function's code is its
-// instructions back to back; where decoding fails, it stops).
-func branchTargets(code []byte) map[int]bool {
+// instructions back to back), and whether it decoded to the end.
+func branchTargets(code []byte) (map[int]bool, bool) {
 	out := map[int]bool{}
-	for off := 0; off < len(code); {
+	off := 0
+	for off < len(code) {
 		inst, err := Decode(code[off:])
 		if err != nil {
-			break
+			return out, false
 		}
 		if t, ok := BranchTarget(inst, uint64(off)); ok {
 			out[int(t)] = true
 		}
 		off += inst.Len
 	}
-	return out
+	return out, true
 }
 
 // emulated says whether x86 kernels emulate inst at a uprobe instead of
