@@ -3,9 +3,8 @@ package probes
 import (
 	"debug/elf"
 	"fmt"
-	"strings"
-
 	"github.com/mpiprobe/mpiprobe/internal/mpiabi"
+	"strings"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
