@@ -236,16 +236,16 @@ func (a *Attacher) attachFile(t Target) ([]link.Link, []Status, error) {
 	})
 	// resolve finds p's function in this file, under the name a later
 	// version gave it if the file lacks the first.
-	resolve := func(p Probe) (symbol string, off uint64, found, versioned bool, err error) {
-		off, found, versioned, err = syms.Offset(p.Symbol)
+	resolve := func(p Probe) (symbol string, def elf.Symbol, off uint64, found, versioned bool, err error) {
+		def, off, found, versioned, err = syms.Definition(p.Symbol)
 		if err == nil && !found && p.Renamed != "" {
-			off, found, versioned, err = syms.Offset(p.Renamed)
-			return p.Renamed, off, found, versioned, err
+			def, off, found, versioned, err = syms.Definition(p.Renamed)
+			return p.Renamed, def, off, found, versioned, err
 		}
-		return p.Symbol, off, found, versioned, err
+		return p.Symbol, def, off, found, versioned, err
 	}
 	sites := newCallSites(file, a.cat, t.Library, func(p Probe) string {
-		symbol, _, _, _, _ := resolve(p)
+		symbol, _, _, _, _, _ := resolve(p)
 		return symbol
 	})
 	// attach returns false when the symbol (or the call) is not in this
@@ -255,7 +255,7 @@ func (a *Attacher) attachFile(t Target) ([]link.Link, []Status, error) {
 		if prog == nil {
 			return false, "", fmt.Errorf("attach %s:%s: no BPF program %s loaded", t.Display, p, p.Program)
 		}
-		symbol, off, found, versioned, err := resolve(p)
+		symbol, def, off, found, versioned, err := resolve(p)
 		if err != nil {
 			return false, "", fmt.Errorf("attach %s:%s: %w", t.Display, p, err)
 		}
@@ -264,10 +264,17 @@ func (a *Attacher) attachFile(t Target) ([]link.Link, []Status, error) {
 		}
 		// Where each link goes, as a file offset: 0 for the function's
 		// start found by name, its offset when the name has several
-		// versions, or each call site's.
+		// versions, or each call site's. A probe at the function's entry,
+		// or at its return, goes past an endbr64 or a prologue
+		// instruction the kernel would single-step (entryPoint); a call
+		// site stays where it is.
 		addresses := []uint64{0}
 		if versioned {
 			addresses[0] = off
+		}
+		var past uint64
+		if p.CallTo == "" {
+			past, _ = entryPoint(symbolCode(file, def), false)
 		}
 		if p.CallTo != "" {
 			offsets, ok, shared := sites.take(a.cat.Events[id].ID, cookie, symbol, p.CallTo)
@@ -280,7 +287,7 @@ func (a *Attacher) attachFile(t Target) ([]link.Link, []Status, error) {
 			addresses = offsets
 		}
 		for _, addr := range addresses {
-			opts := &link.UprobeOptions{Cookie: cookie, Address: addr}
+			opts := &link.UprobeOptions{Cookie: cookie, Address: addr, Offset: past}
 			var l link.Link
 			var err error
 			if p.Side == Return {

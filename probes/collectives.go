@@ -260,16 +260,16 @@ func (a *CollAttacher) attach(t Target) ([]link.Link, CollLibrary, error) {
 	if err != nil {
 		return nil, lib, fmt.Errorf("open %s: %w", t.Display, err)
 	}
-	fns, ferr := mpiabi.MPIFunctions(f)
+	defer f.Close()
+	fns, err := mpiabi.MPIFunctions(f)
 	lib.BuildID, _ = elfx.BuildID(f)
 	// Known before any rank runs where the build allows: no collective
 	// is then keyed by its local handle while a layout is inferred.
 	if r, ok := mpiabi.StaticCommLayout(f, t.Library.Flavour(), lib.BuildID); ok {
 		lib.Layout, lib.Fields = r.Layout, r.Fields
 	}
-	_ = f.Close()
-	if ferr != nil {
-		return nil, lib, fmt.Errorf("%s: %w", t.Display, ferr)
+	if err != nil {
+		return nil, lib, fmt.Errorf("%s: %w", t.Display, err)
 	}
 	lib.Target = t
 	if len(a.libs) >= maxLayouts-1 {
@@ -287,61 +287,76 @@ func (a *CollAttacher) attach(t Target) ([]link.Link, CollLibrary, error) {
 	for _, fn := range fns {
 		byName[fn.Call] = fn
 	}
-	var names []string
-	var cookies []uint64
+	// where returns a function's file offset and how far past its entry
+	// its probes go (entryPoint).
+	text, code := elfx.Loads(f.Progs).Exec(), textReader(f)
+	where := func(fn mpiabi.Function) (addr, off uint64, err error) {
+		addr, _, ok := text.Offset(fn.Value)
+		if !ok {
+			return 0, 0, fmt.Errorf("%s:%s: address %#x is in no executable segment", t.Display, fn.Name, fn.Value)
+		}
+		off, _ = entryPoint(code(fn), false)
+		return addr, off, nil
+	}
+	enter := probeList{single: a.progs.Enter, multi: a.progs.EnterMulti}
+	exit := probeList{single: a.progs.Exit, multi: a.progs.ExitMulti, ret: true}
 	for i, c := range collectives {
 		fn, ok := byName[c.Name]
 		if !ok {
 			continue
 		}
+		addr, off, err := where(fn)
+		if err != nil {
+			return nil, lib, err
+		}
 		req := 0
 		if c.Nonblocking {
 			req = c.Comm + 1 // the request follows the communicator
 		}
-		ck, err := collCookie(i, c.Comm, lib.LayoutIndex, req, t.Library == MPICHLib, fn.Value)
+		// The address is the probe's: the entry program takes it from the
+		// instruction pointer to find the library's load bias.
+		ck, err := collCookie(i, c.Comm, lib.LayoutIndex, req, t.Library == MPICHLib, fn.Value+off)
 		if err == nil {
 			ck, err = collArgs(ck, c.Root, c.Count)
 		}
 		if err != nil {
 			return nil, lib, fmt.Errorf("attach %s:%s: %w", t.Display, fn.Name, err)
 		}
-		names = append(names, fn.Name)
-		cookies = append(cookies, ck)
+		enter.add(fn.Name, addr, ck, off)
+		exit.add(fn.Name, addr, ck, off)
 	}
-	if len(names) == 0 {
+	if len(enter.names) == 0 {
 		return nil, lib, fmt.Errorf("%s defines no MPI collective: not an MPI library", t.Display)
 	}
-	lib.Collectives = len(names)
+	lib.Collectives = len(enter.names)
 	ex, err := link.OpenExecutable(t.Path)
 	if err != nil {
 		return nil, lib, fmt.Errorf("open %s: %w", t.Display, err)
 	}
-	made, err := attachSides(ex, t, names, cookies, []side{
-		{a.progs.Enter, a.progs.EnterMulti, false},
-		{a.progs.Exit, a.progs.ExitMulti, true},
-	}, &a.noMulti)
+	made, err := attachLists(ex, t, []probeList{enter, exit}, &a.noMulti)
 	if err != nil {
 		return made, lib, err
 	}
-	var wnames []string
-	var wcookies []uint64
+	wenter := probeList{single: a.progs.WaitEnterSingle, multi: a.progs.WaitEnter}
+	wexit := probeList{single: a.progs.WaitExitSingle, multi: a.progs.WaitExit, ret: true}
 	for _, c := range completions {
 		fn, ok := byName[c.name]
 		if !ok {
 			continue
 		}
+		addr, off, err := where(fn)
+		if err != nil {
+			return made, lib, err
+		}
 		ck, err := waitCookie(c.reqArg, c.cntArg, t.Library == MPICHLib)
 		if err != nil {
 			return made, lib, fmt.Errorf("attach %s:%s: %w", t.Display, fn.Name, err)
 		}
-		wnames = append(wnames, fn.Name)
-		wcookies = append(wcookies, ck)
+		wenter.add(fn.Name, addr, ck, off)
+		wexit.add(fn.Name, addr, ck, off)
 	}
-	if len(wnames) > 0 && a.progs.WaitEnter != nil {
-		links, err := attachSides(ex, t, wnames, wcookies, []side{
-			{a.progs.WaitEnterSingle, a.progs.WaitEnter, false},
-			{a.progs.WaitExitSingle, a.progs.WaitExit, true},
-		}, &a.noMulti)
+	if len(wenter.names) > 0 && a.progs.WaitEnter != nil {
+		links, err := attachLists(ex, t, []probeList{wenter, wexit}, &a.noMulti)
 		made = append(made, links...)
 		if err != nil {
 			return made, lib, err
@@ -352,7 +367,11 @@ func (a *CollAttacher) attach(t Target) ([]link.Link, CollLibrary, error) {
 		if !ok || a.progs.CommFree == nil {
 			continue
 		}
-		l, err := ex.Uprobe(fn.Name, a.progs.CommFree, nil)
+		addr, off, err := where(fn)
+		if err != nil {
+			return made, lib, err
+		}
+		l, err := ex.Uprobe(fn.Name, a.progs.CommFree, &link.UprobeOptions{Address: addr, Offset: off})
 		if err != nil {
 			return made, lib, fmt.Errorf("attach %s:%s: %w", t.Display, fn.Name, err)
 		}

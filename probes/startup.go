@@ -1,6 +1,7 @@
 package probes
 
 import (
+	"debug/elf"
 	"errors"
 	"fmt"
 	"slices"
@@ -10,6 +11,7 @@ import (
 	"github.com/cilium/ebpf/link"
 
 	"github.com/mpiprobe/mpiprobe/bpf"
+	"github.com/mpiprobe/mpiprobe/internal/elfx"
 )
 
 // Libraries probed for startup timing only.
@@ -142,9 +144,25 @@ func (a *StartupAttacher) attachFile(t Target, ps []startupProbe) ([]link.Link, 
 	if err != nil {
 		return nil, fmt.Errorf("open %s (%s): %w", t.Display, t.Path, err)
 	}
+	file, err := elf.Open(t.Path)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", t.Display, err)
+	}
+	defer file.Close()
+	syms, err := elfx.ReadSymbols(file)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", t.Display, err)
+	}
 	var made []link.Link
 	for _, p := range ps {
 		opts := &link.UprobeOptions{Cookie: uint64(p.Mark)}
+		// Past an endbr64 or a prologue instruction the kernel would
+		// single-step, the return probe too (entryPoint); a name with
+		// several versions stays at the entry of the one the link package
+		// picks.
+		if def, _, found, versioned, err := syms.Definition(p.Symbol); err == nil && found && !versioned {
+			opts.Offset, _ = entryPoint(symbolCode(file, def), false)
+		}
 		var l link.Link
 		if p.Side == Return {
 			l, err = ex.Uretprobe(p.Symbol, a.prog, opts)

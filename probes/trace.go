@@ -12,7 +12,6 @@ import (
 	"github.com/mpiprobe/mpiprobe/bpf"
 	"github.com/mpiprobe/mpiprobe/internal/elfx"
 	"github.com/mpiprobe/mpiprobe/internal/mpiabi"
-	"github.com/mpiprobe/mpiprobe/internal/x86"
 )
 
 // The Fortran binding libraries trace mode probes in addition to the C ones.
@@ -265,10 +264,6 @@ func (a *TraceAttacher) attachC(t Target) ([]link.Link, error) {
 		if changesDatatypes(fn.Call) {
 			cookie = typesCookie(cookie)
 		}
-		// Only entry-only probes move: with a return probe at the same
-		// place past the entry, Linux 6.18 gave the entry program a
-		// return address already replaced by the uretprobe trampoline
-		// (MPICH's MPI_Init at +7 recorded at 0x7fffffffe000).
 		// The file offset, passed on, saves the link package a second
 		// parse of the library's symbols (tens of ms for MPICH's 41 MB
 		// libmpich).
@@ -276,9 +271,11 @@ func (a *TraceAttacher) attachC(t Target) ([]link.Link, error) {
 		if !ok {
 			return nil, fmt.Errorf("%s:%s: address %#x is in no executable segment", t.Display, fn.Name, fn.Value)
 		}
-		var off, frame uint64
+		// Both probes past an endbr64 or a prologue instruction the kernel
+		// would single-step (entryPoint); an entry-only one also past
+		// stack and argument register moves.
+		off, frame := entryPoint(code(fn), only)
 		if only {
-			off, frame = x86.EntryPoint(code(fn), true)
 			if cookie, err = entryOnlyCookie(cookie, frame); err != nil {
 				return nil, fmt.Errorf("attach %s:%s: %w", t.Display, fn.Name, err)
 			}
@@ -384,22 +381,6 @@ func attachLists(ex *link.Executable, t Target, lists []probeList, noMulti *bool
 	return made, nil
 }
 
-// side is one program to attach to every function: at entry or at return.
-type side struct {
-	single, multi *ebpf.Program
-	ret           bool
-}
-
-// attachSides attaches each side's program to every named function, by
-// symbol name, through attachLists.
-func attachSides(ex *link.Executable, t Target, names []string, cookies []uint64, sides []side, noMulti *bool) ([]link.Link, error) {
-	lists := make([]probeList, len(sides))
-	for i, sd := range sides {
-		lists[i] = probeList{single: sd.single, multi: sd.multi, ret: sd.ret, names: names, cookies: cookies}
-	}
-	return attachLists(ex, t, lists, noMulti)
-}
-
 func (a *TraceAttacher) attachFortran(t Target) ([]link.Link, error) {
 	f, err := elf.Open(t.Path)
 	if err != nil {
@@ -424,6 +405,7 @@ func (a *TraceAttacher) attachFortran(t Target) ([]link.Link, error) {
 	enter.single, enter.multi = a.progs.Fortran, a.progs.FortranMulti
 	exit.single, exit.multi, exit.ret = a.progs.Exit, a.progs.ExitMulti, true
 	text := elfx.Loads(f.Progs).Exec()
+	code := textReader(f)
 	for _, fn := range fns {
 		// The cookie names the C call the binding implements, whose
 		// arguments and result are the binding's.
@@ -441,15 +423,17 @@ func (a *TraceAttacher) attachFortran(t Target) ([]link.Link, error) {
 		if !ok {
 			return nil, fmt.Errorf("%s:%s: address %#x is in no executable segment", t.Display, fn.Name, fn.Value)
 		}
-		enter.add(fn.Name, addr, cookie, 0)
-		exit.add(fn.Name, addr, cookie, 0)
+		off, _ := entryPoint(code(fn), false)
+		enter.add(fn.Name, addr, cookie, off)
+		exit.add(fn.Name, addr, cookie, off)
 	}
 	return attachLists(ex, t, []probeList{enter, exit}, &a.noMulti)
 }
 
-// EntryPoints returns the offset x86.EntryPoint picks in each named function
-// of an ELF file (for benchmarks and tools placing probes as trace mode
-// does).
+// EntryPoints returns the offset past the entry where the attachers put
+// the probes of each named function of an ELF file, entry-only as trace
+// mode's local queries or with a return probe (for benchmarks and tools
+// placing probes as mpiprobe does).
 func EntryPoints(path string, syms []string, entryOnly bool) (map[string]uint64, error) {
 	f, err := elf.Open(path)
 	if err != nil {
@@ -467,7 +451,7 @@ func EntryPoints(path string, syms []string, entryOnly bool) (map[string]uint64,
 		if !ok {
 			return nil, fmt.Errorf("%s: no symbol %s", path, name)
 		}
-		out[name], _ = x86.EntryPoint(code(mpiabi.Function{Name: name, Value: d.Value, Size: d.Size}), entryOnly)
+		out[name], _ = entryPoint(code(mpiabi.Function{Name: name, Value: d.Value, Size: d.Size}), entryOnly)
 	}
 	return out, nil
 }

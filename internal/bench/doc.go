@@ -19,6 +19,9 @@
 //     docs/trace-cost.md.
 //   - BenchmarkLocalCalls: what trace mode costs MPI_Wtime and
 //     MPI_Comm_rank, against probes at their entry.
+//   - BenchmarkEndbrStep: what an empty uprobe costs per hit on the endbr64
+//     that begins every function of a CET build, which the kernel
+//     single-steps, against one past it, on an emulated push (no MPI).
 //   - BenchmarkTraceFixedCost: the startup and shutdown `mpiprobe trace`
 //     adds to any command.
 //

@@ -36,9 +36,16 @@ func ReadSymbols(f *elf.File) (Symbols, error) {
 // choice: only then must the caller attach by address, since a lookup by
 // name may pick an older version.
 func (st Symbols) Offset(name string) (off uint64, found, versioned bool, err error) {
+	_, off, found, versioned, err = st.Definition(name)
+	return off, found, versioned, err
+}
+
+// Definition is Offset with the symbol it picked, whose value and size
+// say where the function's code is.
+func (st Symbols) Definition(name string) (sym elf.Symbol, off uint64, found, versioned bool, err error) {
 	defs := st.defs[name]
 	if len(defs) == 0 {
-		return 0, false, false, nil
+		return elf.Symbol{}, 0, false, false, nil
 	}
 	pick := defs[0]
 	if len(defs) > 1 {
@@ -50,14 +57,14 @@ func (st Symbols) Offset(name string) (off uint64, found, versioned bool, err er
 			}
 		}
 		if n != 1 {
-			return 0, false, true, fmt.Errorf("symbol %s: %d definitions, %d of them default: cannot tell which one callers use", name, len(defs), n)
+			return elf.Symbol{}, 0, false, true, fmt.Errorf("symbol %s: %d definitions, %d of them default: cannot tell which one callers use", name, len(defs), n)
 		}
 	}
 	off, _, ok := st.text.Offset(pick.Value)
 	if !ok {
-		return 0, false, false, fmt.Errorf("symbol %s: address %#x is in no executable segment", name, pick.Value)
+		return elf.Symbol{}, 0, false, false, fmt.Errorf("symbol %s: address %#x is in no executable segment", name, pick.Value)
 	}
-	return off, true, len(defs) > 1, nil
+	return pick, off, true, len(defs) > 1, nil
 }
 
 // Defined returns the dynamic symbols f defines (not undefined, not at

@@ -1,7 +1,7 @@
 // Package x86 holds the x86-64 decoding helpers that mpiprobe's code
 // readers share: package elfx (call sites), package layout (accessor,
-// argument and object-store analyses) and package probes (trace mode's
-// entry points).
+// argument and object-store analyses) and package probes (where the
+// attachers put entry probes).
 //
 // It builds on golang.org/x/arch/x86/x86asm, the Go team's maintained
 // decoder, and does by hand only what x86asm does not:

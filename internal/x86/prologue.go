@@ -8,44 +8,62 @@ const maxPrologue = 12
 
 // EntryPoint returns where in a function's code (x86-64, code starting at
 // the function's entry) an entry probe can go, and how far the stack
-// pointer has moved there, in bytes. Trace mode uses it for its entry-only
-// probes only (probes.TraceAttacher).
+// pointer has moved there, in bytes. Every attacher places the probes it
+// puts at a function's entry there, a return probe of the same function
+// too (probes: the catalog's, the collectives', trace mode's and the
+// startup marks).
 //
 // A uprobe hit runs the instruction it replaced: x86 kernels emulate a
 // few (push of a register, relative call, jmp and jcc) and execute every
 // other one out of line with a single-step trap, which costs several µs
-// more per hit (10 µs on a Firecracker VM). Many MPI functions begin with
-// such an instruction: Open MPI's MPI_Test and MPI_Waitall load a global
-// with a rip-relative mov, MPI_Wtime moves the stack pointer. EntryPoint
-// skips such instructions, up to the first emulated one, while the probe
-// sees the same call there:
+// more per hit (10 µs on a Firecracker VM; docs/cet.md). Many MPI functions begin with such an instruction: Open
+// MPI's MPI_Test and MPI_Waitall load a global with a rip-relative mov,
+// MPI_Wtime moves the stack pointer, and on a build with CET (Ubuntu's,
+// Fedora's, Debian 13's packages) every function begins with endbr64.
+// EntryPoint skips such instructions, up to the first emulated one, while
+// the probe sees the same call there:
 //
 //   - no branch before it, and no jump within the function lands between
 //     the entry and it (so it runs exactly once per call);
 //   - the stack pointer and the argument registers are unchanged, so that
-//     a return probe there catches this call's return and the arguments
-//     are read as at the entry; for an entry-only probe (entryOnly in probes:
-//     no return probe, no arguments), the stack pointer may move down by a
+//     a return probe there catches this call's return (the kernel replaces
+//     the return address at the stack pointer) and the arguments are read
+//     as at the entry; for an entry-only probe (entryOnly in probes: no
+//     return probe, no arguments), the stack pointer may move down by a
 //     constant (frame) and argument registers may be overwritten;
 //   - no store but into the new stack frame.
 //
+// An endbr64 is skipped at the entry only, where it marks the function as
+// a target of indirect calls and changes no register; one further in marks
+// a place an indirect jump may land on, and the probe stays before it.
+// endbr32 is not skipped (no 64-bit code is built with it).
+//
 // It returns (0, 0) when the entry is best, or code does not allow
-// another point (unknown instructions, nil code). It decodes with plain
-// x86asm.Decode, not Decode: an endbr64 at the entry keeps the probe
-// there.
+// another point (nil code, or code it cannot decode to its end: it must
+// see every jump of the function).
 func EntryPoint(code []byte, entryOnly bool) (offset, frame uint64) {
-	targets := branchTargets(code)
+	targets, whole := branchTargets(code)
+	if !whole {
+		return 0, 0 // a jump into the prologue could hide in what was not decoded
+	}
 	off := 0
 	for range maxPrologue {
 		if off >= len(code) {
 			break
 		}
-		inst, err := x86asm.Decode(code[off:], 64)
+		inst, err := Decode(code[off:])
 		if err != nil {
 			break
 		}
 		if off > 0 && targets[off] {
 			break
+		}
+		if m := endbrAt(code[off:]); m != 0 {
+			if off > 0 || m != endbr64 {
+				break
+			}
+			off += inst.Len
+			continue
 		}
 		if emulated(inst) {
 			return uint64(off), frame
@@ -62,20 +80,21 @@ func EntryPoint(code []byte, entryOnly bool) (offset, frame uint64) {
 
 // branchTargets returns the offsets that relative jumps and calls of code
 // land on, decoding it from the start (a function's code is its
-// instructions back to back; where decoding fails, it stops).
-func branchTargets(code []byte) map[int]bool {
+// instructions back to back), and whether it decoded to the end.
+func branchTargets(code []byte) (map[int]bool, bool) {
 	out := map[int]bool{}
-	for off := 0; off < len(code); {
-		inst, err := x86asm.Decode(code[off:], 64)
+	off := 0
+	for off < len(code) {
+		inst, err := Decode(code[off:])
 		if err != nil {
-			break
+			return out, false
 		}
 		if t, ok := BranchTarget(inst, uint64(off)); ok {
 			out[int(t)] = true
 		}
 		off += inst.Len
 	}
-	return out
+	return out, true
 }
 
 // emulated says whether x86 kernels emulate inst at a uprobe instead of
