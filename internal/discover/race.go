@@ -41,6 +41,11 @@ type RaceError struct {
 	What string
 	// During is what mpiprobe was doing: "examining", "attaching".
 	During string
+	// Alive says the process is still the one chosen and still maps an
+	// MPI library: it only unmapped one of the files read (a component
+	// Open MPI closes in MPI_Init, say). Looking at it again (Select)
+	// gives its targets as they are now.
+	Alive bool
 }
 
 // Error is one line: "pid 7512 (flood) exited while attaching".
@@ -102,7 +107,9 @@ func Recheck(pfs procfs.FS, p Proc, during string) error {
 		if !slices.ContainsFunc(now, func(n Mapped) bool {
 			return n.Mapping.Start == m.Mapping.Start && n.Mapping.End == m.Mapping.End && n.Mapping.Inode == m.Mapping.Inode
 		}) {
-			return race("unmapped " + text.Line(m.Mapping.Path))
+			r := race("unmapped " + text.Line(m.Mapping.Path)).(*RaceError)
+			r.Alive = true
+			return r
 		}
 	}
 	return nil
@@ -110,14 +117,26 @@ func Recheck(pfs procfs.FS, p Proc, during string) error {
 
 // RecheckAll rechecks every process after a failure that concerned them
 // all (one attach call over the targets of several processes): it returns
-// the processes still there and the races of the others.
-func RecheckAll(pfs procfs.FS, ps []Proc, during string) (kept []Proc, races []error) {
+// the processes still there and the races of the others. A process that
+// only unmapped a file (RaceError.Alive) is looked at again with Select
+// (want as there) and kept with its targets as they are now, its race
+// returned in changed instead; it is a race only when that look fails.
+func RecheckAll(pfs procfs.FS, ps []Proc, during string, want []probes.Library) (kept []Proc, races, changed []error) {
 	for _, p := range ps {
-		if err := Recheck(pfs, p, during); err != nil {
-			races = append(races, err)
+		err := Recheck(pfs, p, during)
+		if err == nil {
+			kept = append(kept, p)
 			continue
 		}
-		kept = append(kept, p)
+		var r *RaceError
+		if errors.As(err, &r) && r.Alive {
+			if sel := Select(pfs, []int{p.PID}, want); len(sel.Procs) == 1 {
+				kept = append(kept, sel.Procs[0])
+				changed = append(changed, err)
+				continue
+			}
+		}
+		races = append(races, err)
 	}
-	return kept, races
+	return kept, races, changed
 }

@@ -124,9 +124,29 @@ func TestSelectRaces(t *testing.T) {
 func TestRecheckAll(t *testing.T) {
 	pfs := raceProc(t, "S", "100", mpiMaps)
 	libs := Discover(mustParse(t, mpiMaps))
-	kept, races := RecheckAll(pfs, []Proc{{PID: 50, StartTime: 100, Libs: libs}, {PID: 51, StartTime: 7, Libs: libs}}, "attaching")
-	if len(kept) != 1 || kept[0].PID != 50 || len(races) != 1 || !strings.HasPrefix(races[0].Error(), "pid 51 exited while attaching") {
-		t.Fatalf("kept %v, races %v", kept, races)
+	kept, races, changed := RecheckAll(pfs, []Proc{{PID: 50, StartTime: 100, Libs: libs}, {PID: 51, StartTime: 7, Libs: libs}}, "attaching", nil)
+	if len(kept) != 1 || kept[0].PID != 50 || len(races) != 1 || !strings.HasPrefix(races[0].Error(), "pid 51 exited while attaching") || len(changed) != 0 {
+		t.Fatalf("kept %v, races %v, changed %v", kept, races, changed)
+	}
+}
+
+// TestRecheckAllComponentUnmapped: a rank that closed a component while
+// it was attached to (Open MPI does in MPI_Init) is no race: it is looked
+// at again and kept with the libraries it maps now.
+func TestRecheckAllComponentUnmapped(t *testing.T) {
+	was := Proc{PID: 50, StartTime: 100, Libs: Discover(mustParse(t, mpiMaps))}
+	pfs := raceProc(t, "S", "100", noOb1Maps)
+	kept, races, changed := RecheckAll(pfs, []Proc{was}, "attaching", nil)
+	if len(races) != 0 || len(changed) != 1 || !strings.Contains(changed[0].Error(), "unmapped "+ob1File) {
+		t.Fatalf("races %v, changed %v: want the unmapping as a change, no race", races, changed)
+	}
+	if len(kept) != 1 || kept[0].PID != 50 || len(kept[0].Libs) != 1 || kept[0].Libs[0].Mapping.Path != libmpi {
+		t.Fatalf("kept %+v, want pid 50 with only %s", kept, libmpi)
+	}
+	// Its MPI library itself gone (exec into a program without MPI): a race.
+	kept, races, changed = RecheckAll(raceProc(t, "S", "100", bashMaps), []Proc{was}, "attaching", nil)
+	if len(kept) != 0 || len(races) != 1 || len(changed) != 0 {
+		t.Fatalf("exec: kept %v, races %v, changed %v", kept, races, changed)
 	}
 }
 

@@ -477,7 +477,10 @@ func commandLibraries(cfg Config) []string {
 // others. Only a failure with every process still there is the kernel's
 // (kernel.ExplainLoad); when none is left, the races are the error.
 func (s *session) attachLive(what string, add func([]probes.Target) error) error {
-	for {
+	// A rank in MPI_Init closes components while it is attached to: each
+	// such change is looked at again, a bounded number of times.
+	const maxChanges = 10
+	for changes := 0; ; {
 		if s.cfg.beforeAttach != nil {
 			s.cfg.beforeAttach(discover.PIDsOf(s.live))
 		}
@@ -488,8 +491,11 @@ func (s *session) attachLive(what string, add func([]probes.Target) error) error
 		if len(s.cfg.Command) > 0 {
 			return kernel.ExplainLoad(what, err)
 		}
-		kept, races := discover.RecheckAll(s.cfg.Proc, s.live, "attaching")
-		if len(races) == 0 {
+		kept, races, changed := discover.RecheckAll(s.cfg.Proc, s.live, "attaching", s.cat.Libraries())
+		for _, c := range changed {
+			s.cfg.Log.Debug("target changed its libraries; attaching to them as they are now", "err", c)
+		}
+		if changes += len(changed); len(races) == 0 && (len(changed) == 0 || changes > maxChanges) {
 			return kernel.ExplainLoad(what, err)
 		}
 		for _, r := range races {
