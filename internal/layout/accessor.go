@@ -233,7 +233,7 @@ func (a *analyzer) walk(pc uint64, st state, depth int) {
 			if len(raw) == 0 {
 				break
 			}
-			in, err := x86asm.Decode(raw, 64)
+			in, err := x86.Decode(raw)
 			if err != nil || in.Len == 0 {
 				break
 			}

@@ -1,0 +1,55 @@
+package layout
+
+import (
+	"os"
+	"path/filepath"
+	"reflect"
+	"testing"
+
+	"github.com/mpiprobe/mpiprobe/internal/mpitest"
+)
+
+// TestAnalyzeMPICHCET: Debian 13's MPICH 4.2.1 is built with CET, and
+// every function starts with endbr64, which x86asm decodes as a lone rep
+// prefix; the walk ended there and found no object table in
+// PMPI_Comm_rank ("no object table found in PMPI_Comm_rank's handle
+// decoding"). Read from the real library in the root .ci/roots makes.
+func TestAnalyzeMPICHCET(t *testing.T) {
+	path := filepath.Join(mpitest.RootsDir(), "trixie", "usr/lib/x86_64-linux-gnu/libmpich.so.12")
+	if _, err := os.Stat(path); err != nil {
+		mpitest.Require(t, "Debian 13's libmpich.so.12 at "+path+" (make the root with .ci/roots)")
+	}
+	var code Code
+	at := map[string]uint64{}
+	for _, fn := range []string{"PMPI_Comm_rank", "PMPI_Comm_size", "PMPI_Comm_get_name"} {
+		code, at[fn], _ = elfCode(t, path, fn)
+	}
+	if b := code(at["PMPI_Comm_rank"], 4); !reflect.DeepEqual(b, []byte{0xf3, 0x0f, 0x1e, 0xfa}) {
+		t.Fatalf("PMPI_Comm_rank starts % x, want endbr64 (not a CET build?)", b)
+	}
+	tables := map[uint64]bool{}
+	var facts [3]Facts
+	for i, fn := range []string{"PMPI_Comm_rank", "PMPI_Comm_size", "PMPI_Comm_get_name"} {
+		facts[i] = Analyze(code, at[fn], 0)
+		if len(facts[i].Paths) == 0 {
+			t.Errorf("%s: no handle decoding", fn)
+		}
+		for _, p := range facts[i].Paths {
+			for _, op := range p {
+				if op.Kind == OpAddSlot || op.Kind == OpAddGlobal {
+					tables[op.Addr] = true
+				}
+			}
+		}
+	}
+	// The builtin and direct tables of MPIR_Comm (0x548 bytes each).
+	if len(tables) < 2 {
+		t.Errorf("object tables %v, want the builtin and the direct one", tables)
+	}
+	if want := []Access{{Arg: 1, Chain: []int64{0x58}}}; !reflect.DeepEqual(facts[1].Stores, want) {
+		t.Errorf("PMPI_Comm_size stores %+v, want %+v (local_size)", facts[1].Stores, want)
+	}
+	if len(facts[2].Copies) == 0 || !reflect.DeepEqual(facts[2].Copies[0], Copy{Arg: 1, Chain: []int64{0x74}, Len: mpichNameLen}) {
+		t.Errorf("PMPI_Comm_get_name copies %+v, want the name at +0x74, %d bytes", facts[2].Copies, mpichNameLen)
+	}
+}
