@@ -46,6 +46,15 @@ func TestAnalyzeMPICHCET(t *testing.T) {
 	if len(tables) < 2 {
 		t.Errorf("object tables %v, want the builtin and the direct one", tables)
 	}
+	// MPICH 4.2's PMPI_Comm_rank stores the rank in MPIR_Comm_rank_impl,
+	// called on the branch after MPIR_Threadcomm_rank_impl's: a callee's
+	// steps are bounded (maxCallSteps), or the first used up the walk.
+	if want := []Access{{Arg: 1, Chain: []int64{0x48}}}; !reflect.DeepEqual(facts[0].Stores, want) {
+		t.Errorf("PMPI_Comm_rank stores %+v, want %+v (rank)", facts[0].Stores, want)
+	}
+	if n := len(facts[0].Paths); n < 3 {
+		t.Errorf("PMPI_Comm_rank: %d handle decodings, want the builtin, direct and indirect ones", n)
+	}
 	if want := []Access{{Arg: 1, Chain: []int64{0x58}}}; !reflect.DeepEqual(facts[1].Stores, want) {
 		t.Errorf("PMPI_Comm_size stores %+v, want %+v (local_size)", facts[1].Stores, want)
 	}
