@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"testing"
 
 	"github.com/mpiprobe/mpiprobe/internal/mpitest"
@@ -60,5 +61,49 @@ func TestAnalyzeMPICHCET(t *testing.T) {
 	}
 	if len(facts[2].Copies) == 0 || !reflect.DeepEqual(facts[2].Copies[0], Copy{Arg: 1, Chain: []int64{0x74}, Len: mpichNameLen}) {
 		t.Errorf("PMPI_Comm_get_name copies %+v, want the name at +0x74, %d bytes", facts[2].Copies, mpichNameLen)
+	}
+}
+
+// trixieFile returns the path of a library in Debian 13's root, or skips
+// with Require.
+func trixieFile(t *testing.T, rel string) string {
+	t.Helper()
+	path := filepath.Join(mpitest.RootsDir(), "trixie", rel)
+	if _, err := os.Stat(path); err != nil {
+		mpitest.Require(t, "Debian 13's "+filepath.Base(rel)+" at "+path+" (make the root with .ci/roots)")
+	}
+	return path
+}
+
+// TestInferFreeListCET: Debian 13's libopen-pal.so.80 (Open MPI 5.0.7,
+// CET) starts opal_free_list_grow_st with endbr64, which the linear
+// decoding refused as a prefix without an instruction; the layout is
+// Debian 12's.
+func TestInferFreeListCET(t *testing.T) {
+	path := trixieFile(t, "usr/lib/x86_64-linux-gnu/libopen-pal.so.80")
+	code, addr, size := elfCode(t, path, "opal_free_list_grow_st")
+	got, err := InferFreeList(code, addr, size)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (FreeList{MaxToAlloc: 80, NumAllocated: 88, FragClass: 144, ClassSeen: true}); got != want {
+		t.Errorf("InferFreeList = %+v, want %+v", got, want)
+	}
+}
+
+// TestObjectStoresCET: in Debian 13's libmpi.so.40 (ob1 built in, CET)
+// the flow of mca_pml_ob1_irecv ended at its endbr64 and found no store;
+// the request's buffer (argument 0) and peer (argument 3) are stored.
+func TestObjectStoresCET(t *testing.T) {
+	path := trixieFile(t, "usr/lib/x86_64-linux-gnu/libmpi.so.40")
+	code, addr, size := elfCode(t, path, "mca_pml_ob1_irecv")
+	stores, err := ObjectStores(code, addr, size, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []Store{{Arg: 0, Off: 472, Bytes: 8}, {Arg: 3, Off: 488, Bytes: 4}} {
+		if !slices.Contains(stores, want) {
+			t.Errorf("stores %+v lack %+v", stores, want)
+		}
 	}
 }
