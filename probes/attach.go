@@ -277,7 +277,7 @@ func (a *Attacher) attachFile(t Target) ([]link.Link, []Status, error) {
 			past, _ = entryPoint(symbolCode(file, def), false)
 		}
 		if p.CallTo != "" {
-			offsets, ok, shared := sites.take(a.cat.Events[id].ID, cookie, symbol, p.CallTo)
+			offsets, ok, shared := sites.take(a.cat.Events[id].ID, cookie, symbol, p.CallTo, p.OutOfLine)
 			if !ok && len(shared) > 0 {
 				return false, "its calls are in code shared with " + strings.Join(shared, ", "), nil
 			}

@@ -80,6 +80,12 @@ type Probe struct {
 	Side    Side
 	// CallTo makes the probe a call-site probe; Side must be Entry.
 	CallTo string
+	// OutOfLine has a call-site probe also look for the calls in the
+	// local functions Symbol calls that the file names nowhere: in a
+	// stripped library, the copy of an inline function the compiler kept
+	// out of line (Open MPI 5.0's ob1 send path, shared by
+	// mca_pml_ob1_isend and _send), found by its frame in .eh_frame.
+	OutOfLine bool
 	// Cond filters hits; the zero value counts every hit. At a call site
 	// the arguments are the callee's, already in their registers.
 	Cond Condition
@@ -223,7 +229,7 @@ func Full() Catalog {
 	// retries, and happen on every progress pass while sends are queued.
 	enable := func(fn string) Probe {
 		return Probe{Library: OMPIPmlOb1, Symbol: fn, CallTo: "mca_pml_ob1_enable_progress",
-			Cond: Condition{Src: Arg(1), Cmp: Gt, Value: 0}}
+			Cond: Condition{Src: Arg(1), Cmp: Gt, Value: 0}, OutOfLine: true}
 	}
 	ob1 := func(fn string) Probe { return Probe{Library: OMPIPmlOb1, Symbol: fn} }
 	// The receive posted after its message arrived: mca_pml_ob1_recv_req_start

@@ -58,6 +58,43 @@ type Calls struct {
 	syms   map[string]elf.Symbol
 	cold   map[string]elf.Symbol
 	clones map[uint64]elf.Symbol
+	// starts holds the address of every named function; frame, when set
+	// (WithFrames), gives the extent of code at an address no name starts.
+	starts map[uint64]bool
+	frame  func(pc uint64) (start, end uint64, ok bool)
+}
+
+// WithFrames returns a Calls whose Sites also follow direct calls to
+// local functions the file names nowhere (a stripped file's static
+// functions, such as the copy of an inline function GCC kept out of
+// line) as it follows named clones: frame returns the extent [start, end)
+// of the code holding pc, as the file's call-frame information
+// (.eh_frame) describes it. Only a call to the first address of such an
+// extent is followed. c itself is unchanged.
+func (c *Calls) WithFrames(frame func(pc uint64) (start, end uint64, ok bool)) *Calls {
+	d := *c
+	d.frame = frame
+	return &d
+}
+
+// unnamed returns a symbol for the unnamed local function that starts at
+// addr, if the call-frame information has one there and no symbol
+// starts at addr.
+func (c *Calls) unnamed(addr uint64) (elf.Symbol, bool) {
+	if c.frame == nil || c.starts[addr] {
+		return elf.Symbol{}, false
+	}
+	start, end, ok := c.frame(addr)
+	if !ok || start != addr || end <= start {
+		return elf.Symbol{}, false
+	}
+	for i, sec := range c.f.Sections {
+		if sec.Type == elf.SHT_PROGBITS && sec.Flags&elf.SHF_EXECINSTR != 0 && start >= sec.Addr && end <= sec.Addr+sec.Size {
+			return elf.Symbol{Name: fmt.Sprintf("local function at %#x", start), Value: start, Size: end - start,
+				Section: elf.SectionIndex(i), Info: elf.ST_INFO(elf.STB_LOCAL, elf.STT_FUNC)}, true
+		}
+	}
+	return elf.Symbol{}, false
 }
 
 // ReadCalls reads f's symbol tables for CallSites.
@@ -65,7 +102,8 @@ func ReadCalls(f *elf.File) (*Calls, error) {
 	if f.Machine != elf.EM_X86_64 {
 		return nil, fmt.Errorf("machine %s: only x86-64 is supported", f.Machine)
 	}
-	c := &Calls{f: f, syms: map[string]elf.Symbol{}, cold: map[string]elf.Symbol{}, clones: map[uint64]elf.Symbol{}}
+	c := &Calls{f: f, syms: map[string]elf.Symbol{}, cold: map[string]elf.Symbol{}, clones: map[uint64]elf.Symbol{},
+		starts: map[uint64]bool{}}
 	found := false
 	for _, read := range []func() ([]elf.Symbol, error){f.DynamicSymbols, f.Symbols} {
 		syms, err := read()
@@ -82,6 +120,7 @@ func ReadCalls(f *elf.File) (*Calls, error) {
 			}
 			// The static table wins: it is the same or more precise.
 			c.syms[s.Name] = s
+			c.starts[s.Value] = true
 			if elf.ST_BIND(s.Info) != elf.STB_LOCAL {
 				continue
 			}
@@ -123,7 +162,8 @@ func (c *Calls) targets(fn, callee string) (elf.Symbol, map[uint64]bool, error) 
 // jumps) and the local clones it calls directly (name.constprop.N,
 // name.isra.N, name.part.N: an inline function the compiler kept out of
 // line, as GCC does with ob1's send path in Open MPI 5.0's libmpi.so), and
-// theirs in turn. Such a clone may also be called from other functions:
+// theirs in turn; with WithFrames, also the unnamed local functions it calls
+// (the same clones in a stripped file, as Debian ships it). Such a clone may also be called from other functions:
 // the caller decides what a site found from two functions means. Errors
 // are those of the package function Sites.
 func (c *Calls) Sites(fn, callee string) ([]uint64, error) {
@@ -159,7 +199,11 @@ func (c *Calls) Sites(fn, callee string) ([]uint64, error) {
 			return nil
 		}
 		for _, dest := range calls {
-			if clone, ok := c.clones[dest]; ok {
+			clone, ok := c.clones[dest]
+			if !ok {
+				clone, ok = c.unnamed(dest)
+			}
+			if ok {
 				if err := visit(clone, depth-1); err != nil {
 					return err
 				}

@@ -77,13 +77,19 @@ type Facts struct {
 
 // Limits of the analysis: it reads untrusted code.
 const (
-	maxSteps  = 20000 // instructions interpreted per accessor, calls included
-	maxDepth  = 2     // calls followed below the accessor
-	maxOps    = 12    // steps kept per handle decoding
-	maxChain  = 3     // displacements kept per access
-	maxFacts  = 64    // of each kind per accessor
-	maxInstLn = 15
-	maxVisits = 4 // walks through one instruction
+	maxSteps = 20000 // instructions interpreted per accessor, calls included
+	// maxCallSteps bounds the instructions one followed call may take, so
+	// that a large callee cannot use up maxSteps before the accessor's
+	// other paths are walked: MPICH 4.2's PMPI_Comm_rank calls
+	// MPIR_Threadcomm_rank_impl first, and MPIR_Comm_rank_impl, the one
+	// that stores the rank, on the branch walked after it.
+	maxCallSteps = 2000
+	maxDepth     = 2  // calls followed below the accessor
+	maxOps       = 12 // steps kept per handle decoding
+	maxChain     = 3  // displacements kept per access
+	maxFacts     = 64 // of each kind per accessor
+	maxInstLn    = 15
+	maxVisits    = 4 // walks through one instruction
 )
 
 type kind uint8
@@ -186,7 +192,7 @@ var callerSaved = []int{0, 1, 2, 6, 7, 8, 9, 10, 11}
 // library's own code up to two levels deep, and returns what it hands back
 // from the communicator. It never fails: code it cannot decode ends a path.
 func Analyze(code Code, addr uint64, commArg int) Facts {
-	a := &analyzer{code: code}
+	a := &analyzer{code: code, limit: maxSteps}
 	var st state
 	for i, r := range argRegs {
 		if i == commArg {
@@ -202,6 +208,7 @@ func Analyze(code Code, addr uint64, commArg int) Facts {
 type analyzer struct {
 	code  Code
 	steps int
+	limit int // the step count at which the walk in progress stops
 	facts Facts
 	// rets collects what the function being walked below the accessor
 	// returns in rax
@@ -222,18 +229,18 @@ func (a *analyzer) walk(pc uint64, st state, depth int) {
 	// through the object: at three the direct table went unseen.
 	visited := map[uint64]int{}
 	work := []branch{{pc, st}}
-	for len(work) > 0 && a.steps < maxSteps {
+	for len(work) > 0 && a.steps < a.limit {
 		b := work[len(work)-1]
 		work = work[:len(work)-1]
 		pc, st := b.pc, b.st
-		for a.steps < maxSteps && visited[pc] < maxVisits {
+		for a.steps < a.limit && visited[pc] < maxVisits {
 			visited[pc]++
 			a.steps++
 			raw := a.code(pc, maxInstLn)
 			if len(raw) == 0 {
 				break
 			}
-			in, err := x86asm.Decode(raw, 64)
+			in, err := x86.Decode(raw)
 			if err != nil || in.Len == 0 {
 				break
 			}
@@ -636,11 +643,12 @@ func (a *analyzer) call(st *state, target uint64, direct bool, depth int) val {
 	for _, r := range argRegs {
 		in.regs[r] = st.regs[r]
 	}
-	saved := a.rets
+	saved, limit := a.rets, a.limit
 	a.rets = nil
+	a.limit = min(limit, a.steps+maxCallSteps)
 	a.walk(target, in, depth+1)
 	rets := a.rets
-	a.rets = saved
+	a.rets, a.limit = saved, limit
 	// A callee that returns one field of the communicator on every path
 	// that returns one (ompi_comm_rank out of line) hands it back.
 	var ret val

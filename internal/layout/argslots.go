@@ -261,7 +261,7 @@ func (a *argFlow) run(entry uint64, st *flowState) error {
 		if len(b) == 0 {
 			continue
 		}
-		in, err := x86asm.Decode(b, 64)
+		in, err := x86.Decode(b)
 		if err != nil {
 			continue // undecodable: the path ends
 		}

@@ -59,7 +59,7 @@ func InferFreeList(code Code, entry uint64, size int) (FreeList, error) {
 	var l FreeList
 	called := false
 	for off := 0; off < len(b); {
-		in, err := x86asm.Decode(b[off:], 64)
+		in, err := x86.Decode(b[off:])
 		if err == nil && in.Op == 0 {
 			err = errors.New("a prefix without an instruction")
 		}

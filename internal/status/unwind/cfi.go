@@ -282,6 +282,17 @@ func (t *Table) find(pc uint64) (*fde, error) {
 	return f, nil
 }
 
+// Function returns the addresses [start, end) that the FDE covering pc
+// describes: in code a compiler wrote, the function (or the part of one it
+// moved out of line) holding pc. ok is false when no FDE covers pc.
+func (t *Table) Function(pc uint64) (start, end uint64, ok bool) {
+	f, err := t.find(pc)
+	if err != nil {
+		return 0, 0, false
+	}
+	return f.start, f.end, true
+}
+
 // hdrEntry decodes entry i of the .eh_frame_hdr search table: the first
 // address an FDE covers and the FDE's address.
 func (t *Table) hdrEntry(i int) (loc, fdeAddr uint64, err error) {

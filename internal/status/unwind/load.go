@@ -27,6 +27,19 @@ func Load(r io.ReaderAt) (*Table, error) {
 	if err != nil {
 		return nil, fmt.Errorf("unwind: parse elf: %w", err)
 	}
+	return load(f, r)
+}
+
+// LoadFile is Load for a file already open: its sections must be there,
+// as a file without section headers is read through its program headers.
+func LoadFile(f *elf.File) (*Table, error) {
+	return load(f, nil)
+}
+
+// load is Load on f, read through r when it has no section headers (r nil:
+// such a file is an error).
+func load(f *elf.File, r io.ReaderAt) (*Table, error) {
+	var err error
 	if f.Class != elf.ELFCLASS64 || f.Machine != elf.EM_X86_64 {
 		return nil, fmt.Errorf("unwind: not an x86-64 elf file (%v, %v)", f.Class, f.Machine)
 	}
@@ -49,6 +62,8 @@ func Load(r io.ReaderAt) (*Table, error) {
 			return nil, fmt.Errorf("unwind: read .eh_frame: %w", err)
 		}
 		t.bases.addr = sec.Addr
+	} else if r == nil {
+		return nil, errors.New("unwind: no .eh_frame section")
 	} else if err := t.fromProgs(f, r); err != nil {
 		return nil, err
 	}
