@@ -116,14 +116,7 @@ func TestRootTrace(t *testing.T) {
 				opts = []string{"--mca", "btl", "self,vader"}
 			}
 			s, _ := traceAndShow(t, bin, nil, append([]string{"--"}, impl.Command(2, opts, prog, strconv.Itoa(iters), strconv.Itoa(ms))...)...)
-			calls := []string{"Init", "Comm_rank", "Bcast", "Barrier", "Allreduce", "Finalize"}
-			checkSites(t, s, calls, sourceLines(t, "loops.c", calls...))
-			want := fmt.Sprintf("Init0 Comm_rank1 Bcast2 Barrier3 (Allreduce4)[%d] Finalize5", iters)
-			for _, r := range []string{"0", "1"} {
-				if s.structure[r] != want {
-					t.Errorf("rank %s: %q, want %q\n%s", r, s.structure[r], want, s.text)
-				}
-			}
+			checkLoopsTrace(t, s, iters)
 		})
 	}
 }
@@ -214,12 +207,5 @@ func TestRootTraceWithoutHostMPI(t *testing.T) {
 	prog := mpitest.Build(t, impl, "loops")
 	const iters = 5
 	s, _ := traceAndShow(t, bin, nil, append([]string{"--"}, impl.Command(2, []string{"--mca", "btl", "self,vader"}, prog, strconv.Itoa(iters), "10")...)...)
-	calls := []string{"Init", "Comm_rank", "Bcast", "Barrier", "Allreduce", "Finalize"}
-	checkSites(t, s, calls, sourceLines(t, "loops.c", calls...))
-	want := fmt.Sprintf("Init0 Comm_rank1 Bcast2 Barrier3 (Allreduce4)[%d] Finalize5", iters)
-	for _, r := range []string{"0", "1"} {
-		if s.structure[r] != want {
-			t.Errorf("rank %s: %q, want %q\n%s", r, s.structure[r], want, s.text)
-		}
-	}
+	checkLoopsTrace(t, s, iters)
 }

@@ -160,15 +160,8 @@ func TestTraceLoopStructure(t *testing.T) {
 			prog := mpitest.Build(t, impl, "loops")
 			const iters, ms = 5, 10
 			s, _ := traceAndShow(t, bin, nil, append([]string{"--"}, impl.Command(2, nil, prog, strconv.Itoa(iters), strconv.Itoa(ms))...)...)
-			calls := []string{"Init", "Comm_rank", "Bcast", "Barrier", "Allreduce", "Finalize"}
-			checkSites(t, s, calls, sourceLines(t, "loops.c", calls...))
-			want := fmt.Sprintf("Init0 Comm_rank1 Bcast2 Barrier3 (Allreduce4)[%d] Finalize5", iters)
-			for _, r := range []string{"0", "1"} {
-				if s.structure[r] != want {
-					t.Errorf("rank %s: %q, want %q\n%s", r, s.structure[r], want, s.text)
-				}
-			}
-			if !strings.Contains(s.text, "ranks 0-1, all with the same structure (SPMD):\n  "+want+"\n") {
+			checkLoopsTrace(t, s, iters)
+			if want := s.structure["0"]; !strings.Contains(s.text, "ranks 0-1, all with the same structure (SPMD):\n  "+want+"\n") {
 				t.Errorf("ranks not grouped as SPMD:\n%s", s.text)
 			}
 		})
@@ -761,5 +754,20 @@ func TestTraceExitStatus(t *testing.T) {
 	_ = cmd.Wait()
 	if code := cmd.ProcessState.ExitCode(); code != 130 {
 		t.Errorf("mpiprobe trace -- sleep 60: exit %d after SIGINT, want 130\nstderr:\n%s", code, stderr.String())
+	}
+}
+
+// checkLoopsTrace checks a trace of loops.c run with iters iterations on 2
+// ranks: every call's site is its source line, and each rank's structure
+// is the program's loop.
+func checkLoopsTrace(t *testing.T, s shown, iters int) {
+	t.Helper()
+	calls := []string{"Init", "Comm_rank", "Bcast", "Barrier", "Allreduce", "Finalize"}
+	checkSites(t, s, calls, sourceLines(t, "loops.c", calls...))
+	want := fmt.Sprintf("Init0 Comm_rank1 Bcast2 Barrier3 (Allreduce4)[%d] Finalize5", iters)
+	for _, r := range []string{"0", "1"} {
+		if s.structure[r] != want {
+			t.Errorf("rank %s: %q, want %q\n%s", r, s.structure[r], want, s.text)
+		}
 	}
 }
