@@ -147,6 +147,7 @@ func commMatches(want, name string) bool {
 // The expectation language (one fact per "expect:" line):
 //
 //	cycle 0->1->0                          the ranks wait on each other in this order
+//	knot ranks=A,B,C                       exactly these ranks cannot move (AND/OR wait-for graph)
 //	missing-collective rank=R call=C comm=WORLD|other waiting=A,B
 //	                                       R is a member absent from C, which A,B wait in
 //	finalized rank=R call=C waiting=A,B    the same, R being in MPI_Finalize without C
@@ -166,6 +167,11 @@ func check(st statusJSON, e string) string {
 			}
 		}
 		return fmt.Sprintf("no cycle %v in %v", want, st.Cycles)
+	case "knot":
+		if want := intList(f["ranks"]); !slices.Equal(st.Knot.Ranks, want) {
+			return fmt.Sprintf("knot %v, want %v", st.Knot.Ranks, want)
+		}
+		return ""
 	case "missing-collective", "finalized":
 		r, _ := strconv.Atoi(f["rank"])
 		for _, a := range st.Absent {

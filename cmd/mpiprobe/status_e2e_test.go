@@ -192,12 +192,15 @@ type statusJSON struct {
 			Calls map[string]uint64 `json:"calls"`
 		} `json:"counts"`
 	} `json:"ranks"`
-	Verdict   string  `json:"verdict"`
-	Waiting   []int   `json:"waiting"`
-	Odd       []int   `json:"odd"`
-	Suspects  []int   `json:"suspects"`
-	Lead      []int   `json:"lead"`
-	Cycles    [][]int `json:"cycles"`
+	Verdict  string  `json:"verdict"`
+	Waiting  []int   `json:"waiting"`
+	Odd      []int   `json:"odd"`
+	Suspects []int   `json:"suspects"`
+	Lead     []int   `json:"lead"`
+	Cycles   [][]int `json:"cycles"`
+	Knot     struct {
+		Ranks []int `json:"ranks"`
+	} `json:"knot"`
 	Divergent []struct {
 		Rank   int    `json:"rank"`
 		Call   string `json:"call"`

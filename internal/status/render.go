@@ -188,6 +188,7 @@ type jsonResult struct {
 	Mismatches    []jsonMismatch `json:"mismatches"`
 	Absent        []jsonAbsence  `json:"absent"`
 	Cycles        [][]int        `json:"cycles"`
+	Knot          jsonKnot       `json:"knot"`
 	Divergent     []jsonDiv      `json:"divergent"`
 	Notes         []string       `json:"notes,omitempty"`
 }
@@ -255,6 +256,23 @@ type jsonAbsence struct {
 	In      string   `json:"in,omitempty"`
 }
 
+// jsonKnot is the ranks none of which can move (hang.Knot), with what
+// each waits for.
+type jsonKnot struct {
+	Ranks []int          `json:"ranks"`
+	Waits []jsonKnotWait `json:"waits"`
+}
+
+type jsonKnotWait struct {
+	Rank       int    `json:"rank"`
+	Call       string `json:"call"`
+	Site       string `json:"site"`
+	Any        bool   `json:"any"`
+	Of         []int  `json:"of"`
+	Collective bool   `json:"collective"`
+	Known      bool   `json:"known"`
+}
+
 type jsonDiv struct {
 	Rank   int      `json:"rank"`
 	Comm   agg.Comm `json:"comm"`
@@ -290,6 +308,7 @@ func WriteJSON(w io.Writer, r Result) error {
 		Envelope: report.NewEnvelope(report.KindStatus), Host: r.Host, WindowSeconds: r.Window.Seconds(), History: r.History,
 		Verdict: rep.Verdict, Waiting: orEmpty(rep.Waiting), Odd: orEmpty(rep.Odd), Suspects: orEmpty(rep.Suspects),
 		Lead: orEmpty(rep.Lead), Cycles: [][]int{}, Notes: r.Notes,
+		Knot:  jsonKnot{Ranks: orEmpty(rep.Knot.Ranks), Waits: []jsonKnotWait{}},
 		Ranks: []jsonRank{}, Mismatches: []jsonMismatch{}, Absent: []jsonAbsence{}, Divergent: []jsonDiv{},
 	}
 	for _, rk := range r.Ranks {
@@ -316,6 +335,9 @@ func WriteJSON(w io.Writer, r Result) error {
 	}
 	for _, c := range rep.Cycles {
 		out.Cycles = append(out.Cycles, hang.CycleRanks(c))
+	}
+	for _, w := range rep.Knot.Waits {
+		out.Knot.Waits = append(out.Knot.Waits, jsonKnotWait{Rank: w.Rank, Call: w.Call, Site: w.Site, Any: w.Any, Of: w.Of, Collective: w.Coll, Known: w.Known})
 	}
 	for _, m := range rep.Mismatches {
 		jm := jsonMismatch{Comm: m.Comm}

@@ -103,6 +103,9 @@ type Report struct {
 	// calls, Cycles its cycles (see waitfor.go).
 	Edges  []Edge
 	Cycles [][]Edge
+	// Knot holds the blocked ranks none of which can move, each waiting
+	// only for ranks of the knot (see knot.go); empty when there is none.
+	Knot Knot
 }
 
 // rstate is Diagnose's view of one rank.
@@ -192,6 +195,7 @@ func Diagnose(ranks []Rank, minWait time.Duration) Report {
 	rep.Verdict = strings.Join(clauses, "; ")
 	withWaitFor(ranks, minWait, &rep)
 	addCycles(ranks, &rep)
+	d.withKnot(&rep)
 	return rep
 }
 

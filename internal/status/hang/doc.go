@@ -132,6 +132,25 @@
 //     its stack could not be unwound" for a rank whose stack could not be
 //     read, [Rank.Unreadable]).
 //
+// # Knots
+//
+// The wait-for graph is an AND/OR graph ([Knot]): a blocking
+// point-to-point call and MPI_Waitall wait for every peer, a collective
+// for every member of its communicator not in the same call; a receive
+// from MPI_ANY_SOURCE and MPI_Waitany/MPI_Waitsome wait for any one of
+// their candidates. The ranks that cannot move whatever the others do are
+// the knot. A rank whose wait is not fully known (peer unknown, a member
+// of the communicator not observed, its stack unreadable) is taken as able
+// to move, and so is a rank that ended, so the knot never rests on a guess
+// and holds only ranks stuck by each other. When the knot holds a wildcard
+// wait the verdict leads with it, each rank with what it waits for
+// ("deadlock: ranks 0-2 cannot move: rank 0 waits for any of ranks 1-2
+// (MPI_Recv from any source ...), rank 1 waits for 0 (...), rank 2 waits
+// for ranks 0-1 (MPI_Barrier on WORLD ...)"); otherwise the clauses
+// before name each wait and "deadlock: ranks 0-7 cannot move" is
+// appended, unless a cycle or mismatch clause already holds every rank of
+// it. Waits inferred from the calls, not read, are counted in the clause.
+//
 // [Report.Suspects] are the ranks that block progress: absent members
 // (except those that made the call or are entering it), the sides of a
 // mismatch, the ranks of cycles, and the peers blocked ranks wait on that

@@ -2,6 +2,8 @@ package hang
 
 import (
 	"fmt"
+	"strings"
+	"testing"
 	"time"
 
 	"github.com/mpiprobe/mpiprobe/agg"
@@ -72,4 +74,19 @@ func hungAllreduce(n int) []Rank {
 			Counts: counts(w, "MPI_Allreduce", 42, w, "MPI_Bcast", 2),
 		}
 	})
+}
+
+// checkSays fails t when verdict lacks a text of say or has one of notSay.
+func checkSays(t *testing.T, verdict string, say, notSay []string) {
+	t.Helper()
+	for _, s := range say {
+		if !strings.Contains(verdict, s) {
+			t.Errorf("verdict lacks %q:\n%s", s, verdict)
+		}
+	}
+	for _, s := range notSay {
+		if strings.Contains(verdict, s) {
+			t.Errorf("verdict has %q:\n%s", s, verdict)
+		}
+	}
 }

@@ -73,7 +73,7 @@ func TestDiagnoseFacts(t *testing.T) {
 				}
 				return Rank{In: coll("MPI_Barrier", w2, 0, 8)}
 			}),
-			verdict:  "rank 0 waits in MPI_Win_fence on comm 3 (size 2) for 8.0 s; rank 1 is in MPI_Barrier on WORLD (size 2); rank 1 in turn waits there for rank 0",
+			verdict:  "rank 0 waits in MPI_Win_fence on comm 3 (size 2) for 8.0 s; rank 1 is in MPI_Barrier on WORLD (size 2); rank 1 in turn waits there for rank 0; deadlock: ranks 0-1 cannot move",
 			suspects: []int{0, 1},
 			lead:     []int{0},
 			absent: []Absence{
@@ -116,7 +116,7 @@ func TestDiagnoseFacts(t *testing.T) {
 				}
 				return Rank{In: coll("MPI_Barrier", w4, 0, 5)}
 			}),
-			verdict:  "ranks 0,2-3 wait in MPI_Barrier on WORLD (size 4) for 5.0 s; rank 1 is in MPI_Allreduce on comm 3 (size 2); rank 1 in turn waits there for rank 3",
+			verdict:  "ranks 0,2-3 wait in MPI_Barrier on WORLD (size 4) for 5.0 s; rank 1 is in MPI_Allreduce on comm 3 (size 2); rank 1 in turn waits there for rank 3; deadlock: ranks 0-3 cannot move",
 			suspects: []int{1, 3},
 			lead:     []int{0, 2, 3},
 			absent: []Absence{

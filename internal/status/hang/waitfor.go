@@ -52,8 +52,9 @@ type Edge struct {
 	Call     string // the blocked call ("MPI_Recv")
 	Site     string // its call site, "" if unknown
 	Wait     Wait
-	// Any says the edge comes from a receive from MPI_ANY_SOURCE: From
-	// waits for any one of the ranks it has such an edge to.
+	// Any says From waits for any one of the ranks it has such an edge
+	// to: a receive from MPI_ANY_SOURCE (Wait.Peer is AnySource), or
+	// MPI_Waitany/MPI_Waitsome over several requests.
 	Any bool
 }
 
@@ -102,10 +103,15 @@ func BuildWaitFor(in []Rank, minWait time.Duration) WaitFor {
 			continue
 		}
 		c := byN[n].In
-		for _, w := range waitsOf(c) {
+		ws := waitsOf(c)
+		// MPI_Waitany and MPI_Waitsome return when any one of their
+		// requests completes: their edges are OR-edges, as a wildcard
+		// receive's.
+		or := orWaits[baseName(c.Name)] && len(ws) > 1
+		for _, w := range ws {
 			switch {
 			case w.Peer >= 0:
-				g.Edges = append(g.Edges, Edge{From: n, To: w.Peer, Call: c.Name, Site: c.Site, Wait: w})
+				g.Edges = append(g.Edges, Edge{From: n, To: w.Peer, Call: c.Name, Site: c.Site, Wait: w, Any: or})
 			case w.Peer == AnySource && !w.Send && (w.Comm == nil || w.Comm.Name == "WORLD"):
 				for _, m := range order {
 					if m != n {
@@ -241,7 +247,7 @@ func edgeText(e Edge) string {
 	} else if !e.Wait.Send && baseName(e.Call) != "recv" {
 		b.WriteString(" recv")
 	}
-	if e.Any {
+	if e.Wait.Peer == AnySource {
 		b.WriteString(" from any source")
 	}
 	switch t := e.Wait.Tag; {
@@ -288,16 +294,20 @@ func cycleText(c []Edge) string {
 			known++
 		}
 	}
-	s := "deadlock cycle: " + strings.Join(parts, ", ")
+	return "deadlock cycle: " + strings.Join(parts, ", ") + readOf(known, len(c), "peers")
+}
+
+// readOf says how many of n facts (peers, waits) were read from the
+// library rather than inferred: " [peers read from the MPI library]".
+func readOf(known, n int, what string) string {
 	switch known {
-	case len(c):
-		s += " [peers read from the MPI library]"
+	case n:
+		return " [" + what + " read from the MPI library]"
 	case 0:
-		s += " [peers inferred from the calls]"
+		return " [" + what + " inferred from the calls]"
 	default:
-		s += fmt.Sprintf(" [%d of %d peers read from the MPI library]", known, len(c))
+		return fmt.Sprintf(" [%d of %d %s read from the MPI library]", known, n, what)
 	}
-	return s
 }
 
 // waitForClauses states the wait-for graph: its cycles first, then every
@@ -358,7 +368,17 @@ func waitForClauses(in []Rank, g WaitFor) (cycles, others []string) {
 			continue
 		}
 		n++
-		s := strings.Replace(edgeText(e), fmt.Sprintf("waits for %d (", e.To), "waits for any rank (", 1)
+		who := "any rank"
+		if e.Wait.Peer != AnySource {
+			var of []int
+			for _, x := range g.Edges {
+				if x.From == f && x.Any {
+					of = append(of, x.To)
+				}
+			}
+			who = "any of " + ofText(of)
+		}
+		s := strings.Replace(edgeText(e), fmt.Sprintf("waits for %d (", e.To), "waits for "+who+" (", 1)
 		if len(states) > maxItems {
 			states = append(states[:maxItems], fmt.Sprintf("%d more", len(states)-maxItems))
 		}
