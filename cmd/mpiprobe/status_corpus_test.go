@@ -148,6 +148,7 @@ func commMatches(want, name string) bool {
 //
 //	cycle 0->1->0                          the ranks wait on each other in this order
 //	knot ranks=A,B,C                       exactly these ranks cannot move (AND/OR wait-for graph)
+//	not-says TEXT                          the verdict does not hold TEXT (a claim the evidence does not show)
 //	missing-collective rank=R call=C comm=WORLD|other waiting=A,B
 //	                                       R is a member absent from C, which A,B wait in
 //	finalized rank=R call=C waiting=A,B    the same, R being in MPI_Finalize without C
@@ -167,6 +168,11 @@ func check(st statusJSON, e string) string {
 			}
 		}
 		return fmt.Sprintf("no cycle %v in %v", want, st.Cycles)
+	case "not-says":
+		if t := strings.TrimSpace(strings.TrimPrefix(e, "not-says")); strings.Contains(st.Verdict, t) {
+			return fmt.Sprintf("the verdict says %q", t)
+		}
+		return ""
 	case "knot":
 		if want := intList(f["ranks"]); !slices.Equal(st.Knot.Ranks, want) {
 			return fmt.Sprintf("knot %v, want %v", st.Knot.Ranks, want)

@@ -480,7 +480,14 @@ func (d *diag) groupVerdict(g *group, secondary bool, described map[int]bool) ([
 		one, many := state(r, g, false), state(r, g, true)
 		switch a.State {
 		case "finalized":
-			one, many = "finished (in MPI_Finalize) without "+text.Line(g.name), "finished (in MPI_Finalize) without "+text.Line(g.name)
+			// Without its history, whether it made the call is not
+			// known (it may have matched another call of the
+			// others'): say what it does, not what it did not do.
+			one = "finished (in MPI_Finalize)"
+			if r.counts != nil {
+				one += " without " + text.Line(g.name)
+			}
+			many = one
 		case "done":
 			one, many = "made the call and finished (in MPI_Finalize)", "made the call and finished (in MPI_Finalize)"
 		case "elsewhere":
@@ -498,10 +505,17 @@ func (d *diag) groupVerdict(g *group, secondary bool, described map[int]bool) ([
 	var clauses []string
 	shown := items.shown()
 	if len(odd) > 0 && allFinalized(abs) && len(shown) == 1 {
-		// Lead with the ranks that left: they block the others.
-		clauses = []string{fmt.Sprintf("%s finished (in MPI_Finalize) without %s, which %s %s in%s",
-			subject(odd), text.Line(g.name)+seqText(g.seq), subject(g.ranks), verb(plural, "waits", "wait"),
-			strings.TrimPrefix(where, text.Line(g.name)+seqText(g.seq)))}
+		// Lead with the ranks that left: they block the others. That
+		// they left without the call is said only when their history
+		// shows it.
+		if d.byN[odd[0]].counts != nil {
+			clauses = []string{fmt.Sprintf("%s finished (in MPI_Finalize) without %s, which %s %s in%s",
+				subject(odd), text.Line(g.name)+seqText(g.seq), subject(g.ranks), verb(plural, "waits", "wait"),
+				strings.TrimPrefix(where, text.Line(g.name)+seqText(g.seq)))}
+		} else {
+			clauses = []string{fmt.Sprintf("%s finished (in MPI_Finalize) while %s %s in %s",
+				subject(odd), subject(g.ranks), verb(plural, "waits", "wait"), where)}
+		}
 		shown = nil
 	} else {
 		clauses = []string{subject(g.ranks) + " " + verb(plural, "waits", "wait") + " in " + where}

@@ -117,8 +117,13 @@
 //     others wait in and it has not made that call (its history says so,
 //     or no history is known), it is the cause, and the verdict leads with
 //     it: "rank 1 finished (in MPI_Finalize) without MPI_Gather, which
-//     ranks 0,2 wait in on WORLD (size 3) ...". A finished rank whose
-//     history shows the call "made the call and finished".
+//     ranks 0,2 wait in on WORLD (size 3) ..." when its history shows it
+//     made fewer such calls, and "rank 1 finished (in MPI_Finalize) while
+//     ranks 0,2 wait in MPI_Gather on WORLD (size 3) ..." when no history
+//     is known: it may have made the call, matched by another of the
+//     others' (one MPI_Win_fence fewer, its MPI_Win_free matching their
+//     last fence). A finished rank whose history shows the call "made
+//     the call and finished".
 //   - The ranks blocked in collectives on one communicator are a
 //     [Mismatch] when their calls differ, or when every member is blocked
 //     and they are at different call sites or with different known

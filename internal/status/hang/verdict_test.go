@@ -38,10 +38,40 @@ func TestDiagnoseFacts(t *testing.T) {
 				}
 				return Rank{In: sited(coll("MPI_Gather", w3, 0, 9), "main (x.c:12)")}
 			}),
-			verdict:  "rank 1 finished (in MPI_Finalize) without MPI_Gather, which ranks 0,2 wait in on WORLD (size 3) for 9.0 s at main (x.c:12)",
+			verdict:  "rank 1 finished (in MPI_Finalize) while ranks 0,2 wait in MPI_Gather on WORLD (size 3) for 9.0 s at main (x.c:12)",
 			suspects: []int{1},
 			lead:     []int{1},
 			absent:   []Absence{{Rank: 1, Call: "MPI_Gather", Comm: w3, Waiting: []int{0, 2}, State: "finalized", In: "MPI_Finalize"}},
+		},
+		{
+			// Issue 30, item 9: rank 1 made one MPI_Win_fence fewer
+			// and its MPI_Win_free matched rank 0's last fence; with
+			// no history the verdict must not say it skipped
+			// MPI_Win_free, with history it says what the counts show.
+			name: "a finished rank without history is not said to have skipped the call",
+			ranks: job(2, func(i int) Rank {
+				if i == 1 {
+					return Rank{In: fin(9)}
+				}
+				return Rank{In: sited(coll("MPI_Win_free", w2, 0, 9), "main (x.c:20)")}
+			}),
+			verdict:  "rank 1 finished (in MPI_Finalize) while rank 0 waits in MPI_Win_free on WORLD (size 2) for 9.0 s at main (x.c:20)",
+			suspects: []int{1},
+			lead:     []int{1},
+			absent:   []Absence{{Rank: 1, Call: "MPI_Win_free", Comm: w2, Waiting: []int{0}, State: "finalized", In: "MPI_Finalize"}},
+		},
+		{
+			name: "a finished rank whose history lacks the call is said to have left without it",
+			ranks: job(2, func(i int) Rank {
+				if i == 1 {
+					return Rank{In: fin(9), Counts: counts(w2, "MPI_Win_fence", 1)}
+				}
+				return Rank{In: sited(coll("MPI_Win_free", w2, 1, 9), "main (x.c:20)"), Counts: counts(w2, "MPI_Win_fence", 2, w2, "MPI_Win_free", 1)}
+			}),
+			verdict:  "rank 1 finished (in MPI_Finalize) without MPI_Win_free #1, which rank 0 waits in on WORLD (size 2) for 9.0 s at main (x.c:20); counts diverge: rank 1 made 1 MPI_Win_fence on WORLD, the others 2; rank 1 made 0 MPI_Win_free on WORLD, the others 1",
+			suspects: []int{1},
+			lead:     []int{1},
+			absent:   []Absence{{Rank: 1, Call: "MPI_Win_free", Comm: w2, Waiting: []int{0}, State: "finalized", In: "MPI_Finalize"}},
 		},
 		{
 			// With history, a rank that made the call and finished
