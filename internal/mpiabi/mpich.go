@@ -148,7 +148,7 @@ func (r RequestReader) MPICHRequest(addr, comm uint64) (Request, bool) {
 	}
 	tagMask := uint64(1)<<l.TagBits - 1
 	w := Request{Send: send, Peer: PeerUnknown, CommPeer: -1, Tag: int(tag & tagMask), Known: true}
-	if mask&tagMask == 0 {
+	if ucpAnyTag(mask, l.TagBits) {
 		w.Tag = AnyTag
 	}
 	ctx := uint32(tag >> 48)

@@ -57,12 +57,22 @@ func (r RequestReader) ucpWindows(addr uint64) []ucpWindow {
 
 // ucpMask reports whether m is a tag mask MPICH gives an expected
 // receive: the context id always matched, the source all or nothing
-// (MPI_ANY_SOURCE), the tag's bits all or nothing (MPI_ANY_TAG).
+// (MPI_ANY_SOURCE), the user's tag bits all or nothing (MPI_ANY_TAG).
 func ucpMask(m uint64, tagBits uint32) bool {
-	tagMask := uint64(1)<<tagBits - 1
 	src := m >> 32 & 0xffff
-	return m>>48 == 0xffff && (src == 0xffff || src == 0) && (m&tagMask == tagMask || m&tagMask == 0)
+	user := ucpUserTagBits(tagBits)
+	return m>>48 == 0xffff && (src == 0xffff || src == 0) && (m&user == user || ucpAnyTag(m, tagBits))
 }
+
+// ucpUserTagBits are the bits of a tag the user's tag is in: below
+// MPICH's own error bit, the highest of the tagBits.
+func ucpUserTagBits(tagBits uint32) uint64 { return uint64(1)<<(tagBits-1) - 1 }
+
+// ucpAnyTag reports whether the receive mask m matches any tag. MPICH
+// clears the user's tag bits for MPI_ANY_TAG but keeps its own bits above
+// them (MPICH 4.0.2 with UCX: 0x90000000 in the low word, so the tag was
+// read as 0 when every one of the tagBits was taken for the user's).
+func ucpAnyTag(m uint64, tagBits uint32) bool { return m&ucpUserTagBits(tagBits) == 0 }
 
 // ucpComm is a communicator a request may be on: its context id and the
 // process's rank in it.

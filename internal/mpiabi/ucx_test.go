@@ -93,3 +93,29 @@ func TestUCPLearnt(t *testing.T) {
 		t.Errorf("rank 0's send once learnt: %+v (read %v), want to rank 1 tag 9", w, ok)
 	}
 }
+
+// TestUCPMasks checks receive masks as MPICH builds them: read from live
+// MPICH 4.0.2 (UCX) ranks blocked in MPI_Recv with MPI_ANY_TAG, the low
+// word keeps MPICH's own bits (0x90000000) beside the cleared user bits.
+func TestUCPMasks(t *testing.T) {
+	cases := []struct {
+		mask       uint64
+		valid, any bool
+	}{
+		{0xffffffff90000000, true, true},   // MPI_ANY_TAG, source given (MPICH 4.0.2)
+		{0xffff000090000000, true, true},   // MPI_ANY_TAG and MPI_ANY_SOURCE
+		{0xffffffff00000000, true, true},   // MPI_ANY_TAG, no bits of its own
+		{0xffffffff9fffffff, true, false},  // an exact tag
+		{0xffffffffffffffff, true, false},  // an exact tag, every bit matched
+		{0xffffffff90ff0000, false, false}, // some user bits matched: not a mask MPICH makes
+		{0x0000ffff9fffffff, false, false}, // the context id not matched
+	}
+	for _, c := range cases {
+		if got := ucpMask(c.mask, 29); got != c.valid {
+			t.Errorf("ucpMask(%#x) = %v, want %v", c.mask, got, c.valid)
+		}
+		if got := ucpAnyTag(c.mask, 29); got != c.any {
+			t.Errorf("ucpAnyTag(%#x) = %v, want %v", c.mask, got, c.any)
+		}
+	}
+}
