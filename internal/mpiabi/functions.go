@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+
+	"github.com/mpiprobe/mpiprobe/internal/x86"
+	"golang.org/x/arch/x86/x86asm"
 )
 
 // Function is one function of a library file, named once however many
@@ -110,4 +113,60 @@ func sortedFunctions(byAddr map[uint64]Function) []Function {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Value < out[j].Value })
 	return out
+}
+
+// JumpAliases maps the entry of each function that an MPI C API symbol
+// only jumps to onto that symbol's MPI_ name. Some builds make MPI_X a
+// five-byte `jmp` into a body that has no symbol of its own (Debian 12's
+// MPICH 4.0.2: MPI_Waitany, MPI_Waitsome, MPI_Testany, MPI_Testsome,
+// MPI_Startall): a thread blocked there has no frame any symbol names,
+// and is in that call. An entry two symbols jump to (a shared body) is
+// left out: which call it is cannot be told.
+func JumpAliases(f *elf.File) (map[uint64]string, error) {
+	fns, err := MPIFunctions(f)
+	if err != nil {
+		return nil, err
+	}
+	out := map[uint64]string{}
+	shared := map[uint64]bool{}
+	for _, fn := range fns {
+		var code [16]byte
+		if !readCode(f, fn.Value, code[:]) {
+			continue
+		}
+		pc, b := fn.Value, code[:]
+		in, err := x86.Decode(b)
+		if err == nil && in.Op == x86asm.NOP && in.Len == 4 { // endbr64
+			pc, b = pc+4, b[4:]
+			in, err = x86.Decode(b)
+		}
+		if err != nil || in.Op != x86asm.JMP {
+			continue
+		}
+		to, ok := x86.BranchTarget(in, pc)
+		if !ok {
+			continue
+		}
+		if _, seen := out[to]; seen {
+			shared[to] = true
+		}
+		out[to] = fn.Name
+	}
+	for to := range shared {
+		delete(out, to)
+	}
+	return out, nil
+}
+
+// readCode reads len(b) bytes at virtual address addr of an executable
+// section of f.
+func readCode(f *elf.File, addr uint64, b []byte) bool {
+	for _, sec := range f.Sections {
+		if sec.Type != elf.SHT_PROGBITS || sec.Flags&elf.SHF_EXECINSTR == 0 || addr < sec.Addr || addr+uint64(len(b)) > sec.Addr+sec.Size {
+			continue
+		}
+		_, err := sec.ReadAt(b, int64(addr-sec.Addr))
+		return err == nil
+	}
+	return false
 }

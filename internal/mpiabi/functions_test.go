@@ -89,3 +89,46 @@ func TestFunctionsOfRealLibraries(t *testing.T) {
 		})
 	}
 }
+
+// TestJumpAliases checks the MPI calls Debian 12's MPICH makes a jump
+// into an unnamed body (and that nothing in its Open MPI, where every
+// jump goes to a named function, is taken for a blocking call).
+func TestJumpAliases(t *testing.T) {
+	libs := []struct {
+		path string
+		want []string
+	}{
+		{"/usr/lib/x86_64-linux-gnu/libmpich.so.12", []string{"MPI_Waitany", "MPI_Waitsome", "MPI_Testany", "MPI_Testsome", "MPI_Startall"}},
+		{"/usr/lib/x86_64-linux-gnu/libmpi.so.40", nil},
+	}
+	for _, l := range libs {
+		t.Run(l.path, func(t *testing.T) {
+			if _, err := os.Stat(l.path); err != nil {
+				mpitest.Require(t, err.Error())
+			}
+			f, err := elf.Open(l.path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			al, err := JumpAliases(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			names := map[string]uint64{}
+			for to, n := range al {
+				names[n] = to
+			}
+			for _, w := range l.want {
+				if _, ok := names[w]; !ok {
+					t.Errorf("%s is not a jump alias: %v", w, names)
+				}
+			}
+			for _, blocking := range []string{"MPI_Recv", "MPI_Wait", "MPI_Barrier", "MPI_Allreduce"} {
+				if _, ok := names[blocking]; ok {
+					t.Errorf("%s taken for a jump alias", blocking)
+				}
+			}
+		})
+	}
+}

@@ -38,7 +38,10 @@ type fileInfo struct {
 	table *unwind.Table
 	segs  elfx.Segments
 	build string
-	err   error
+	// aliases are the entries of unnamed functions an MPI symbol only
+	// jumps to, by address (mpiabi.JumpAliases); API libraries only.
+	aliases map[uint64]string
+	err     error
 }
 
 // process is one rank seen through /proc: its memory map, memory, and the
@@ -126,6 +129,9 @@ func (p *process) file(m procfs.Mapping) *fileInfo {
 	}
 	fi.segs = elfx.Loads(ef.Progs)
 	fi.build, _ = elfx.BuildID(ef)
+	if apiLibrary(m.Path) {
+		fi.aliases, _ = mpiabi.JumpAliases(ef)
+	}
 	fi.table, fi.err = unwind.Load(f)
 	return fi
 }
@@ -150,6 +156,26 @@ func (p *process) module(addr uint64) (unwind.Module, bool) {
 		return unwind.Module{}, false
 	}
 	return unwind.Module{Table: fi.table, Bias: b}, true
+}
+
+// nameAlias names a frame no symbol covers after the MPI call whose
+// symbol only jumps to the function containing it (mpiabi.JumpAliases):
+// Debian 12's MPICH blocks in MPI_Waitany's unnamed body. addr is the
+// frame's address (a return address less one).
+func (p *process) nameAlias(s *symbolize.Site, addr uint64) {
+	m, ok := p.mapping(addr)
+	if !ok || m.Inode == 0 {
+		return
+	}
+	fi := p.file(m)
+	b, ok := p.bias(m)
+	if len(fi.aliases) == 0 || fi.table == nil || !ok {
+		return
+	}
+	start, _, ok := fi.table.Function(addr - b)
+	if name, found := fi.aliases[start]; ok && found {
+		s.Function, s.FuncOffset = name, addr+1-b-start
+	}
 }
 
 // thread is what one thread is doing, as read from its stack.
@@ -222,6 +248,9 @@ func (p *process) stack(tid int, regs unwind.Regs, patches []patch, res *symboli
 			if m, ok := p.mapping(pc); ok {
 				s.Object = m.Path
 			}
+		}
+		if s.Function == "" {
+			p.nameAlias(&s, addr-1)
 		}
 		t.frames = append(t.frames, s)
 	}

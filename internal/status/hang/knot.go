@@ -147,6 +147,7 @@ func (d *diag) waitsOfRank(r *rstate) ([]KnotWait, bool) {
 		}
 		slices.Sort(one.Of)
 		one.Of = slices.Compact(one.Of)
+		one.Any = len(one.Of) > 1
 		out = []KnotWait{one}
 	}
 	return out, true
