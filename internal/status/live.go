@@ -3,8 +3,10 @@ package status
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
@@ -76,28 +78,42 @@ func (k *live) watch(pids []int) error {
 }
 
 // countCalls attaches the call counter to every MPI C function of the C
-// libraries among targets (each file once).
+// libraries among targets (each file once). targets hold a file once per
+// process that maps it: a path that no longer opens (its process exited
+// or unmapped the file while status read it, /proc/PID/map_files/...
+// gone) is passed over for the next process's, and a file no process
+// still maps is no error.
 func (k *live) countCalls(targets []probes.Target) error {
 	for _, t := range targets {
 		key := [2]uint64{t.Dev, t.Inode}
 		if k.done[key] || (t.Library != probes.OMPILibMPI && t.Library != probes.MPICHLib) {
 			continue
 		}
-		names, err := mpiFunctionNames(t.Path)
-		if err != nil {
-			return fmt.Errorf("attach %s: %w", t.Display, err)
+		switch err := k.countIn(t); {
+		case err == nil:
+			k.done[key] = true
+		case !errors.Is(err, fs.ErrNotExist):
+			return err
 		}
-		ex, err := link.OpenExecutable(t.Path)
-		if err != nil {
-			return fmt.Errorf("attach %s: %w", t.Display, err)
-		}
-		l, err := ex.UprobeMulti(names, k.objs.StatusEnter, nil)
-		if err != nil {
-			return fmt.Errorf("attach %s (%d functions): %w", t.Display, len(names), err)
-		}
-		k.links = append(k.links, l)
-		k.done[key] = true
 	}
+	return nil
+}
+
+// countIn attaches the call counter to the MPI C functions of one file.
+func (k *live) countIn(t probes.Target) error {
+	names, err := mpiFunctionNames(t.Path)
+	if err != nil {
+		return fmt.Errorf("attach %s: %w", t.Display, err)
+	}
+	ex, err := link.OpenExecutable(t.Path)
+	if err != nil {
+		return fmt.Errorf("attach %s: %w", t.Display, err)
+	}
+	l, err := ex.UprobeMulti(names, k.objs.StatusEnter, nil)
+	if err != nil {
+		return fmt.Errorf("attach %s (%d functions): %w", t.Display, len(names), err)
+	}
+	k.links = append(k.links, l)
 	return nil
 }
 
