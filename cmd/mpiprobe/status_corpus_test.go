@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -148,6 +149,7 @@ func commMatches(want, name string) bool {
 //
 //	cycle 0->1->0                          the ranks wait on each other in this order
 //	knot ranks=A,B,C                       exactly these ranks cannot move (AND/OR wait-for graph)
+//	sitelines rank=R lines=A,B             R's call site names every one of lines A,B (a merged call)
 //	not-says TEXT                          the verdict does not hold TEXT (a claim the evidence does not show)
 //	missing-collective rank=R call=C comm=WORLD|other waiting=A,B
 //	                                       R is a member absent from C, which A,B wait in
@@ -168,6 +170,20 @@ func check(st statusJSON, e string) string {
 			}
 		}
 		return fmt.Sprintf("no cycle %v in %v", want, st.Cycles)
+	case "sitelines":
+		r, _ := strconv.Atoi(f["rank"])
+		for _, rk := range st.Ranks {
+			if rk.Rank != r {
+				continue
+			}
+			for _, l := range intList(f["lines"]) {
+				if !regexp.MustCompile(`[:r] ?` + strconv.Itoa(l) + `\b`).MatchString(rk.Site) {
+					return fmt.Sprintf("rank %d's site %q does not name line %d", r, rk.Site, l)
+				}
+			}
+			return ""
+		}
+		return fmt.Sprintf("rank %d is not in the table", r)
 	case "not-says":
 		if t := strings.TrimSpace(strings.TrimPrefix(e, "not-says")); strings.Contains(st.Verdict, t) {
 			return fmt.Sprintf("the verdict says %q", t)

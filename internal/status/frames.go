@@ -135,7 +135,13 @@ func siteText(s symbolize.Site) string {
 		fmt.Fprintf(&b, "%s+%#x", path.Base(s.Object), s.Offset)
 	}
 	if s.File != "" && s.Line > 0 {
-		fmt.Fprintf(&b, " (%s:%d)", path.Base(s.File), s.Line)
+		fmt.Fprintf(&b, " (%s:%d", path.Base(s.File), s.Line)
+		// One call instruction serves several lines (the compiler
+		// merged their calls): name them all, not one as fact.
+		for _, l := range s.AlsoLines {
+			fmt.Fprintf(&b, " or %d", l)
+		}
+		b.WriteString(")")
 	}
 	return b.String()
 }

@@ -72,7 +72,8 @@ func (o *object) site(va uint64) Site {
 		o.syms = buildSymtab(o.ef)
 		o.symsBuilt = true
 	}
-	if sym, ok := o.syms.lookup(pc); ok {
+	sym, named := o.syms.lookup(pc)
+	if named {
 		s.Function = sym.name
 		s.FuncOffset = va - sym.value
 	}
@@ -80,8 +81,11 @@ func (o *object) site(va uint64) Site {
 		o.lines = buildLinetab(o.ef)
 		o.linesBuilt = true
 	}
-	if file, line, ok := o.lines.lookup(pc); ok {
-		s.File, s.Line = file, line
+	if file, line, ok := o.lines.row(pc); ok {
+		s.File, s.Line = o.lines.files[file], int(line)
+		if named {
+			s.AlsoLines = o.mergedLines(sym, pc, file, line)
+		}
 	}
 	return s
 }
@@ -344,12 +348,31 @@ func mergeRows(rows []lineRow) []lineRow {
 	return slices.Clip(out)
 }
 
-// lookup returns the file and line of the code at pc.
-func (t *linetab) lookup(pc uint64) (string, int, bool) {
+// row returns the file (an index into files) and line of the code at pc.
+func (t *linetab) row(pc uint64) (file uint32, line int32, ok bool) {
 	i := sort.Search(len(t.rows), func(i int) bool { return t.rows[i].addr > pc }) - 1
 	if i < 0 || t.rows[i].end {
-		return "", 0, false
+		return 0, 0, false
 	}
-	r := t.rows[i]
-	return t.files[r.file], int(r.line), true
+	return t.rows[i].file, t.rows[i].line, true
+}
+
+// only reports whether every row of file:line within [start, end) lies
+// in one of the spans: the line has no code elsewhere in that function.
+func (t *linetab) only(file uint32, line int32, start, end uint64, in ...span) bool {
+	i := sort.Search(len(t.rows), func(i int) bool { return t.rows[i].addr >= start })
+rows:
+	for ; i < len(t.rows) && t.rows[i].addr < end; i++ {
+		r := t.rows[i]
+		if r.end || r.file != file || r.line != line {
+			continue
+		}
+		for _, s := range in {
+			if r.addr >= s.from && r.addr < s.to {
+				continue rows
+			}
+		}
+		return false
+	}
+	return true
 }

@@ -31,6 +31,10 @@ type Site struct {
 	// Line is the source line, or 0 when unknown. A File with Line 0 means
 	// the compiler attributed the code to no particular line.
 	Line int
+	// AlsoLines are other lines of File whose call the compiler merged
+	// into this one (mergedLines): the call instruction serves Line and
+	// each of these, and which one a process came from cannot be told.
+	AlsoLines []int
 }
 
 // Opener opens the file of a mapping of the process (e.g. via

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -370,7 +371,7 @@ func checkProgram(t *testing.T, bin, src string, c child, want map[string]string
 			t.Errorf("%s: %s:%d, addr2line says %s:%d", name, s.File, s.Line, a.file, a.line)
 		}
 		// Resolving again answers from the cache, identically.
-		if s2, err := r.Resolve(maps, open, addr); err != nil || s2 != s {
+		if s2, err := r.Resolve(maps, open, addr); err != nil || !reflect.DeepEqual(s2, s) {
 			t.Errorf("%s: second Resolve = %+v, %v; want %+v", name, s2, err, s)
 		}
 	}
@@ -631,7 +632,7 @@ func TestSyntheticMaps(t *testing.T) {
 		}
 		if n == 0 {
 			first = got
-		} else if !slices.Equal(first, got) {
+		} else if !reflect.DeepEqual(first, got) {
 			t.Errorf("the second base gave other sites:\n%v\n%v", first, got)
 		}
 		// An address in the ELF header (mapped, but not executable).
@@ -647,7 +648,7 @@ func TestSyntheticMaps(t *testing.T) {
 		t.Fatal(err)
 	}
 	maps, base := loadMaps(t, bin, bases[0])
-	if s, err := r.Resolve(maps, opener.open, base+first[0].Offset); err != nil || s != first[0] {
+	if s, err := r.Resolve(maps, opener.open, base+first[0].Offset); err != nil || !reflect.DeepEqual(s, first[0]) {
 		t.Errorf("after Close: %+v, %v; want %+v", s, err, first[0])
 	}
 	if n := opener.count(bin); n != 2 {
@@ -674,7 +675,7 @@ func TestTwoProcesses(t *testing.T) {
 		sites = append(sites, s)
 		t.Logf("pid %d: %#x -> %+v", c.pid, c.addrs["work"], s)
 	}
-	if sites[0] != sites[1] {
+	if !reflect.DeepEqual(sites[0], sites[1]) {
 		t.Errorf("the two processes gave %+v and %+v", sites[0], sites[1])
 	}
 	if opens != 1 {
@@ -760,7 +761,7 @@ func TestStripped(t *testing.T) {
 	t.Logf("stripped: %+v", s)
 	// .dynsym of an executable holds no local functions, maybe none at all.
 	want := Site{Object: bin, Offset: text + 0x10}
-	if s.Function == "" && s != want {
+	if s.Function == "" && !reflect.DeepEqual(s, want) {
 		t.Errorf("got %+v, want %+v", s, want)
 	}
 	if s.File != "" || s.Line != 0 {

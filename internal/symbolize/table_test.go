@@ -78,7 +78,7 @@ func TestSymtabEmpty(t *testing.T) {
 		t.Error("empty table found a symbol")
 	}
 	var lines linetab
-	if _, _, ok := lines.lookup(0x1234); ok {
+	if _, _, ok := lines.row(0x1234); ok {
 		t.Error("empty line table found a line")
 	}
 }
@@ -114,7 +114,11 @@ func TestMergeRows(t *testing.T) {
 		{0x1000, "", 0},
 	}
 	for _, tc := range tests {
-		file, line, _ := tab.lookup(tc.pc)
+		f, l, ok := tab.row(tc.pc)
+		file, line := "", 0
+		if ok {
+			file, line = tab.files[f], int(l)
+		}
 		if file != tc.file || line != tc.line {
 			t.Errorf("lookup(%#x) = %s:%d, want %s:%d", tc.pc, file, line, tc.file, tc.line)
 		}
