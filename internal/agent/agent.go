@@ -28,6 +28,7 @@ import (
 	"github.com/mpiprobe/mpiprobe/internal/journal"
 	"github.com/mpiprobe/mpiprobe/internal/kernel"
 	"github.com/mpiprobe/mpiprobe/internal/metrics"
+	"github.com/mpiprobe/mpiprobe/internal/mpiabi"
 	"github.com/mpiprobe/mpiprobe/internal/procfs"
 	"github.com/mpiprobe/mpiprobe/internal/report"
 	"github.com/mpiprobe/mpiprobe/internal/text"
@@ -407,6 +408,9 @@ func (a *agent) addProc(pid int) {
 	p := agg.Proc{PID: pid, Comm: st.Comm, Identity: identity.Resolve(pid, a.cfg.Proc, a.cfg.Host)}
 	now := a.cfg.Clock.Now()
 	ps, isNew := a.t.add(p, st.StartTime, procStarted(st.StartTime, now), now)
+	if ps.mpi == mpiabi.NoFlavour {
+		ps.mpi = mpiOf(a.cfg.Proc, pid)
+	}
 	if isNew {
 		a.cfg.Log.Info("MPI process", "pid", pid, "comm", text.Quote(st.Comm), "job", text.Quote(ps.Identity.Job), "rank", text.Quote(ps.Identity.Rank))
 	}
