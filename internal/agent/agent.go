@@ -65,6 +65,9 @@ type Config struct {
 	DebugDirs []string
 	// Metrics, when non-nil, is where the Prometheus metrics are served.
 	Metrics net.Listener
+	// MetricsWebConfig, when set, is the web configuration file of the
+	// metrics page (TLS, basic authentication): see metrics.Serve.
+	MetricsWebConfig string
 	// MetricsTTL is how long a finished job stays in the metrics (default 10m).
 	MetricsTTL time.Duration
 	// MaxSeries caps the number of metric samples (default 20000).
@@ -164,7 +167,7 @@ func Run(ctx context.Context, cfg Config) error {
 			return err
 		}
 		go func() {
-			if err := metrics.Serve(ctx, a.cfg.Metrics, h); err != nil {
+			if err := metrics.Serve(ctx, a.cfg.Metrics, h, a.cfg.MetricsWebConfig, a.cfg.Log); err != nil {
 				a.cfg.Log.Error("metrics server stopped", "err", err)
 			}
 		}()

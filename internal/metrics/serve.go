@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/exporter-toolkit/web"
 )
 
 // DefaultAddr is where the agent serves its metrics unless configured
@@ -209,12 +210,36 @@ const (
 	shutdownTimeout   = 5 * time.Second
 )
 
+// CheckWebConfig reads a web configuration file (the Prometheus
+// exporters' --web.config.file: tls_server_config, basic_auth_users with
+// bcrypt hashes, http_server_config), with its certificates and keys, and
+// returns an error of one line that names the file and what to fix; ""
+// means none (plain HTTP, no authentication).
+func CheckWebConfig(path string) error {
+	if path == "" {
+		return nil
+	}
+	if err := web.Validate(path); err != nil {
+		return fmt.Errorf("metrics: web configuration %s: %s: fix the file (format: https://github.com/prometheus/exporter-toolkit/blob/master/docs/web-configuration.md) or leave --web.config.file out for plain HTTP",
+			path, strings.ReplaceAll(err.Error(), "\n", " "))
+	}
+	return nil
+}
+
 // Serve serves h on ln until ctx ends, then shuts the server down
 // gracefully, letting scrapes in progress finish (for at most 5 s before
 // their connections are closed), and returns nil. It closes ln. It returns
 // an error only when serving fails before ctx ends. The server reads
 // request headers for at most 5 s and accepts small headers only.
-func Serve(ctx context.Context, ln net.Listener, h http.Handler) error {
+// webConfig, when not "", is a web configuration file ([CheckWebConfig])
+// served through github.com/prometheus/exporter-toolkit: TLS, and basic
+// authentication whose failures get 401; the file is read again for each
+// new connection, so a renewed certificate needs no restart. log receives
+// the toolkit's messages.
+func Serve(ctx context.Context, ln net.Listener, h http.Handler, webConfig string, log *slog.Logger) error {
+	if log == nil {
+		log = slog.Default()
+	}
 	srv := &http.Server{
 		Handler:           h,
 		ReadHeaderTimeout: readHeaderTimeout,
@@ -224,7 +249,7 @@ func Serve(ctx context.Context, ln net.Listener, h http.Handler) error {
 		MaxHeaderBytes:    maxHeaderBytes,
 	}
 	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
+	go func() { served <- web.Serve(ln, srv, &web.FlagConfig{WebConfigFile: &webConfig}, log) }()
 	select {
 	case err := <-served:
 		return fmt.Errorf("metrics: serve on %s: %w", ln.Addr(), err)
