@@ -406,7 +406,16 @@ func TestAgentRestart(t *testing.T) {
 	if err == nil || !strings.Contains(string(out), "another mpiprobe agent (pid "+strconv.Itoa(ag2.Cmd.Process.Pid)+") already runs") || strings.Count(strings.TrimSpace(string(out)), "\n") != 0 {
 		t.Errorf("second agent: err %v, output %q; want one line naming the running agent", err, out)
 	}
-	waitCounts(ag2)
+	page := ag2.WaitMetrics(t, "the job's counts", func(page string) bool { return hasCounts(page, jobID) })
+	// The restarted agent attached no file itself (its predecessor's
+	// links are reused): each rank still has every Open MPI event's series.
+	for _, e := range probes.DefaultCatalog().Events {
+		for _, rank := range []string{"0", "1"} {
+			if _, ok := mpitest.MetricValue(page, "mpiprobe_events_total", map[string]string{"mpi_job": jobID, "rank": rank, "event": e.ID}); !ok && e.ProducedBy(mpiabi.OpenMPI) {
+				t.Errorf("after a restart, rank %s has no mpiprobe_events_total{event=%q}", rank, e.ID)
+			}
+		}
+	}
 	ag2.Stop(t, syscall.SIGKILL) // a crash: nothing saved at exit
 	time.Sleep(1000 * time.Millisecond)
 
