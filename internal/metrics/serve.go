@@ -91,12 +91,17 @@ func NewRegistry(cs ...prometheus.Collector) (*prometheus.Registry, error) {
 	return reg, nil
 }
 
+// MaxScrapes is how many scrapes the page is served to at the same time;
+// one more that arrives meanwhile gets 503 at once.
+const MaxScrapes = 4
+
 // scrapeTimeout is how long a scrape may wait for the page (the agent's
 // lock) before it gets a 503; Prometheus gives up after 10 s by default.
 const scrapeTimeout = 10 * time.Second
 
 // Handler returns the HTTP handler of the metrics page of reg, for GET
-// and HEAD requests; other methods get 405. It negotiates the format
+// and HEAD requests; other methods get 405. It serves [MaxScrapes] at a
+// time, and a scrape that waits 10 s for the page gets 503. It negotiates the format
 // (Prometheus text 0.0.4 or OpenMetrics) and the compression (gzip) with
 // the scraper, and adds promhttp_metric_handler_* metrics to reg. When
 // gathering reports problems (a collector's sample that could not be
@@ -109,7 +114,7 @@ func Handler(reg *prometheus.Registry, log *slog.Logger) http.Handler {
 		ErrorHandling:       promhttp.ContinueOnError,
 		EnableOpenMetrics:   true,
 		Registry:            reg,
-		MaxRequestsInFlight: 4,
+		MaxRequestsInFlight: MaxScrapes,
 		Timeout:             scrapeTimeout,
 	}))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

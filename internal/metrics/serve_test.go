@@ -400,3 +400,48 @@ func TestCheckWebConfig(t *testing.T) {
 		t.Errorf("a missing file: %v", err)
 	}
 }
+
+// TestMaxScrapes: while MaxScrapes scrapes wait for the page, one more
+// gets 503 at once, saying why; once they are served, scrapes are
+// served again.
+func TestMaxScrapes(t *testing.T) {
+	entered, release := make(chan struct{}, metrics.MaxScrapes), make(chan struct{})
+	var blocking atomic.Bool
+	blocking.Store(true)
+	url, _, _ := serve(t, somePage(t, func() {
+		if blocking.Load() {
+			entered <- struct{}{}
+			<-release
+		}
+	}), "")
+	get := func() (int, string) {
+		res, err := http.Get(url)
+		if err != nil {
+			t.Error(err)
+			return 0, ""
+		}
+		defer res.Body.Close()
+		b, _ := io.ReadAll(res.Body)
+		return res.StatusCode, string(b)
+	}
+	codes := make(chan int, metrics.MaxScrapes)
+	for range metrics.MaxScrapes {
+		go func() { c, _ := get(); codes <- c }()
+	}
+	for range metrics.MaxScrapes {
+		<-entered
+	}
+	if code, body := get(); code != http.StatusServiceUnavailable || !strings.Contains(body, "Limit of concurrent requests reached (4)") {
+		t.Errorf("scrape %d: status %d, body %q; want 503 naming the limit", metrics.MaxScrapes+1, code, body)
+	}
+	blocking.Store(false)
+	close(release)
+	for range metrics.MaxScrapes {
+		if c := <-codes; c != http.StatusOK {
+			t.Errorf("a waiting scrape got %d", c)
+		}
+	}
+	if code, _ := get(); code != http.StatusOK {
+		t.Errorf("a scrape after the others: %d", code)
+	}
+}
