@@ -609,6 +609,11 @@ func TestAgentPrometheus(t *testing.T) {
 	flood, errs := mpitest.Build(t, ompi, "flood"), mpitest.Build(t, mpich, "errors")
 	w := mpitest.NewWebConfig(t)
 	d := mpitest.NewAgentDirs(t)
+	// Ended jobs' series leave the page after 3 scrape intervals.
+	const interval, ttl = 15 * time.Second, 45 * time.Second
+	if err := os.WriteFile(d.Config, []byte(fmt.Sprintf("C = 500\nT = 1s\nmetrics_ttl = %s\n", ttl)), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	ag := mpitest.StartAgentTLS(t, bin, d, w)
 
 	// Without the password, or over plain HTTP, no page.
@@ -627,7 +632,6 @@ func TestAgentPrometheus(t *testing.T) {
 		}
 	}
 
-	const interval = 15 * time.Second
 	prom := mpitest.StartPrometheus(t, w.Dir, fmt.Sprintf(`global:
   scrape_interval: %s
   evaluation_interval: 1s
@@ -660,7 +664,8 @@ scrape_configs:
 	jobM := mpitest.StartJob(t, mpich.Command(2, nil, errs, "-n", "5"), errs, 2, "libmpich")
 	jobO.Wait(t)
 	jobM.Wait(t)
-	took := time.Since(started)
+	ended := time.Now()
+	took := ended.Sub(started)
 	if took >= interval-time.Second {
 		t.Logf("the jobs took %v, not shorter than the scrape interval %v: a scrape may have seen them at 0", took, interval)
 	}
@@ -712,5 +717,17 @@ scrape_configs:
 		}
 		t.Logf("%s rank: %d series of mpiprobe_events_total", c.mpi, len(got["0"]))
 	}
+
+	// The jobs' series stay on the page until metrics_ttl after their
+	// end, then leave it.
+	onPage := func(page string) bool {
+		return strings.Contains(page, `mpi_job="`+idO+`"`) || strings.Contains(page, `mpi_job="`+idM+`"`)
+	}
+	if since := time.Since(ended); since < ttl-5*time.Second && !onPage(ag.Scrape(t)) {
+		t.Errorf("the jobs' series left the page %v after the jobs ended, before metrics_ttl %v", since, ttl)
+	}
+	time.Sleep(time.Until(ended.Add(ttl)))
+	ag.WaitMetrics(t, "the ended jobs' series gone", func(page string) bool { return !onPage(page) })
+	t.Logf("the jobs' series left the page %v after the jobs ended (metrics_ttl %v)", time.Since(ended), ttl)
 	ag.Stop(t, syscall.SIGTERM)
 }
