@@ -51,6 +51,20 @@ func (lib Library) Flavour() mpiabi.Flavour {
 	return mpiabi.NoFlavour
 }
 
+// MPI says whose processes load lib: Open MPI's (libmpi.so.40, libopen-pal,
+// its mca_ components, its Fortran bindings), MPICH's (libmpich, its
+// Fortran bindings), or mpiabi.NoFlavour for a library processes of
+// either load (UCX's libucp, libibverbs).
+func (lib Library) MPI() mpiabi.Flavour {
+	switch {
+	case lib == OMPILibMPI, lib == OMPIPal, lib == OMPIFortran, strings.HasPrefix(string(lib), "mca_"):
+		return mpiabi.OpenMPI
+	case lib == MPICHLib, lib == MPICHFortran:
+		return mpiabi.MPICH
+	}
+	return mpiabi.NoFlavour
+}
+
 // Side says whether a probe fires on a function's entry or on its return.
 type Side uint8
 
@@ -209,6 +223,25 @@ type Event struct {
 	// C and T are the default count threshold and time delay of the C/T rule.
 	C uint64
 	T time.Duration
+	// Only, when set, is the MPI whose processes alone produce the event
+	// although its probes sit in a library both load: openib's events are
+	// libibverbs calls that only Open MPI's openib BTL makes so.
+	Only mpiabi.Flavour
+}
+
+// ProducedBy reports whether a process of MPI fl can produce the event:
+// one of its probes sits in a library such a process loads (fl's own, or
+// one that both load), and the event is not the other MPI's alone (Only).
+// With fl mpiabi.NoFlavour (the process's MPI is not known) every event
+// can be.
+func (e Event) ProducedBy(fl mpiabi.Flavour) bool {
+	if fl == mpiabi.NoFlavour {
+		return true
+	}
+	if e.Only != mpiabi.NoFlavour && e.Only != fl {
+		return false
+	}
+	return slices.ContainsFunc(e.Probes, func(p Probe) bool { m := p.Library.MPI(); return m == fl || m == mpiabi.NoFlavour })
 }
 
 // Catalog is the set of events mpiprobe knows. An event's index in Events
@@ -462,6 +495,7 @@ func Full() Catalog {
 			Advice:  "raise the SRQ's rd_num / rd_init in --mca btl_openib_receive_queues (e.g. S,12288,1024,...)",
 			C:       10,
 			T:       60 * time.Second,
+			Only:    mpiabi.OpenMPI,
 		},
 		{
 			ID:    "openib.srq_grown",
@@ -478,8 +512,9 @@ func Full() Catalog {
 				}
 				return fmt.Sprintf("the SRQ reached max_wr %d: start it there (rd_init)", peak)
 			},
-			C: 10,
-			T: 60 * time.Second,
+			C:    10,
+			T:    60 * time.Second,
+			Only: mpiabi.OpenMPI,
 		},
 		{
 			// opal_free_list_grow_st is also called on every retry of a

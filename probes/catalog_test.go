@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mpiprobe/mpiprobe/internal/mpiabi"
 )
 
 func TestBuiltinCatalogsValidate(t *testing.T) {
@@ -366,5 +368,38 @@ func TestValidateProgramSides(t *testing.T) {
 				t.Errorf("Validate() = %v, want %q", err, tt.want)
 			}
 		})
+	}
+}
+
+// TestProducedBy: the default catalog's events a process of each MPI can
+// produce; an MPICH process maps libibverbs (through UCX) but never runs
+// Open MPI's ob1 or openib code.
+func TestProducedBy(t *testing.T) {
+	want := map[mpiabi.Flavour][]string{
+		mpiabi.MPICH: {"ucx.pending_add", "mpi.error"},
+		mpiabi.OpenMPI: {"ob1.send_pending.new", "ob1.send_pending.drain", "ob1.rndv.stall", "ob1.pckt_pending.drain",
+			"ob1.recv_pending.drain", "ob1.rdma_pending.drain", "ob1.out_of_sequence", "openib.srq_limit", "openib.srq_grown",
+			"ucx.pending_add", "mpi.error"},
+	}
+	cat := DefaultCatalog()
+	want[mpiabi.NoFlavour] = nil
+	for _, e := range cat.Events {
+		want[mpiabi.NoFlavour] = append(want[mpiabi.NoFlavour], e.ID)
+	}
+	for fl, ids := range want {
+		var got []string
+		for _, e := range cat.Events {
+			if e.ProducedBy(fl) {
+				got = append(got, e.ID)
+			}
+		}
+		if !slices.Equal(got, ids) {
+			t.Errorf("%s: %v, want %v", fl, got, ids)
+		}
+	}
+	for lib, fl := range map[Library]mpiabi.Flavour{OMPIPmlOb1: mpiabi.OpenMPI, OMPIPal: mpiabi.OpenMPI, MPICHFortran: mpiabi.MPICH, UCXLib: mpiabi.NoFlavour, IBVerbs: mpiabi.NoFlavour} {
+		if got := lib.MPI(); got != fl {
+			t.Errorf("%s.MPI() = %s, want %s", lib, got, fl)
+		}
 	}
 }

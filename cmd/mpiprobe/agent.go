@@ -27,6 +27,7 @@ import (
 type agentFlags struct {
 	cfgPath     string
 	metricsAddr string
+	webConfig   string
 	stateDir    string
 	pinDir      string
 	events      string
@@ -56,6 +57,7 @@ func newAgentCmd() *cobra.Command {
 	fs.SortFlags = false
 	fs.StringVar(&f.cfgPath, "config", configfile.DefaultPath, "configuration `FILE` (a missing default file means the defaults)")
 	fs.StringVar(&f.metricsAddr, "metrics-addr", "", "serve Prometheus metrics on `ADDR` (host:port, or off); overrides metrics_addr")
+	fs.StringVar(&f.webConfig, "web.config.file", "", "web configuration `FILE` of the metrics page: TLS and basic authentication, in the Prometheus exporters' format (docs/metrics.md)")
 	fs.StringVar(&f.stateDir, "state-dir", "", "state `DIR` (job summaries, agent state); overrides state_dir")
 	fs.StringVar(&f.pinDir, "pin-dir", "", "BPF file system `DIR` for pinned maps and links; overrides pin_dir")
 	fs.StringVar(&f.events, "events", "", "event `LEVELS` to enable (default, retries, messages, all); overrides events")
@@ -142,6 +144,12 @@ func (f *agentFlags) run(ctx context.Context, c *cobra.Command) error {
 	}
 	defer sink.Close()
 	var ln net.Listener
+	if f.webConfig != "" && file.MetricsAddr == "" {
+		return usagef("--web.config.file %s: the metrics page is off; set --metrics-addr (or metrics_addr) too", f.webConfig)
+	}
+	if err := metrics.CheckWebConfig(f.webConfig); err != nil {
+		return usageError{err}
+	}
 	if file.MetricsAddr != "" {
 		if ln, err = metrics.Listen(file.MetricsAddr, read); err != nil {
 			return err
@@ -161,21 +169,22 @@ func (f *agentFlags) run(ctx context.Context, c *cobra.Command) error {
 		defer pprof.StopCPUProfile()
 	}
 	err = agent.Run(ctx, agent.Config{
-		Catalog:       cat,
-		Overrides:     []thresholds.Overrides{file.Thresholds, cli},
-		Interval:      file.Interval,
-		StateDir:      file.StateDir,
-		PinDir:        file.PinDir,
-		LibraryPaths:  file.LibraryPaths,
-		DebugDirs:     debugDirs(f.debugDirs, file.DebugDirs),
-		ConfigPath:    read,
-		Metrics:       ln,
-		MetricsTTL:    file.MetricsTTL,
-		RetentionJobs: file.RetentionJobs,
-		RetentionAge:  file.RetentionAge,
-		Proc:          procfs.FS{},
-		Log:           log,
-		Journal:       sink,
+		Catalog:          cat,
+		Overrides:        []thresholds.Overrides{file.Thresholds, cli},
+		Interval:         file.Interval,
+		StateDir:         file.StateDir,
+		PinDir:           file.PinDir,
+		LibraryPaths:     file.LibraryPaths,
+		DebugDirs:        debugDirs(f.debugDirs, file.DebugDirs),
+		ConfigPath:       read,
+		Metrics:          ln,
+		MetricsWebConfig: f.webConfig,
+		MetricsTTL:       file.MetricsTTL,
+		RetentionJobs:    file.RetentionJobs,
+		RetentionAge:     file.RetentionAge,
+		Proc:             procfs.FS{},
+		Log:              log,
+		Journal:          sink,
 	})
 	return err
 }

@@ -6,18 +6,23 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/mpiprobe/mpiprobe/internal/mpiabi"
 	"github.com/mpiprobe/mpiprobe/internal/mpitest"
 	"github.com/mpiprobe/mpiprobe/internal/procfs"
+	"github.com/mpiprobe/mpiprobe/probes"
 )
 
 // agentSummary is the part of a stored job summary the tests read.
@@ -401,7 +406,16 @@ func TestAgentRestart(t *testing.T) {
 	if err == nil || !strings.Contains(string(out), "another mpiprobe agent (pid "+strconv.Itoa(ag2.Cmd.Process.Pid)+") already runs") || strings.Count(strings.TrimSpace(string(out)), "\n") != 0 {
 		t.Errorf("second agent: err %v, output %q; want one line naming the running agent", err, out)
 	}
-	waitCounts(ag2)
+	page := ag2.WaitMetrics(t, "the job's counts", func(page string) bool { return hasCounts(page, jobID) })
+	// The restarted agent attached no file itself (its predecessor's
+	// links are reused): each rank still has every Open MPI event's series.
+	for _, e := range probes.DefaultCatalog().Events {
+		for _, rank := range []string{"0", "1"} {
+			if _, ok := mpitest.MetricValue(page, "mpiprobe_events_total", map[string]string{"mpi_job": jobID, "rank": rank, "event": e.ID}); !ok && e.ProducedBy(mpiabi.OpenMPI) {
+				t.Errorf("after a restart, rank %s has no mpiprobe_events_total{event=%q}", rank, e.ID)
+			}
+		}
+	}
 	ag2.Stop(t, syscall.SIGKILL) // a crash: nothing saved at exit
 	time.Sleep(1000 * time.Millisecond)
 
@@ -580,4 +594,140 @@ func TestAgentCleanupWhileRunning(t *testing.T) {
 	if code, stderr := cleanup(); code != 0 || stderr != "mpiprobe agent: nothing to remove: "+d.Pin+" does not exist\n" {
 		t.Errorf("--cleanup of a missing pin directory: exit %d, %q", code, stderr)
 	}
+}
+
+// TestAgentPrometheus: a live Prometheus scrapes the agent over TLS with
+// basic auth every 15 s, with dist/prometheus/alerts.yml loaded; an Open
+// MPI job that queues sends and an MPICH job whose calls return errors
+// both start just after a scrape and end before the next: their alerts
+// fire all the same, and each rank has series of the events its MPI can
+// produce only. A scrape without the password is refused.
+func TestAgentPrometheus(t *testing.T) {
+	ompi, mpich := mpitest.OpenMPI(), mpitest.MPICH()
+	mpitest.RequireE2E(t, ompi, mpich)
+	bin := mpitest.BuildMpiprobe(t)
+	flood, errs := mpitest.Build(t, ompi, "flood"), mpitest.Build(t, mpich, "errors")
+	w := mpitest.NewWebConfig(t)
+	d := mpitest.NewAgentDirs(t)
+	// Ended jobs' series leave the page after 3 scrape intervals.
+	const interval, ttl = 15 * time.Second, 45 * time.Second
+	if err := os.WriteFile(d.Config, []byte(fmt.Sprintf("C = 500\nT = 1s\nmetrics_ttl = %s\n", ttl)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ag := mpitest.StartAgentTLS(t, bin, d, w)
+
+	// Without the password, or over plain HTTP, no page.
+	resp, err := w.Client().Get("https://" + ag.Metrics + "/metrics")
+	if err != nil || resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("scrape without the password: %v, status %v; want 401", err, resp)
+	}
+	if err == nil {
+		resp.Body.Close()
+	}
+	if resp, err := http.Get("http://" + ag.Metrics + "/metrics"); err == nil {
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if strings.Contains(string(b), "mpiprobe_") {
+			t.Errorf("plain HTTP scrape got the page: status %d", resp.StatusCode)
+		}
+	}
+
+	prom := mpitest.StartPrometheus(t, w.Dir, fmt.Sprintf(`global:
+  scrape_interval: %s
+  evaluation_interval: 1s
+rule_files: [%q]
+scrape_configs:
+  - job_name: mpiprobe
+    scheme: https
+    tls_config: {ca_file: %q}
+    basic_auth: {username: %q, password: %q}
+    static_configs: [{targets: [%q]}]
+`, interval, filepath.Join(mpitest.RepoRoot(t), "dist", "prometheus", "alerts.yml"), w.CAFile, w.User, w.Password, ag.Metrics))
+
+	// Right after a scrape, both jobs, which must end before the next.
+	var last time.Time
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		ts := prom.Targets(t)
+		if len(ts) == 1 && ts[0].Health == "up" {
+			if !last.IsZero() && ts[0].LastScrape.After(last) {
+				break
+			}
+			last = ts[0].LastScrape
+		} else if time.Now().After(deadline) {
+			t.Fatalf("prometheus never scraped the agent: %+v\n%s", ts, prom.Log(t))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	started := time.Now()
+	jobO := mpitest.StartJob(t, ompi.Command(2, floodMCA(true), flood, "-n", strconv.Itoa(floodMessages), "-d", "300", "-r", "1"), flood, 2, "libmpi.so.40")
+	jobM := mpitest.StartJob(t, mpich.Command(2, nil, errs, "-n", "5"), errs, 2, "libmpich")
+	jobO.Wait(t)
+	jobM.Wait(t)
+	ended := time.Now()
+	took := ended.Sub(started)
+	if took >= interval-time.Second {
+		t.Logf("the jobs took %v, not shorter than the scrape interval %v: a scrape may have seen them at 0", took, interval)
+	}
+	sums := finishedSummaries(t, d, ag, jobO.Ranks, jobM.Ranks)
+	idO, idM := sums[0].Jobs[0].Job, sums[1].Jobs[0].Job
+	if sums[0].total("ob1.send_pending.new") < 1000 || sums[1].total("mpi.error") == 0 {
+		t.Fatalf("the jobs did not count what the alerts need: %+v", sums)
+	}
+
+	firing := func(alert, job string) bool {
+		return len(prom.Query(t, fmt.Sprintf(`ALERTS{alertstate="firing",alertname=%q,mpi_job=%q}`, alert, job))) == 1
+	}
+	deadline = time.Now().Add(2*interval + 30*time.Second)
+	for !firing("MpiprobeOb1SendPendingNew", idO) || !firing("MpiprobeMpiError", idM) {
+		if time.Now().After(deadline) {
+			t.Fatalf("alerts did not fire for the short jobs %s (ob1.send_pending.new) and %s (mpi.error) within %v; first samples %v; targets %+v",
+				idO, idM, 2*interval+30*time.Second, prom.Query(t, `min_over_time(mpiprobe_events_total{event=~"ob1.send_pending.new|mpi.error"}[5m]) > 0`), prom.Targets(t))
+		}
+		time.Sleep(time.Second)
+	}
+	// The first scrape that saw the jobs had their counts already, so
+	// increase() alone saw nothing (logged: a scrape may fall within them).
+	t.Logf("jobs took %v; increase() alone: %v; first samples: %v", took,
+		prom.Query(t, fmt.Sprintf(`sum by (mpi_job) (increase(mpiprobe_events_total{mpi_job=~%q}[5m]))`, idO+"|"+idM)),
+		prom.Query(t, fmt.Sprintf(`min by (mpi_job, event) (min_over_time(mpiprobe_events_total{mpi_job=~%q}[5m])) > 0`, idO+"|"+idM)))
+
+	// Series per rank: the events each rank's MPI can produce.
+	cat := probes.DefaultCatalog()
+	for _, c := range []struct {
+		job string
+		mpi mpiabi.Flavour
+	}{{idO, mpiabi.OpenMPI}, {idM, mpiabi.MPICH}} {
+		var want []string
+		for _, e := range cat.Events {
+			if e.ProducedBy(c.mpi) {
+				want = append(want, e.ID)
+			}
+		}
+		got := map[string][]string{}
+		for _, s := range prom.Query(t, fmt.Sprintf(`mpiprobe_events_total{mpi_job=%q}`, c.job)) {
+			got[s.Labels["rank"]] = append(got[s.Labels["rank"]], s.Labels["event"])
+		}
+		for _, rank := range []string{"0", "1"} {
+			slices.Sort(got[rank])
+			wantSorted := slices.Sorted(slices.Values(want))
+			if !slices.Equal(got[rank], wantSorted) {
+				t.Errorf("%s job %s rank %s: series of %v, want %v", c.mpi, c.job, rank, got[rank], wantSorted)
+			}
+		}
+		t.Logf("%s rank: %d series of mpiprobe_events_total", c.mpi, len(got["0"]))
+	}
+
+	// The jobs' series stay on the page until metrics_ttl after their
+	// end, then leave it.
+	onPage := func(page string) bool {
+		return strings.Contains(page, `mpi_job="`+idO+`"`) || strings.Contains(page, `mpi_job="`+idM+`"`)
+	}
+	if since := time.Since(ended); since < ttl-5*time.Second && !onPage(ag.Scrape(t)) {
+		t.Errorf("the jobs' series left the page %v after the jobs ended, before metrics_ttl %v", since, ttl)
+	}
+	time.Sleep(time.Until(ended.Add(ttl)))
+	ag.WaitMetrics(t, "the ended jobs' series gone", func(page string) bool { return !onPage(page) })
+	t.Logf("the jobs' series left the page %v after the jobs ended (metrics_ttl %v)", time.Since(ended), ttl)
+	ag.Stop(t, syscall.SIGTERM)
 }

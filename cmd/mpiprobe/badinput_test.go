@@ -203,6 +203,8 @@ func TestExecuteUsage(t *testing.T) {
 		{[]string{"agent", "--interval", "10ms"}, "--interval 10ms: give 100ms to 1m0s", "mpiprobe agent"},
 		{[]string{"agent", "--pin-dir", "/tmp/pins"}, "--pin-dir /tmp/pins is not below /sys/fs/bpf", "mpiprobe agent"},
 		{[]string{"agent", "extra"}, `unexpected argument "extra"`, "mpiprobe agent"},
+		{[]string{"agent", "--web.config.file", "/nonexistent/web.yml"}, "metrics: web configuration /nonexistent/web.yml: open /nonexistent/web.yml: no such file or directory: fix the file", "mpiprobe agent"},
+		{[]string{"agent", "--metrics-addr", "off", "--web.config.file", "web.yml"}, "--web.config.file web.yml: the metrics page is off; set --metrics-addr", "mpiprobe agent"},
 		{[]string{"version", "x"}, `unexpected argument "x"`, "mpiprobe version"},
 	}
 	for _, tc := range tests {

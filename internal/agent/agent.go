@@ -28,6 +28,7 @@ import (
 	"github.com/mpiprobe/mpiprobe/internal/journal"
 	"github.com/mpiprobe/mpiprobe/internal/kernel"
 	"github.com/mpiprobe/mpiprobe/internal/metrics"
+	"github.com/mpiprobe/mpiprobe/internal/mpiabi"
 	"github.com/mpiprobe/mpiprobe/internal/procfs"
 	"github.com/mpiprobe/mpiprobe/internal/report"
 	"github.com/mpiprobe/mpiprobe/internal/text"
@@ -64,6 +65,9 @@ type Config struct {
 	DebugDirs []string
 	// Metrics, when non-nil, is where the Prometheus metrics are served.
 	Metrics net.Listener
+	// MetricsWebConfig, when set, is the web configuration file of the
+	// metrics page (TLS, basic authentication): see metrics.Serve.
+	MetricsWebConfig string
 	// MetricsTTL is how long a finished job stays in the metrics (default 10m).
 	MetricsTTL time.Duration
 	// MaxSeries caps the number of metric samples (default 20000).
@@ -163,7 +167,7 @@ func Run(ctx context.Context, cfg Config) error {
 			return err
 		}
 		go func() {
-			if err := metrics.Serve(ctx, a.cfg.Metrics, h); err != nil {
+			if err := metrics.Serve(ctx, a.cfg.Metrics, h, a.cfg.MetricsWebConfig, a.cfg.Log); err != nil {
 				a.cfg.Log.Error("metrics server stopped", "err", err)
 			}
 		}()
@@ -407,6 +411,9 @@ func (a *agent) addProc(pid int) {
 	p := agg.Proc{PID: pid, Comm: st.Comm, Identity: identity.Resolve(pid, a.cfg.Proc, a.cfg.Host)}
 	now := a.cfg.Clock.Now()
 	ps, isNew := a.t.add(p, st.StartTime, procStarted(st.StartTime, now), now)
+	if ps.mpi == mpiabi.NoFlavour {
+		ps.mpi = mpiOf(a.cfg.Proc, pid)
+	}
 	if isNew {
 		a.cfg.Log.Info("MPI process", "pid", pid, "comm", text.Quote(st.Comm), "job", text.Quote(ps.Identity.Job), "rank", text.Quote(ps.Identity.Rank))
 	}

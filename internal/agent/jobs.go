@@ -9,6 +9,7 @@ import (
 	"github.com/mpiprobe/mpiprobe/agg"
 	"github.com/mpiprobe/mpiprobe/internal/identity"
 	"github.com/mpiprobe/mpiprobe/internal/jobstore"
+	"github.com/mpiprobe/mpiprobe/internal/mpiabi"
 	"github.com/mpiprobe/mpiprobe/probes"
 )
 
@@ -20,6 +21,10 @@ type procState struct {
 	StartTicks uint64 `json:"start_ticks"`
 	// Job is the key of the job the process belongs to (see jobKey).
 	Job string `json:"job"`
+	// mpi is the MPI the process runs, read from its memory map when the
+	// agent first sees it (NoFlavour until then): it decides which events'
+	// series the process gets.
+	mpi mpiabi.Flavour
 }
 
 // jobState is one MPI job's ranks on this node.

@@ -9,9 +9,12 @@ import (
 	"strings"
 
 	"github.com/mpiprobe/mpiprobe/agg"
+	"github.com/mpiprobe/mpiprobe/internal/discover"
 	"github.com/mpiprobe/mpiprobe/internal/identity"
 	"github.com/mpiprobe/mpiprobe/internal/kernel"
 	"github.com/mpiprobe/mpiprobe/internal/metrics"
+	"github.com/mpiprobe/mpiprobe/internal/mpiabi"
+	"github.com/mpiprobe/mpiprobe/internal/procfs"
 	"github.com/mpiprobe/mpiprobe/internal/text"
 )
 
@@ -96,7 +99,11 @@ type metricsState struct {
 	jobs []jobMetrics
 	// events are the catalog's events in catalog order, with the number
 	// of library files where each is attached and where it is not.
-	events   []eventFiles
+	events []eventFiles
+	// produced are the ids of the catalog's events a process of each MPI
+	// can produce (probes.Event.ProducedBy), in catalog order: each rank
+	// gets a series of each, 0 from its first page on.
+	produced map[mpiabi.Flavour][]string
 	drops    []uint64
 	finished uint64
 	libs     int
@@ -108,6 +115,8 @@ type jobMetrics struct {
 	sum agg.Summary
 	// ids are the identities of the job's processes, by pid.
 	ids map[int]identity.Identity
+	// mpi are the MPIs of the job's processes, by pid (absent: unknown).
+	mpi map[int]mpiabi.Flavour
 }
 
 // eventFiles counts the library files where an event is attached and
@@ -136,7 +145,7 @@ func (a *agent) metricsState() metricsState {
 	defer a.mu.Unlock()
 	st := metricsState{drops: slices.Clone(a.drops), finished: a.finished, libs: len(a.files), pins: a.k.pinnedLinks()}
 	for _, j := range a.t.jobs {
-		jm := jobMetrics{ids: map[int]identity.Identity{}}
+		jm := jobMetrics{ids: map[int]identity.Identity{}, mpi: map[int]mpiabi.Flavour{}}
 		if j.final != nil {
 			jm.sum = *j.final
 		} else {
@@ -145,6 +154,10 @@ func (a *agent) metricsState() metricsState {
 		for _, pid := range j.PIDs {
 			if p, ok := a.t.procs[pid]; ok && p.Job == j.Key {
 				jm.ids[pid] = p.Identity
+				if p.mpi == mpiabi.NoFlavour && p.End.Kind == agg.Running {
+					p.mpi = mpiOf(a.cfg.Proc, pid) // restored from a previous agent's state
+				}
+				jm.mpi[pid] = p.mpi
 			}
 		}
 		st.jobs = append(st.jobs, jm)
@@ -152,8 +165,14 @@ func (a *agent) metricsState() metricsState {
 	// By job, so that the series cap cuts the same jobs at every scrape.
 	slices.SortFunc(st.jobs, func(x, y jobMetrics) int { return cmp.Compare(jobOrder(x.sum), jobOrder(y.sum)) })
 	files := map[string]*eventFiles{}
+	st.produced = map[mpiabi.Flavour][]string{}
 	for _, e := range a.cat.Events {
 		st.events = append(st.events, eventFiles{id: e.ID})
+		for _, fl := range []mpiabi.Flavour{mpiabi.NoFlavour, mpiabi.OpenMPI, mpiabi.MPICH} {
+			if e.ProducedBy(fl) {
+				st.produced[fl] = append(st.produced[fl], e.ID)
+			}
+		}
 	}
 	for i := range st.events {
 		files[st.events[i].id] = &st.events[i]
@@ -202,14 +221,8 @@ func (f families) fill(p *metrics.Page, st metricsState) {
 	for i, n := range st.drops {
 		p.Add(f.drops, float64(n), metrics.Label{Name: labelReason, Value: dropReason(i)})
 	}
-	// Events attached somewhere on this node: each rank's counter of
-	// such an event starts at 0.
-	var attached []string
 	for _, e := range st.events {
 		p.Add(f.unavailable, float64(e.unavailable), metrics.Label{Name: labelEvent, Value: e.id})
-		if e.attached > 0 {
-			attached = append(attached, e.id)
-		}
 	}
 
 	shared := sharedRanks(st.jobs)
@@ -221,11 +234,12 @@ func (f families) fill(p *metrics.Page, st metricsState) {
 				for _, e := range r.Events { // one per detail: summed
 					counts[e.Event] += e.Count
 				}
-				for _, id := range attached {
+				// The events the rank's MPI can produce start at 0.
+				for _, id := range st.produced[j.mpi[r.PID]] {
 					p.Add(f.events, float64(counts[id]), withEvent(labels, id)...)
 					delete(counts, id)
 				}
-				for _, e := range r.Events { // counted, but no longer attached
+				for _, e := range r.Events { // counted all the same
 					if n, ok := counts[e.Event]; ok {
 						p.Add(f.events, float64(n), withEvent(labels, e.Event)...)
 						delete(counts, e.Event)
@@ -240,6 +254,21 @@ func (f families) fill(p *metrics.Page, st metricsState) {
 			}
 		}
 	}
+}
+
+// mpiOf reads which MPI a process runs from the MPI C library it maps;
+// NoFlavour when it maps none or is gone.
+func mpiOf(pfs procfs.FS, pid int) mpiabi.Flavour {
+	maps, err := pfs.Maps(pid)
+	if err != nil {
+		return mpiabi.NoFlavour
+	}
+	for _, m := range discover.Discover(maps) {
+		if fl := m.Library.Flavour(); fl != mpiabi.NoFlavour {
+			return fl
+		}
+	}
+	return mpiabi.NoFlavour
 }
 
 func withEvent(labels []metrics.Label, event string) []metrics.Label {

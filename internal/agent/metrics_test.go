@@ -12,6 +12,7 @@ import (
 	"github.com/mpiprobe/mpiprobe/internal/identity"
 	"github.com/mpiprobe/mpiprobe/internal/kernel"
 	"github.com/mpiprobe/mpiprobe/internal/metrics"
+	"github.com/mpiprobe/mpiprobe/internal/mpiabi"
 	"github.com/mpiprobe/mpiprobe/internal/mpitest"
 )
 
@@ -24,11 +25,12 @@ type rank struct {
 	init    time.Duration
 	events  []agg.EventTotal
 	noIdent bool // the process record is gone (pid reused)
+	mpi     mpiabi.Flavour
 }
 
 // job builds the metrics view of one job of ranks.
 func job(id string, ranks ...rank) jobMetrics {
-	jm := jobMetrics{ids: map[int]identity.Identity{}}
+	jm := jobMetrics{ids: map[int]identity.Identity{}, mpi: map[int]mpiabi.Flavour{}}
 	j := agg.Job{ID: id}
 	for _, r := range ranks {
 		ar := agg.Rank{Rank: r.rank, PID: r.pid, Events: r.events, Startup: agg.Startup{Init: r.init}}
@@ -38,6 +40,7 @@ func job(id string, ranks ...rank) jobMetrics {
 		j.Ranks = append(j.Ranks, ar)
 		if !r.noIdent {
 			jm.ids[r.pid] = r.id
+			jm.mpi[r.pid] = r.mpi
 		}
 	}
 	jm.sum = agg.Summary{Host: "vm", Jobs: []agg.Job{j}}
@@ -73,6 +76,13 @@ func TestMetricsPage(t *testing.T) {
 			{id: evDrain, attached: 1, unavailable: 1},
 			{id: evErr, unavailable: 3},
 		},
+		// As the catalog's ProducedBy would say: ob1's events are Open
+		// MPI's; a process of an unknown MPI gets every event.
+		produced: map[mpiabi.Flavour][]string{
+			mpiabi.NoFlavour: {evNew, evDrain, evErr},
+			mpiabi.OpenMPI:   {evNew, evDrain, evErr},
+			mpiabi.MPICH:     {evErr},
+		},
 		drops:    []uint64{0, 0, 5, 0},
 		finished: 7, libs: 3, pins: 40,
 	}
@@ -103,10 +113,13 @@ func TestMetricsPage(t *testing.T) {
 			},
 		},
 		{
-			name: "counters start at 0, details are summed, unattached events only when counted",
+			// Whether an event is attached on the node does not matter (a
+			// restarted agent does not attach the files its predecessor
+			// did): mpi.error is attached nowhere, yet starts at 0.
+			name: "counters start at 0 for the events the rank's MPI produces, details are summed",
 			jobs: []jobMetrics{job("4242",
-				rank{pid: 10, rank: "0", events: []agg.EventTotal{ev(evErr, 1), ev(evErr, 2), ev(evNew, 9)}},
-				rank{pid: 11, rank: "1", ended: true},
+				rank{pid: 10, rank: "0", mpi: mpiabi.OpenMPI, events: []agg.EventTotal{ev(evErr, 1), ev(evErr, 2), ev(evNew, 9)}},
+				rank{pid: 11, rank: "1", mpi: mpiabi.OpenMPI, ended: true},
 			)},
 			want: map[string]float64{
 				series("mpiprobe_events_total", "mpi_job", "4242", "rank", "0", "event", evNew):   9,
@@ -114,10 +127,27 @@ func TestMetricsPage(t *testing.T) {
 				series("mpiprobe_events_total", "mpi_job", "4242", "rank", "0", "event", evErr):   3,
 				series("mpiprobe_events_total", "mpi_job", "4242", "rank", "1", "event", evNew):   0,
 				series("mpiprobe_events_total", "mpi_job", "4242", "rank", "1", "event", evDrain): 0,
+				series("mpiprobe_events_total", "mpi_job", "4242", "rank", "1", "event", evErr):   0,
 				series("mpiprobe_jobs_active"):  1,
 				series("mpiprobe_ranks_active"): 1,
 			},
-			absent: []string{series("mpiprobe_events_total", "mpi_job", "4242", "rank", "1", "event", evErr)},
+		},
+		{
+			name: "an MPICH rank gets no series of Open MPI's events, unless counted",
+			jobs: []jobMetrics{job("hydra-7",
+				rank{pid: 60, rank: "0", mpi: mpiabi.MPICH},
+				rank{pid: 61, rank: "1", mpi: mpiabi.MPICH, events: []agg.EventTotal{ev(evNew, 2)}},
+			)},
+			want: map[string]float64{
+				series("mpiprobe_events_total", "mpi_job", "hydra-7", "rank", "0", "event", evErr): 0,
+				series("mpiprobe_events_total", "mpi_job", "hydra-7", "rank", "1", "event", evErr): 0,
+				series("mpiprobe_events_total", "mpi_job", "hydra-7", "rank", "1", "event", evNew): 2,
+			},
+			absent: []string{
+				series("mpiprobe_events_total", "mpi_job", "hydra-7", "rank", "0", "event", evNew),
+				series("mpiprobe_events_total", "mpi_job", "hydra-7", "rank", "0", "event", evDrain),
+				series("mpiprobe_events_total", "mpi_job", "hydra-7", "rank", "1", "event", evDrain),
+			},
 		},
 		{
 			name: "two processes claim one rank: both keep their series, by pid",
@@ -220,7 +250,8 @@ func TestMetricsPage(t *testing.T) {
 // TestMetricsCap: the node's gauges come before the ranks, so the cap
 // cuts ranks, and says how many series it cut.
 func TestMetricsCap(t *testing.T) {
-	st := metricsState{events: []eventFiles{{id: "ob1.send_pending.new", attached: 1}}, drops: make([]uint64, 4)}
+	st := metricsState{events: []eventFiles{{id: "ob1.send_pending.new", attached: 1}}, drops: make([]uint64, 4),
+		produced: map[mpiabi.Flavour][]string{mpiabi.NoFlavour: {"ob1.send_pending.new"}}}
 	for pid := range 10 {
 		st.jobs = append(st.jobs, job("?", rank{pid: 100 + pid, rank: "?", init: time.Second}))
 	}

@@ -36,6 +36,10 @@
 //
 // The agent serves the page on 127.0.0.1:9767 by default ([DefaultAddr]):
 // [Listen] opens the port with an error message that says how to pick
-// another one, [Handler] answers GET and HEAD scrapes, and [Serve] runs
-// the HTTP server until its context ends, then shuts it down gracefully.
+// another one, [Handler] answers GET and HEAD scrapes ([MaxScrapes] at a
+// time), and [Serve] runs the HTTP server until its context ends, then
+// shuts it down gracefully. With a web configuration file (the Prometheus
+// exporters' --web.config.file, checked by [CheckWebConfig]), Serve goes
+// through github.com/prometheus/exporter-toolkit: TLS and basic
+// authentication.
 package metrics

@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/exporter-toolkit/web"
 )
 
 // DefaultAddr is where the agent serves its metrics unless configured
@@ -90,12 +91,17 @@ func NewRegistry(cs ...prometheus.Collector) (*prometheus.Registry, error) {
 	return reg, nil
 }
 
+// MaxScrapes is how many scrapes the page is served to at the same time;
+// one more that arrives meanwhile gets 503 at once.
+const MaxScrapes = 4
+
 // scrapeTimeout is how long a scrape may wait for the page (the agent's
 // lock) before it gets a 503; Prometheus gives up after 10 s by default.
 const scrapeTimeout = 10 * time.Second
 
 // Handler returns the HTTP handler of the metrics page of reg, for GET
-// and HEAD requests; other methods get 405. It negotiates the format
+// and HEAD requests; other methods get 405. It serves [MaxScrapes] at a
+// time, and a scrape that waits 10 s for the page gets 503. It negotiates the format
 // (Prometheus text 0.0.4 or OpenMetrics) and the compression (gzip) with
 // the scraper, and adds promhttp_metric_handler_* metrics to reg. When
 // gathering reports problems (a collector's sample that could not be
@@ -108,7 +114,7 @@ func Handler(reg *prometheus.Registry, log *slog.Logger) http.Handler {
 		ErrorHandling:       promhttp.ContinueOnError,
 		EnableOpenMetrics:   true,
 		Registry:            reg,
-		MaxRequestsInFlight: 4,
+		MaxRequestsInFlight: MaxScrapes,
 		Timeout:             scrapeTimeout,
 	}))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -209,12 +215,36 @@ const (
 	shutdownTimeout   = 5 * time.Second
 )
 
+// CheckWebConfig reads a web configuration file (the Prometheus
+// exporters' --web.config.file: tls_server_config, basic_auth_users with
+// bcrypt hashes, http_server_config), with its certificates and keys, and
+// returns an error of one line that names the file and what to fix; ""
+// means none (plain HTTP, no authentication).
+func CheckWebConfig(path string) error {
+	if path == "" {
+		return nil
+	}
+	if err := web.Validate(path); err != nil {
+		return fmt.Errorf("metrics: web configuration %s: %s: fix the file (format: https://github.com/prometheus/exporter-toolkit/blob/master/docs/web-configuration.md) or leave --web.config.file out for plain HTTP",
+			path, strings.ReplaceAll(err.Error(), "\n", " "))
+	}
+	return nil
+}
+
 // Serve serves h on ln until ctx ends, then shuts the server down
 // gracefully, letting scrapes in progress finish (for at most 5 s before
 // their connections are closed), and returns nil. It closes ln. It returns
 // an error only when serving fails before ctx ends. The server reads
 // request headers for at most 5 s and accepts small headers only.
-func Serve(ctx context.Context, ln net.Listener, h http.Handler) error {
+// webConfig, when not "", is a web configuration file ([CheckWebConfig])
+// served through github.com/prometheus/exporter-toolkit: TLS, and basic
+// authentication whose failures get 401; the file is read again for each
+// new connection, so a renewed certificate needs no restart. log receives
+// the toolkit's messages.
+func Serve(ctx context.Context, ln net.Listener, h http.Handler, webConfig string, log *slog.Logger) error {
+	if log == nil {
+		log = slog.Default()
+	}
 	srv := &http.Server{
 		Handler:           h,
 		ReadHeaderTimeout: readHeaderTimeout,
@@ -224,7 +254,7 @@ func Serve(ctx context.Context, ln net.Listener, h http.Handler) error {
 		MaxHeaderBytes:    maxHeaderBytes,
 	}
 	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
+	go func() { served <- web.Serve(ln, srv, &web.FlagConfig{WebConfigFile: &webConfig}, log) }()
 	select {
 	case err := <-served:
 		return fmt.Errorf("metrics: serve on %s: %w", ln.Addr(), err)

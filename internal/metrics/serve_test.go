@@ -10,6 +10,8 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -17,6 +19,7 @@ import (
 	"time"
 
 	"github.com/mpiprobe/mpiprobe/internal/metrics"
+	"github.com/mpiprobe/mpiprobe/internal/mpitest"
 )
 
 // somePage returns the handler of a registry whose collector adds a
@@ -111,9 +114,10 @@ func TestHandler(t *testing.T) {
 	}
 }
 
-// serve starts Serve on 127.0.0.1:0 and returns the base URL, the cancel
+// serve starts Serve on 127.0.0.1:0, with the web configuration file
+// webConfig ("" for none), and returns the base URL (http:), the cancel
 // function and the channel Serve's result arrives on.
-func serve(t *testing.T, h http.Handler) (string, context.CancelFunc, <-chan error) {
+func serve(t *testing.T, h http.Handler, webConfig string) (string, context.CancelFunc, <-chan error) {
 	t.Helper()
 	ln, err := metrics.Listen("127.0.0.1:0", "")
 	if err != nil {
@@ -123,7 +127,7 @@ func serve(t *testing.T, h http.Handler) (string, context.CancelFunc, <-chan err
 	done, finished := make(chan error, 1), make(chan struct{})
 	go func() {
 		defer close(finished)
-		done <- metrics.Serve(ctx, ln, h)
+		done <- metrics.Serve(ctx, ln, h, webConfig, nil)
 	}()
 	t.Cleanup(func() {
 		cancel()
@@ -137,7 +141,7 @@ func serve(t *testing.T, h http.Handler) (string, context.CancelFunc, <-chan err
 }
 
 func TestServe(t *testing.T) {
-	url, cancel, done := serve(t, somePage(t, nil))
+	url, cancel, done := serve(t, somePage(t, nil), "")
 	res, err := http.Get(url + "/metrics")
 	if err != nil {
 		t.Fatal(err)
@@ -183,7 +187,7 @@ func TestServeGraceful(t *testing.T) {
 		close(started)
 		<-release
 	}
-	url, cancel, done := serve(t, somePage(t, slow))
+	url, cancel, done := serve(t, somePage(t, slow), "")
 	type result struct {
 		status int
 		body   string
@@ -244,7 +248,7 @@ func TestServeAlreadyCanceled(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if err := metrics.Serve(ctx, ln, http.NotFoundHandler()); err != nil {
+	if err := metrics.Serve(ctx, ln, http.NotFoundHandler(), "", nil); err != nil {
 		t.Errorf("Serve: %v, want nil", err)
 	}
 	if _, err := net.DialTimeout("tcp", ln.Addr().String(), time.Second); err == nil {
@@ -259,7 +263,7 @@ func TestServeError(t *testing.T) {
 	}
 	addr := ln.Addr().String()
 	ln.Close()
-	err = metrics.Serve(context.Background(), ln, http.NotFoundHandler())
+	err = metrics.Serve(context.Background(), ln, http.NotFoundHandler(), "", nil)
 	if err == nil || !errors.Is(err, net.ErrClosed) || !strings.HasPrefix(err.Error(), "metrics: serve on "+addr+": ") {
 		t.Errorf("Serve on a closed listener: %v", err)
 	}
@@ -318,5 +322,126 @@ func TestListenErrorNamesConfig(t *testing.T) {
 		if tc.cfg != "/etc/mpiprobe/config.conf" && err != nil && strings.Contains(err.Error(), "/etc/mpiprobe") {
 			t.Errorf("Listen with config %q still names the default file: %v", tc.cfg, err)
 		}
+	}
+}
+
+// TestServeTLS: with a web configuration, the page is served over TLS
+// with the configuration's certificate and only to its user; a scrape
+// without the password, with a wrong one or over plain HTTP is refused.
+func TestServeTLS(t *testing.T) {
+	w := mpitest.NewWebConfig(t)
+	if err := metrics.CheckWebConfig(w.Path); err != nil {
+		t.Fatal(err)
+	}
+	base, _, _ := serve(t, somePage(t, nil), w.Path)
+	url := strings.Replace(base, "http:", "https:", 1) + "/metrics"
+	get := func(client *http.Client, url, user, password string) (int, string, error) {
+		req, err := http.NewRequest(http.MethodGet, url, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if user != "" {
+			req.SetBasicAuth(user, password)
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			return 0, "", err
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b), err
+	}
+	client := w.Client()
+	if code, body, err := get(client, url, w.User, w.Password); err != nil || code != http.StatusOK || !strings.Contains(body, "mpiprobe_jobs_active 2") {
+		t.Errorf("scrape with the user's password: %v, status %d, body\n%s", err, code, body)
+	}
+	for _, c := range []struct{ what, user, password string }{
+		{"no credentials", "", ""},
+		{"a wrong password", w.User, w.Password + "x"},
+		{"another user", "other", w.Password},
+	} {
+		if code, body, err := get(client, url, c.user, c.password); err != nil || code != http.StatusUnauthorized || strings.Contains(body, "mpiprobe_") {
+			t.Errorf("scrape with %s: %v, status %d (want 401), body\n%s", c.what, err, code, body)
+		}
+	}
+	// Plain HTTP gets no page; a client that does not trust the
+	// certificate does not connect.
+	if code, body, err := get(http.DefaultClient, base+"/metrics", w.User, w.Password); err == nil && (code == http.StatusOK || strings.Contains(body, "mpiprobe_")) {
+		t.Errorf("plain HTTP scrape: status %d, body\n%s", code, body)
+	}
+	if _, _, err := get(http.DefaultClient, url, w.User, w.Password); err == nil || !strings.Contains(err.Error(), "certificate") {
+		t.Errorf("a client without the certificate connected (err %v)", err)
+	}
+}
+
+// TestCheckWebConfig: a web configuration that cannot be served is
+// refused in one line naming the file and the fix.
+func TestCheckWebConfig(t *testing.T) {
+	w := mpitest.NewWebConfig(t)
+	write := func(name, content string) string {
+		p := filepath.Join(w.Dir, name)
+		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	for _, c := range []struct{ name, content, want string }{
+		{"plain.yml", "basic_auth_users:\n  scraper: secret\n", "crypto/bcrypt"},
+		{"nokey.yml", "tls_server_config:\n  cert_file: cert.pem\n  key_file: missing.pem\n", "missing.pem"},
+		{"typo.yml", "tls_server_conf:\n  cert_file: cert.pem\n", "tls_server_conf"},
+	} {
+		path := write(c.name, c.content)
+		err := metrics.CheckWebConfig(path)
+		if err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%s: %v; want one line naming the file and %q", c.name, err, c.want)
+		}
+	}
+	if err := metrics.CheckWebConfig(filepath.Join(w.Dir, "absent.yml")); err == nil || !strings.Contains(err.Error(), "no such file") {
+		t.Errorf("a missing file: %v", err)
+	}
+}
+
+// TestMaxScrapes: while MaxScrapes scrapes wait for the page, one more
+// gets 503 at once, saying why; once they are served, scrapes are
+// served again.
+func TestMaxScrapes(t *testing.T) {
+	entered, release := make(chan struct{}, metrics.MaxScrapes), make(chan struct{})
+	var blocking atomic.Bool
+	blocking.Store(true)
+	url, _, _ := serve(t, somePage(t, func() {
+		if blocking.Load() {
+			entered <- struct{}{}
+			<-release
+		}
+	}), "")
+	get := func() (int, string) {
+		res, err := http.Get(url)
+		if err != nil {
+			t.Error(err)
+			return 0, ""
+		}
+		defer res.Body.Close()
+		b, _ := io.ReadAll(res.Body)
+		return res.StatusCode, string(b)
+	}
+	codes := make(chan int, metrics.MaxScrapes)
+	for range metrics.MaxScrapes {
+		go func() { c, _ := get(); codes <- c }()
+	}
+	for range metrics.MaxScrapes {
+		<-entered
+	}
+	if code, body := get(); code != http.StatusServiceUnavailable || !strings.Contains(body, "Limit of concurrent requests reached (4)") {
+		t.Errorf("scrape %d: status %d, body %q; want 503 naming the limit", metrics.MaxScrapes+1, code, body)
+	}
+	blocking.Store(false)
+	close(release)
+	for range metrics.MaxScrapes {
+		if c := <-codes; c != http.StatusOK {
+			t.Errorf("a waiting scrape got %d", c)
+		}
+	}
+	if code, _ := get(); code != http.StatusOK {
+		t.Errorf("a scrape after the others: %d", code)
 	}
 }

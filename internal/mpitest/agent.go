@@ -26,7 +26,10 @@ type Agent struct {
 	LogPath string
 	// Metrics is the host:port of its metrics server.
 	Metrics string
-	done    chan error
+	// Web, when set, is the web configuration the metrics page is served
+	// with (StartAgentTLS): Scrape uses HTTPS and its user.
+	Web  *WebConfig
+	done chan error
 }
 
 // AgentDirs are the state and pin directories of a test's agents.
@@ -56,12 +59,27 @@ func NewAgentDirs(t testing.TB) AgentDirs {
 // runs the agent (e.g. setpriv with a capability set).
 func StartAgent(t testing.TB, bin string, d AgentDirs, journalSocket string, wrap ...string) *Agent {
 	t.Helper()
+	return startAgent(t, bin, d, journalSocket, nil, wrap)
+}
+
+// StartAgentTLS is StartAgent with the metrics page served with the web
+// configuration w (--web.config.file): TLS and basic authentication.
+func StartAgentTLS(t testing.TB, bin string, d AgentDirs, w WebConfig) *Agent {
+	t.Helper()
+	return startAgent(t, bin, d, "", &w, nil)
+}
+
+func startAgent(t testing.TB, bin string, d AgentDirs, journalSocket string, w *WebConfig, wrap []string) *Agent {
+	t.Helper()
 	logf, err := os.CreateTemp(t.TempDir(), "agent-*.log")
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := &Agent{LogPath: logf.Name(), done: make(chan error, 1)}
+	a := &Agent{LogPath: logf.Name(), Web: w, done: make(chan error, 1)}
 	argv := slices.Concat(wrap, []string{bin, "agent", "--config", d.Config, "--state-dir", d.State, "--pin-dir", d.Pin, "--metrics-addr", "127.0.0.1:0"})
+	if w != nil {
+		argv = append(argv, "--web.config.file", w.Path)
+	}
 	a.Cmd = exec.Command(argv[0], argv[1:]...)
 	a.Cmd.Stdout, a.Cmd.Stderr = logf, logf
 	a.Cmd.Env = os.Environ()
@@ -120,7 +138,17 @@ func (a *Agent) Stop(t testing.TB, sig syscall.Signal) {
 // Scrape fetches the metrics page and checks it with promtool.
 func (a *Agent) Scrape(t testing.TB) string {
 	t.Helper()
-	resp, err := http.Get("http://" + a.Metrics + "/metrics")
+	req, err := http.NewRequest(http.MethodGet, "http://"+a.Metrics+"/metrics", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := http.DefaultClient
+	if a.Web != nil {
+		req.URL.Scheme = "https"
+		req.SetBasicAuth(a.Web.User, a.Web.Password)
+		client = a.Web.Client()
+	}
+	resp, err := client.Do(req)
 	if err != nil {
 		t.Fatalf("scrape: %v", err)
 	}
