@@ -9,7 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mpiprobe/mpiprobe/internal/identity"
 	"github.com/mpiprobe/mpiprobe/internal/mpitest"
+	"github.com/mpiprobe/mpiprobe/internal/procfs"
 )
 
 // lossRounds is the flood rounds of the jobs of the data-loss tests: a few
@@ -91,5 +93,66 @@ func TestAgentStateDirFull(t *testing.T) {
 	}
 	ag2 := mpitest.StartAgent(t, bin, d, "")
 	checkLossSummary(t, "job B, space back after a restart", finishedSummaries(t, d, ag2, b.Ranks)[0], ag.Log(t), ag2.Log(t))
+	ag2.Stop(t, syscall.SIGTERM)
+}
+
+// liveJob returns the job id of a running rank as the agent names it from
+// /proc.
+func liveJob(t *testing.T, pid int) string {
+	t.Helper()
+	id := identity.Resolve(pid, procfs.FS{}, "")
+	if id.Job == identity.Unknown {
+		t.Fatalf("rank pid %d has no job identity in /proc", pid)
+	}
+	return id.Job
+}
+
+// TestAgentJobWhileDown stops the agent (SIGTERM, while a long job keeps
+// its probes attached) and runs an Open MPI job and an MPICH job from
+// start to end before the next agent starts. The next agent gives both
+// their summaries, with their job ids and ranks as the agent would have
+// read them in /proc, every queued send of the Open MPI job, and their
+// series in the metrics.
+func TestAgentJobWhileDown(t *testing.T) {
+	ompi, mpich := mpitest.OpenMPI(), mpitest.MPICH()
+	mpitest.RequireE2E(t, ompi, mpich)
+	bin := mpitest.BuildMpiprobe(t)
+	floodL, floodS := mpitest.Build(t, ompi, "flood"), mpitest.Build(t, ompi, "flood")
+	floodM := mpitest.Build(t, mpich, "flood")
+	d := mpitest.NewAgentDirs(t)
+	ag := mpitest.StartAgent(t, bin, d, "")
+	long := mpitest.StartJob(t, ompi.Command(2, floodMCA(true), floodL, "-n", strconv.Itoa(floodMessages), "-d", "600", "-r", "30"), floodL, 2, "libmpi.so.40")
+	ag.WaitMetrics(t, "the long job's counts", func(page string) bool { return hasCounts(page, jobOf(t, long.Ranks[0])) })
+	ag.Stop(t, syscall.SIGTERM)
+	if !strings.Contains(ag.Log(t), "probes stay attached") {
+		t.Fatalf("the agent stopped mid-job without keeping its probes:\n%s", ag.Log(t))
+	}
+
+	s := mpitest.StartJob(t, lossFlood(ompi, floodS), floodS, 2, "libmpi.so.40")
+	m := mpitest.StartJob(t, mpich.Command(2, nil, floodM, "-n", "2000", "-d", "300", "-r", "2"), floodM, 2, "libmpich")
+	wantS, wantM := liveJob(t, s.Ranks[0]), liveJob(t, m.Ranks[0])
+	s.Wait(t)
+	m.Wait(t)
+
+	ag2 := mpitest.StartAgent(t, bin, d, "")
+	sums := finishedSummaries(t, d, ag2, s.Ranks, m.Ranks)
+	checkLossSummary(t, "Open MPI job while no agent ran", sums[0], ag.Log(t), ag2.Log(t))
+	for i, want := range []string{wantS, wantM} {
+		j := sums[i].Jobs[0]
+		if j.Job != want {
+			t.Errorf("job %d while no agent ran: summary names job %q, want %q (as /proc named it)", i, j.Job, want)
+		}
+		ranks := map[jsonRankNum]bool{}
+		for _, r := range j.Ranks {
+			ranks[r.Rank] = true
+			if r.End.State != "exited" {
+				t.Errorf("job %q: rank pid %d ended %q, want exited", want, r.PID, r.End.State)
+			}
+		}
+		if len(ranks) != 2 || !ranks["0"] || !ranks["1"] {
+			t.Errorf("job %q: ranks %v, want 0 and 1", want, ranks)
+		}
+	}
+	ag2.WaitMetrics(t, "the series of the job that ran while no agent did", func(page string) bool { return hasCounts(page, wantS) })
 	ag2.Stop(t, syscall.SIGTERM)
 }

@@ -398,17 +398,33 @@ func (a *agent) scan(pid int) bool {
 	return true
 }
 
-// addProc registers a traced process with its identity.
-func (a *agent) addProc(pid int) {
+// addProc registers a traced process with its identity, read from /proc
+// or, for a process gone from it (or whose pid a later process took), from
+// what the BPF side recorded when it entered MPI_Init. It reports whether
+// the process is known now.
+func (a *agent) addProc(pid int) bool {
+	var rec bpf.MpiprobeIdent
 	st, err := a.cfg.Proc.Stat(pid)
-	if err != nil {
-		return
+	if a.k.objs.Idents.Lookup(uint32(pid), &rec) == nil {
+		if r := recordOf(pid, &rec); err != nil || st.StartTime != r.ticks {
+			a.track(pid, r.comm(), identity.Resolve(pid, r, a.cfg.Host), r.ticks, " recorded")
+			return true
+		}
 	}
-	p := agg.Proc{PID: pid, Comm: st.Comm, Identity: identity.Resolve(pid, a.cfg.Proc, a.cfg.Host)}
+	if err != nil {
+		return false
+	}
+	a.track(pid, st.Comm, identity.Resolve(pid, a.cfg.Proc, a.cfg.Host), st.StartTime, "")
+	return true
+}
+
+// track adds a process to the tracker; from says where its identity came
+// from, for the log.
+func (a *agent) track(pid int, comm string, id identity.Identity, ticks uint64, from string) {
 	now := a.cfg.Clock.Now()
-	ps, isNew := a.t.add(p, st.StartTime, procStarted(st.StartTime, now), now)
+	ps, isNew := a.t.add(agg.Proc{PID: pid, Comm: comm, Identity: id}, ticks, procStarted(ticks, now), now)
 	if isNew {
-		a.cfg.Log.Info("MPI process", "pid", pid, "comm", text.Quote(st.Comm), "job", text.Quote(ps.Identity.Job), "rank", text.Quote(ps.Identity.Rank))
+		a.cfg.Log.Info("MPI process"+from, "pid", pid, "comm", text.Quote(comm), "job", text.Quote(ps.Identity.Job), "rank", text.Quote(ps.Identity.Rank))
 	}
 }
 
@@ -565,13 +581,16 @@ func (a *agent) readExits() {
 	for it.Next(&pid, &r) {
 		all = append(all, rec{pid, r})
 	}
+	// The processes that ended while no agent ran are added from their
+	// records first, so that a job's ranks end together.
+	for _, e := range all {
+		if _, ok := a.t.procs[int(e.pid)]; !ok && !a.addProc(int(e.pid)) {
+			_ = a.k.objs.Exits.Delete(e.pid)
+		}
+	}
 	for _, e := range all {
 		p, ok := a.t.procs[int(e.pid)]
-		if !ok {
-			_ = a.k.objs.Exits.Delete(e.pid)
-			continue
-		}
-		if p.End.Kind != agg.Running {
+		if !ok || p.End.Kind != agg.Running {
 			continue // ended already; the record goes with its job's summary
 		}
 		a.ended(int(e.pid), kernel.DecodeExit(e.r.Code, a.tb.Wall(e.r.TsNs)))
@@ -725,6 +744,7 @@ func (a *agent) release(j *jobState) {
 	for _, pid := range j.PIDs {
 		_ = a.k.objs.Startups.Delete(uint32(pid))
 		_ = a.k.objs.Exits.Delete(uint32(pid))
+		_ = a.k.objs.Idents.Delete(uint32(pid))
 	}
 	a.snap.Forget(a.snap.Keys(ofJob(j)))
 	if removed, err := a.store.Prune(func(job string) bool { r, ok := a.t.jobs[job]; return ok && r.Finished.IsZero() }); err != nil {
