@@ -40,15 +40,16 @@ enum mark {
 	MARK_UCX_END = 5,    // MPICH: the first ucp_ep_create, once addresses were exchanged
 	MARK_FIN_ENTER = 6,  // MPI_Finalize entered
 	MARK_FIN_EXIT = 7,
-	MARK_MAX = 8,
+	MARK_ABORT = 8,      // MPI_Abort entered; its error code is kept too
+	MARK_MAX = 9,
 };
 
-// startup_mark bounds its index with a mask.
-_Static_assert((MARK_MAX & (MARK_MAX - 1)) == 0, "MARK_MAX must be a power of two");
-
-// CLOCK_MONOTONIC times of each mark, 0 while not seen.
+// CLOCK_MONOTONIC times of each mark, 0 while not seen, and the error
+// code MPI_Abort was called with (meaningful once ns[MARK_ABORT] is set).
 struct startup {
 	__u64 ns[MARK_MAX];
+	__s32 abort_code;
+	__u32 pad;
 };
 
 // How a process ended, kept until the agent has read it.
@@ -289,8 +290,11 @@ int startup_mark(struct pt_regs *ctx)
 		if (!s)
 			return 0;
 	}
-	if (s->ns[mark & (MARK_MAX - 1)] == 0)
-		s->ns[mark & (MARK_MAX - 1)] = now;
+	if (mark >= MARK_MAX || s->ns[mark] != 0) // checked again: the verifier forgets the first check
+		return 0;
+	if (mark == MARK_ABORT)
+		s->abort_code = (__s32)arg(ctx, 2); // MPI_Abort(comm, errorcode)
+	s->ns[mark] = now;
 	return 0;
 }
 

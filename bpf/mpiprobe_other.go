@@ -254,7 +254,8 @@ const (
 	MpiprobeMarkMARK_UCX_END    MpiprobeMark = 5
 	MpiprobeMarkMARK_FIN_ENTER  MpiprobeMark = 6
 	MpiprobeMarkMARK_FIN_EXIT   MpiprobeMark = 7
-	MpiprobeMarkMARK_MAX        MpiprobeMark = 8
+	MpiprobeMarkMARK_ABORT      MpiprobeMark = 8
+	MpiprobeMarkMARK_MAX        MpiprobeMark = 9
 )
 
 type MpiprobeProcEvent struct {
@@ -290,8 +291,10 @@ type MpiprobeReqVal struct {
 }
 
 type MpiprobeStartup struct {
-	_  structs.HostLayout
-	Ns [8]uint64
+	_         structs.HostLayout
+	Ns        [9]uint64
+	AbortCode int32
+	Pad       uint32
 }
 
 type MpiprobeTaskRegs struct {

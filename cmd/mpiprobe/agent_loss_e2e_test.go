@@ -156,3 +156,36 @@ func TestAgentJobWhileDown(t *testing.T) {
 	ag2.WaitMetrics(t, "the series of the job that ran while no agent did", func(page string) bool { return hasCounts(page, wantS) })
 	ag2.Stop(t, syscall.SIGTERM)
 }
+
+// TestAgentMPIAbort runs, under Open MPI and under MPICH, a job whose rank
+// 0 calls MPI_Abort with error code 7 while rank 1 waits for it. The
+// summary says how each rank ended, none "running": rank 0 by MPI_Abort
+// with its code, rank 1 by how the launcher ended it.
+func TestAgentMPIAbort(t *testing.T) {
+	ompi, mpich := mpitest.OpenMPI(), mpitest.MPICH()
+	mpitest.RequireE2E(t, ompi, mpich)
+	bin := mpitest.BuildMpiprobe(t)
+	d := mpitest.NewAgentDirs(t)
+	ag := mpitest.StartAgent(t, bin, d, "")
+	for _, impl := range []mpitest.Impl{ompi, mpich} {
+		flood := mpitest.Build(t, impl, "flood")
+		lib := "libmpi.so.40"
+		if impl.Name == mpich.Name {
+			lib = "libmpich"
+		}
+		job := mpitest.StartJob(t, impl.Command(2, nil, flood, "-n", "100", "-d", "1000", "-a", "7"), flood, 2, lib)
+		s := finishedSummaries(t, d, ag, job.Ranks)[0]
+		for _, r := range s.Jobs[0].Ranks {
+			got := r.End
+			switch {
+			case r.PID == job.Ranks[0]:
+				if got.MPIAbort == nil || got.MPIAbort.Code == nil || *got.MPIAbort.Code != 7 {
+					t.Errorf("%s: rank 0 (pid %d) ended %+v, want MPI_Abort with code 7 named", impl.Name, r.PID, got)
+				}
+			case got.State == "running" || got.MPIAbort != nil:
+				t.Errorf("%s: rank pid %d ended %+v, want how the launcher ended it", impl.Name, r.PID, got)
+			}
+		}
+	}
+	ag.Stop(t, syscall.SIGTERM)
+}

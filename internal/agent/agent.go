@@ -610,6 +610,9 @@ func (a *agent) readStartups(all bool) {
 			continue
 		}
 		p.Startup = startupOf(s.Ns, a.tb.Wall)
+		if s.Ns[probes.MarkAbort] != 0 {
+			p.End.MPIAbort, p.End.AbortCode = true, int(s.AbortCode)
+		}
 	}
 }
 
