@@ -27,17 +27,30 @@ func lossFlood(ompi mpitest.Impl, flood string) []string {
 // exited with 0, every queued send counted.
 func checkLossSummary(t *testing.T, what string, s agentSummary, logs ...string) {
 	t.Helper()
+	checkFloodSummary(t, what, s, lossRounds, logs...)
+}
+
+// checkFloodSummary checks the summary of a capped flood of rounds rounds
+// under Open MPI: both ranks, each exited with 0, every queued send
+// counted. It reports whether all held.
+func checkFloodSummary(t *testing.T, what string, s agentSummary, rounds int, logs ...string) bool {
+	t.Helper()
+	ok := true
 	if n := len(s.Jobs[0].Ranks); n != 2 {
 		t.Errorf("%s: summary has %d ranks, want 2", what, n)
+		ok = false
 	}
 	for _, r := range s.Jobs[0].Ranks {
 		if r.End.State != "exited" {
 			t.Errorf("%s: rank pid %d ended %q, want exited", what, r.PID, r.End.State)
+			ok = false
 		}
 	}
-	if got, want := s.total("ob1.send_pending.new"), uint64(lossRounds*(floodMessages-freeListMax)); !withinTolerance(got, want) {
+	if got, want := s.total("ob1.send_pending.new"), uint64(rounds*(floodMessages-freeListMax)); !withinTolerance(got, want) {
 		t.Errorf("%s: %d new queueings, want %d within 2%%; logs:\n%s", what, got, want, strings.Join(logs, "\n----\n"))
+		ok = false
 	}
+	return ok
 }
 
 // waitLog waits until the agent's log holds s.
@@ -174,18 +187,29 @@ func TestAgentMPIAbort(t *testing.T) {
 			lib = "libmpich"
 		}
 		job := mpitest.StartJob(t, impl.Command(2, nil, flood, "-n", "100", "-d", "1000", "-a", "7"), flood, 2, lib)
-		s := finishedSummaries(t, d, ag, job.Ranks)[0]
-		for _, r := range s.Jobs[0].Ranks {
-			got := r.End
-			switch {
-			case r.PID == job.Ranks[0]:
-				if got.MPIAbort == nil || got.MPIAbort.Code == nil || *got.MPIAbort.Code != 7 {
-					t.Errorf("%s: rank 0 (pid %d) ended %+v, want MPI_Abort with code 7 named", impl.Name, r.PID, got)
-				}
-			case got.State == "running" || got.MPIAbort != nil:
-				t.Errorf("%s: rank pid %d ended %+v, want how the launcher ended it", impl.Name, r.PID, got)
-			}
-		}
+		checkAbortSummary(t, impl.Name, finishedSummaries(t, d, ag, job.Ranks)[0], 7)
 	}
 	ag.Stop(t, syscall.SIGTERM)
+}
+
+// checkAbortSummary checks the summary of a job whose rank 0 aborted with
+// MPI_Abort(code): that rank's end names MPI_Abort and the code, no other
+// rank's does, and none is "running". It reports whether all held.
+func checkAbortSummary(t *testing.T, what string, s agentSummary, code int) bool {
+	t.Helper()
+	ok := true
+	for _, r := range s.Jobs[0].Ranks {
+		got := r.End
+		switch {
+		case r.Rank == "0":
+			if got.MPIAbort == nil || got.MPIAbort.Code == nil || *got.MPIAbort.Code != code || got.State == "running" {
+				t.Errorf("%s: the aborting rank 0 (pid %d) ended %+v, want MPI_Abort with code %d named", what, r.PID, got, code)
+				ok = false
+			}
+		case got.State == "running" || got.MPIAbort != nil:
+			t.Errorf("%s: rank pid %d ended %+v, want how the launcher ended it", what, r.PID, got)
+			ok = false
+		}
+	}
+	return ok
 }
