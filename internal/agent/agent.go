@@ -131,6 +131,12 @@ func Run(ctx context.Context, cfg Config) error {
 		return err
 	}
 	defer lk.release()
+	// The configured state directory may be a symbolic link (the
+	// administrator's choice), resolved once here; nothing in it is
+	// followed (jobstore refuses a linked jobs/ or file).
+	if dir, err := filepath.EvalSymlinks(a.cfg.StateDir); err == nil {
+		a.cfg.StateDir, a.store.Dir = dir, jobstore.JobsDir(dir)
+	}
 	if err := kernel.Preflight(); err != nil {
 		return err
 	}
