@@ -52,11 +52,25 @@ type End struct {
 	Signal int
 	// At is when the end was observed (zero for Running).
 	At time.Time
+	// MPIAbort is set when the process called MPI_Abort, whatever ended
+	// it then (its own exit, or the launcher's signal); AbortCode is the
+	// error code it was called with.
+	MPIAbort  bool
+	AbortCode int
 }
 
 // String says how a process ended in a few words: "running", "exit 0",
-// "killed by SIGKILL" or "exit status unknown".
+// "killed by SIGKILL" or "exit status unknown", after
+// "MPI_Abort(CODE), " when it called MPI_Abort.
 func (e End) String() string {
+	if e.MPIAbort {
+		return "MPI_Abort(" + strconv.Itoa(e.AbortCode) + "), " + e.kind()
+	}
+	return e.kind()
+}
+
+// kind is String without MPI_Abort.
+func (e End) kind() string {
 	switch e.Kind {
 	case Running:
 		return "running"

@@ -40,15 +40,16 @@ enum mark {
 	MARK_UCX_END = 5,    // MPICH: the first ucp_ep_create, once addresses were exchanged
 	MARK_FIN_ENTER = 6,  // MPI_Finalize entered
 	MARK_FIN_EXIT = 7,
-	MARK_MAX = 8,
+	MARK_ABORT = 8,      // MPI_Abort entered; its error code is kept too
+	MARK_MAX = 9,
 };
 
-// startup_mark bounds its index with a mask.
-_Static_assert((MARK_MAX & (MARK_MAX - 1)) == 0, "MARK_MAX must be a power of two");
-
-// CLOCK_MONOTONIC times of each mark, 0 while not seen.
+// CLOCK_MONOTONIC times of each mark, 0 while not seen, and the error
+// code MPI_Abort was called with (meaningful once ns[MARK_ABORT] is set).
 struct startup {
 	__u64 ns[MARK_MAX];
+	__s32 abort_code;
+	__u32 pad;
 };
 
 // How a process ended, kept until the agent has read it.
@@ -58,7 +59,37 @@ struct exit_rec {
 	__u64 ts_ns;
 };
 
+// What identifies a rank, recorded when it enters MPI_Init (watch_all
+// only) and kept until the agent has read it: a rank that starts and ends
+// while no agent runs is still named by its job and rank. The agent parses
+// env as it parses /proc/PID/environ and walks chain as it walks the
+// parent chain in /proc.
+enum ident_limit {
+	IDENT_ENV = 16384, // bytes of environment kept: the last ones when it is longer (launchers append theirs)
+	IDENT_CHAIN = 4,   // the process and its ancestors: proxy, (bootstrap,) mpiexec
+};
+
+_Static_assert((IDENT_ENV & (IDENT_ENV - 1)) == 0, "IDENT_ENV must be a power of two");
+
+struct ident_proc {
+	__u32 tgid;
+	__u32 ppid;
+	char comm[16];
+};
+
+struct ident {
+	__u64 start_boottime; // ns after boot, as /proc/PID/stat's start time
+	__u32 env_len;        // bytes of env read; 0 when unreadable
+	__u32 env_cut;        // 1 when env is the tail of a longer environment
+	__u32 chain_len;
+	__u32 pad;
+	struct ident_proc chain[IDENT_CHAIN]; // chain[0] is the process itself
+	char env[IDENT_ENV];
+};
+
 // Force bpf2go to emit Go types for these.
+const struct ident *unused_ident __attribute__((unused));
+const enum ident_limit *unused_ident_limit __attribute__((unused));
 const struct proc_event *unused_proc_event __attribute__((unused));
 const struct startup *unused_startup __attribute__((unused));
 const struct exit_rec *unused_exit_rec __attribute__((unused));
@@ -78,6 +109,23 @@ struct {
 	__type(key, __u32); // tgid
 	__type(value, struct exit_rec);
 } exits SEC(".maps");
+
+// Allocated as ranks start (no preallocation: an entry is 16 KiB).
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 8192);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, __u32); // tgid
+	__type(value, struct ident);
+} idents SEC(".maps");
+
+// Where record_ident builds an entry (too big for the stack).
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct ident);
+} ident_scratch SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -168,6 +216,49 @@ int BPF_PROG(on_exit, struct task_struct *p)
 	return 0;
 }
 
+// record_ident keeps what identifies the current process (struct ident),
+// once: its start time, its environment and its parent chain.
+static __always_inline void record_ident(__u32 tgid)
+{
+	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
+	__u64 started = BPF_CORE_READ(task, group_leader, start_boottime);
+	struct ident *old = bpf_map_lookup_elem(&idents, &tgid);
+	if (old && old->start_boottime == started)
+		return; // recorded already; an entry of an earlier process with this pid is replaced
+	__u32 zero = 0;
+	struct ident *id = bpf_map_lookup_elem(&ident_scratch, &zero);
+	if (!id)
+		return;
+	id->start_boottime = started;
+	unsigned long start = BPF_CORE_READ(task, mm, env_start);
+	unsigned long end = BPF_CORE_READ(task, mm, env_end);
+	__u64 len = end > start ? end - start : 0;
+	id->env_cut = 0;
+	if (len > IDENT_ENV) {
+		start = end - IDENT_ENV;
+		len = IDENT_ENV;
+		id->env_cut = 1;
+	}
+	id->env_len = 0;
+	if (len > 0 && bpf_probe_read_user(id->env, ((len - 1) & (IDENT_ENV - 1)) + 1, (void *)start) == 0)
+		id->env_len = len;
+	id->chain_len = 0;
+	struct task_struct *t = task;
+	for (int i = 0; i < IDENT_CHAIN; i++) {
+		if (!t)
+			break;
+		struct task_struct *parent = BPF_CORE_READ(t, real_parent);
+		id->chain[i].tgid = BPF_CORE_READ(t, tgid);
+		id->chain[i].ppid = parent ? BPF_CORE_READ(parent, tgid) : 0;
+		BPF_CORE_READ_STR_INTO(&id->chain[i].comm, t, group_leader, comm);
+		id->chain_len = i + 1;
+		if (id->chain[i].tgid <= 1)
+			break;
+		t = parent;
+	}
+	bpf_map_update_elem(&idents, &tgid, id, BPF_ANY);
+}
+
 // startup_mark records, once per process, when a point of MPI's start or
 // end was reached (the cookie says which). Under watch_all, entering
 // MPI_Init also makes the process traced and tells the loader.
@@ -188,6 +279,8 @@ int startup_mark(struct pt_regs *ctx)
 		}
 		notify(PROC_MPI, tgid, 0, 0);
 	}
+	if (mark == MARK_INIT_ENTER && watch_all)
+		record_ident(tgid);
 	__u64 now = bpf_ktime_get_ns();
 	struct startup *s = bpf_map_lookup_elem(&startups, &tgid);
 	if (!s) {
@@ -197,8 +290,11 @@ int startup_mark(struct pt_regs *ctx)
 		if (!s)
 			return 0;
 	}
-	if (s->ns[mark & (MARK_MAX - 1)] == 0)
-		s->ns[mark & (MARK_MAX - 1)] = now;
+	if (mark >= MARK_MAX || s->ns[mark] != 0) // checked again: the verifier forgets the first check
+		return 0;
+	if (mark == MARK_ABORT)
+		s->abort_code = (__s32)arg(ctx, 2); // MPI_Abort(comm, errorcode)
+	s->ns[mark] = now;
 	return 0;
 }
 

@@ -220,6 +220,29 @@ const (
 	MpiprobeFreeListLayoutFL_WORD                MpiprobeFreeListLayout = 8
 )
 
+type MpiprobeIdent struct {
+	_             structs.HostLayout
+	StartBoottime uint64
+	EnvLen        uint32
+	EnvCut        uint32
+	ChainLen      uint32
+	Pad           uint32
+	Chain         [4]struct {
+		_    structs.HostLayout
+		Tgid uint32
+		Ppid uint32
+		Comm [16]int8
+	}
+	Env [16384]int8
+}
+
+type MpiprobeIdentLimit uint32
+
+const (
+	MpiprobeIdentLimitIDENT_ENV   MpiprobeIdentLimit = 16384
+	MpiprobeIdentLimitIDENT_CHAIN MpiprobeIdentLimit = 4
+)
+
 type MpiprobeMark uint32
 
 const (
@@ -231,7 +254,8 @@ const (
 	MpiprobeMarkMARK_UCX_END    MpiprobeMark = 5
 	MpiprobeMarkMARK_FIN_ENTER  MpiprobeMark = 6
 	MpiprobeMarkMARK_FIN_EXIT   MpiprobeMark = 7
-	MpiprobeMarkMARK_MAX        MpiprobeMark = 8
+	MpiprobeMarkMARK_ABORT      MpiprobeMark = 8
+	MpiprobeMarkMARK_MAX        MpiprobeMark = 9
 )
 
 type MpiprobeProcEvent struct {
@@ -267,8 +291,10 @@ type MpiprobeReqVal struct {
 }
 
 type MpiprobeStartup struct {
-	_  structs.HostLayout
-	Ns [8]uint64
+	_         structs.HostLayout
+	Ns        [9]uint64
+	AbortCode int32
+	Pad       uint32
 }
 
 type MpiprobeTaskRegs struct {
@@ -466,6 +492,8 @@ type MpiprobeMapSpecs struct {
 	Counts       *ebpf.MapSpec `ebpf:"counts"`
 	Drops        *ebpf.MapSpec `ebpf:"drops"`
 	Exits        *ebpf.MapSpec `ebpf:"exits"`
+	IdentScratch *ebpf.MapSpec `ebpf:"ident_scratch"`
+	Idents       *ebpf.MapSpec `ebpf:"idents"`
 	ProcEvents   *ebpf.MapSpec `ebpf:"proc_events"`
 	Startups     *ebpf.MapSpec `ebpf:"startups"`
 	StatusCalls  *ebpf.MapSpec `ebpf:"status_calls"`
@@ -502,6 +530,8 @@ type MpiprobeVariableSpecs struct {
 	UnusedErrLayout      *ebpf.VariableSpec `ebpf:"unused_err_layout"`
 	UnusedExitRec        *ebpf.VariableSpec `ebpf:"unused_exit_rec"`
 	UnusedFreeListLayout *ebpf.VariableSpec `ebpf:"unused_free_list_layout"`
+	UnusedIdent          *ebpf.VariableSpec `ebpf:"unused_ident"`
+	UnusedIdentLimit     *ebpf.VariableSpec `ebpf:"unused_ident_limit"`
 	UnusedMark           *ebpf.VariableSpec `ebpf:"unused_mark"`
 	UnusedProcEvent      *ebpf.VariableSpec `ebpf:"unused_proc_event"`
 	UnusedProcEventType  *ebpf.VariableSpec `ebpf:"unused_proc_event_type"`
@@ -550,6 +580,8 @@ type MpiprobeMaps struct {
 	Counts       *ebpf.Map `ebpf:"counts"`
 	Drops        *ebpf.Map `ebpf:"drops"`
 	Exits        *ebpf.Map `ebpf:"exits"`
+	IdentScratch *ebpf.Map `ebpf:"ident_scratch"`
+	Idents       *ebpf.Map `ebpf:"idents"`
 	ProcEvents   *ebpf.Map `ebpf:"proc_events"`
 	Startups     *ebpf.Map `ebpf:"startups"`
 	StatusCalls  *ebpf.Map `ebpf:"status_calls"`
@@ -577,6 +609,8 @@ func (m *MpiprobeMaps) Close() error {
 		m.Counts,
 		m.Drops,
 		m.Exits,
+		m.IdentScratch,
+		m.Idents,
 		m.ProcEvents,
 		m.Startups,
 		m.StatusCalls,
@@ -614,6 +648,8 @@ type MpiprobeVariables struct {
 	UnusedErrLayout      *ebpf.Variable `ebpf:"unused_err_layout"`
 	UnusedExitRec        *ebpf.Variable `ebpf:"unused_exit_rec"`
 	UnusedFreeListLayout *ebpf.Variable `ebpf:"unused_free_list_layout"`
+	UnusedIdent          *ebpf.Variable `ebpf:"unused_ident"`
+	UnusedIdentLimit     *ebpf.Variable `ebpf:"unused_ident_limit"`
 	UnusedMark           *ebpf.Variable `ebpf:"unused_mark"`
 	UnusedProcEvent      *ebpf.Variable `ebpf:"unused_proc_event"`
 	UnusedProcEventType  *ebpf.Variable `ebpf:"unused_proc_event_type"`

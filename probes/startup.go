@@ -38,6 +38,7 @@ const (
 	MarkUCXEnd    = Mark(bpf.MpiprobeMarkMARK_UCX_END)    // MPICH: the first ucp_ep_create, after it
 	MarkFinEnter  = Mark(bpf.MpiprobeMarkMARK_FIN_ENTER)  // MPI_Finalize entered
 	MarkFinExit   = Mark(bpf.MpiprobeMarkMARK_FIN_EXIT)
+	MarkAbort     = Mark(bpf.MpiprobeMarkMARK_ABORT) // MPI_Abort entered (its error code is kept with the marks)
 	// NumMarks is the number of marks.
 	NumMarks = Mark(bpf.MpiprobeMarkMARK_MAX)
 )
@@ -51,7 +52,7 @@ type startupProbe struct {
 }
 
 // startupProbes returns where MPI_Init, its modex and MPI_Finalize begin and
-// end, for Open MPI 4.x and MPICH over UCX. In Open MPI 4.1.4, ompi_mpi_init
+// end, and where MPI_Abort is called, for Open MPI 4.x and MPICH over UCX. In Open MPI 4.1.4, ompi_mpi_init
 // calls the PMIx fence of the modex, then ompi_proc_complete_init, then the
 // PML's add_procs, then a second fence (the barrier); MPICH hides its PMI
 // client, so its address exchange is bracketed by UCX's calls around it.
@@ -65,6 +66,7 @@ func startupProbes() []startupProbe {
 			startupProbe{lib, "PMPI_Init_thread", Return, MarkInitExit},
 			startupProbe{lib, "PMPI_Finalize", Entry, MarkFinEnter},
 			startupProbe{lib, "PMPI_Finalize", Return, MarkFinExit},
+			startupProbe{lib, "PMPI_Abort", Entry, MarkAbort},
 		)
 	}
 	return append(out,

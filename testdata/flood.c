@@ -33,10 +33,10 @@ static void sleep_ms(long ms)
 
 int main(int argc, char **argv)
 {
-	int n = 2000, size = 2048, delay = 200, rounds = 1, pause = 0, hold = 0, crash = 0;
+	int n = 2000, size = 2048, delay = 200, rounds = 1, pause = 0, hold = 0, crash = 0, abort_code = -1;
 	const char *marker = NULL;
 	int opt;
-	while ((opt = getopt(argc, argv, "n:s:d:r:p:m:h:x")) != -1) {
+	while ((opt = getopt(argc, argv, "n:s:d:r:p:m:h:xa:")) != -1) {
 		switch (opt) {
 		case 'n': n = atoi(optarg); break;
 		case 's': size = atoi(optarg); break;
@@ -46,8 +46,9 @@ int main(int argc, char **argv)
 		case 'm': marker = optarg; break;
 		case 'h': hold = atoi(optarg); break;
 		case 'x': crash = 1; break;
+		case 'a': abort_code = atoi(optarg); break;
 		default:
-			fprintf(stderr, "usage: flood [-n msgs] [-s bytes] [-d delay_ms] [-r rounds] [-p pause_ms] [-m marker] [-h hold_ms] [-x]\n");
+			fprintf(stderr, "usage: flood [-n msgs] [-s bytes] [-d delay_ms] [-r rounds] [-p pause_ms] [-m marker] [-h hold_ms] [-x] [-a abort_code]\n");
 			return 2;
 		}
 	}
@@ -95,6 +96,14 @@ int main(int argc, char **argv)
 	if (rank == 0)
 		printf("flood seconds=%.6f\n", MPI_Wtime() - t0);
 	printf("flood rank %d done\n", rank);
+	if (abort_code >= 0) {
+		// Rank 0 aborts the job while the others wait for it.
+		fflush(stdout);
+		if (rank == 0)
+			MPI_Abort(MPI_COMM_WORLD, abort_code);
+		int x;
+		MPI_Recv(&x, 1, MPI_INT, 0, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+	}
 	if (crash) {
 		fflush(stdout);
 		if (rank == 1)

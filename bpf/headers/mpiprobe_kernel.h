@@ -24,7 +24,11 @@ struct uprobe_task {
 	struct return_instance *return_instances;
 } __attribute__((preserve_access_index));
 
-struct mm_struct;
+// Where a process's environment strings are (as /proc/PID/environ reads them).
+struct mm_struct {
+	unsigned long env_start;
+	unsigned long env_end;
+} __attribute__((preserve_access_index));
 
 struct task_struct {
 	struct mm_struct *mm; // changes at an exec
@@ -33,8 +37,11 @@ struct task_struct {
 	int exit_code;
 	struct signal_struct *signal;
 	struct task_struct *real_parent;
+	struct task_struct *group_leader;
 	struct uprobe_task *utask;
-	unsigned long long start_time; // ns since boot: tells apart tasks at one address
+	unsigned long long start_time;      // ns since boot: tells apart tasks at one address
+	unsigned long long start_boottime;  // the same with suspend: /proc/PID/stat's start time
+	char comm[16];
 } __attribute__((preserve_access_index));
 
 // The user registers a task entered the kernel with (bpf_task_pt_regs).

@@ -34,7 +34,11 @@ type agentSummary struct {
 			PID  int         `json:"pid"`
 			End  struct {
 				State      string `json:"state"`
+				Code       int    `json:"code"`
 				SignalName string `json:"signal_name"`
+				MPIAbort   *struct {
+					Code *int `json:"code"`
+				} `json:"mpi_abort"`
 			} `json:"end"`
 			Events []struct {
 				Event string `json:"event"`

@@ -30,11 +30,14 @@ import (
 // (MPIPROBE_CHAOS_SEED repeats a run): ranks killed under a session,
 // sessions killed mid-job, many attach/detach cycles on one running job,
 // the agent killed and restarted mid-job, ranks that exit while being
-// attached, communicator slots and the trace ring filled. After each fault
+// attached, communicator slots and the trace ring filled, the agent's
+// state directory full when a job ends, a job that starts and ends while
+// no agent runs, a rank calling MPI_Abort under the agent. After each fault
 // it checks the outcome: the job's own output and exit status are those of
 // an unprobed run, every BPF link and program mpiprobe held is released
 // (looked up by id in the kernel) and no pin is left, the agent's counts
-// equal the program's own count, and drops are counted and reported.
+// equal the program's own count, every job gets its summary with its
+// identity and how each rank ended, and drops are counted and reported.
 //
 // Knobs: MPIPROBE_CHAOS_ROUNDS (rounds; unset skips the suite),
 // MPIPROBE_CHAOS_ATTACHES (attach/detach cycles on one job, default 100),
@@ -108,6 +111,9 @@ func TestChaos(t *testing.T) {
 		{"ranks exit while attached", c.ranksExitDuringAttach},
 		{"communicator slots full", c.commSlotsFull},
 		{"trace ring full", c.traceRingFull},
+		{"state directory full at a job's end", c.stateDirFullAtJobEnd},
+		{"job entirely while no agent runs", c.jobWhileAgentDown},
+		{"MPI_Abort under the agent", c.abortUnderAgent},
 	}
 	ran := 0
 	for r := 1; r <= rounds && !t.Failed(); r++ {
@@ -655,4 +661,137 @@ func (c *chaos) traceRingFull() {
 	if c.checkReleased("trace ring full", p.links, p.progs) && ok {
 		c.survived("trace ring full")
 	}
+}
+
+// stateDirFullAtJobEnd: the agent's state directory (a 1 MiB tmpfs) fills
+// at a random moment of a job and is freed after the job ended, either
+// while the same agent runs or after it was restarted (SIGTERM or
+// SIGKILL) while still full. The job's summary is written then, with
+// every queued send; the job ends as unprobed.
+func (c *chaos) stateDirFullAtJobEnd() {
+	d := mpitest.NewAgentDirs(c.t)
+	d.State = mpitest.Tmpfs(c.t, "1m")
+	c.underAgent("state directory full at a job's end", d, func(ag *mpitest.Agent) (*mpitest.Agent, bool) {
+		return c.fillStateDir(d, ag)
+	})
+}
+
+// fillStateDir is stateDirFullAtJobEnd's fault under agent ag.
+func (c *chaos) fillStateDir(d mpitest.AgentDirs, ag *mpitest.Agent) (*mpitest.Agent, bool) {
+	rounds := 2 + c.rng.IntN(3)
+	argv := c.floodArgv(rounds, 500)
+	j := c.startJob(argv)
+	ranks := c.ranksOf(c.flood, 2, "mca_pml_ob1")
+	time.Sleep(c.between(200*time.Millisecond, time.Second))
+	fill(c.t, d.State)
+	res := j.wait(c.t)
+	ok := c.checkUnchanged("state directory full", argv, res)
+	how := "same agent"
+	switch c.rng.IntN(3) {
+	case 1:
+		how = "agent stopped while full"
+		ag.Stop(c.t, syscall.SIGTERM)
+	case 2:
+		how = "agent killed while full"
+		ag.Stop(c.t, syscall.SIGKILL)
+	}
+	time.Sleep(c.between(100*time.Millisecond, 1500*time.Millisecond))
+	if err := os.Remove(filepath.Join(d.State, "filler")); err != nil {
+		c.t.Fatal(err)
+	}
+	if how != "same agent" {
+		ag = mpitest.StartAgent(c.t, c.bin, d, "")
+	}
+	s := finishedSummaries(c.t, d, ag, ranks)[0]
+	fmt.Printf("chaos: state directory full at a job's end (%s): %d queued sends in the summary written once space returned\n", how, s.total("ob1.send_pending.new"))
+	return ag, checkFloodSummary(c.t, "state directory full ("+how+")", s, rounds, ag.Log(c.t)) && ok
+}
+
+// underAgent runs fault under an agent of its own on directories d and
+// stops the agent the fault ended with; kind counts as survived when the
+// fault's outcome checked out.
+func (c *chaos) underAgent(kind string, d mpitest.AgentDirs, fault func(ag *mpitest.Agent) (*mpitest.Agent, bool)) {
+	ag, ok := fault(mpitest.StartAgent(c.t, c.bin, d, ""))
+	ag.Stop(c.t, syscall.SIGTERM)
+	if ok {
+		c.survived(kind)
+	}
+}
+
+// jobWhileAgentDown: the agent is stopped (SIGTERM while a long job keeps
+// its probes, or SIGKILL) and a job runs from start to end before the next
+// agent starts. The next agent writes the job's summary with its job id
+// and ranks as /proc named them and every queued send.
+func (c *chaos) jobWhileAgentDown() {
+	d := mpitest.NewAgentDirs(c.t)
+	c.underAgent("job entirely while no agent runs", d, func(ag *mpitest.Agent) (*mpitest.Agent, bool) {
+		return c.runWhileDown(d, ag)
+	})
+}
+
+// runWhileDown is jobWhileAgentDown's fault under agent ag.
+func (c *chaos) runWhileDown(d mpitest.AgentDirs, ag *mpitest.Agent) (*mpitest.Agent, bool) {
+	how := "agent killed"
+	var long *job
+	var stop string
+	if c.rng.IntN(2) == 0 {
+		how = "agent stopped during another job"
+		stop = filepath.Join(c.t.TempDir(), "stop")
+		long = c.startJob(c.ompi.Command(2, floodMCA(true), c.soak, "-f", stop))
+		c.ranksOf(c.soak, 2, "mca_pml_ob1")
+		time.Sleep(time.Second) // seen by the agent
+		ag.Stop(c.t, syscall.SIGTERM)
+	} else {
+		ag.Stop(c.t, syscall.SIGKILL)
+	}
+	rounds := 1 + c.rng.IntN(3)
+	argv := c.floodArgv(rounds, 300)
+	j := c.startJob(argv)
+	ranks := c.ranksOf(c.flood, 2, "mca_pml_ob1")
+	want := liveJob(c.t, ranks[0])
+	res := j.wait(c.t)
+	ok := c.checkUnchanged("job while no agent runs", argv, res)
+	time.Sleep(c.between(0, time.Second))
+	ag = mpitest.StartAgent(c.t, c.bin, d, "")
+	s := finishedSummaries(c.t, d, ag, ranks)[0]
+	fmt.Printf("chaos: job entirely while no agent ran (%s): job %q, %d queued sends in the next agent's summary\n", how, s.Jobs[0].Job, s.total("ob1.send_pending.new"))
+	if s.Jobs[0].Job != want {
+		c.t.Errorf("job while no agent ran (%s): summary names job %q, want %q", how, s.Jobs[0].Job, want)
+		ok = false
+	}
+	ok = checkFloodSummary(c.t, "job while no agent ran ("+how+")", s, rounds, ag.Log(c.t)) && ok
+	if long != nil {
+		if err := os.WriteFile(stop, nil, 0o600); err != nil {
+			c.t.Fatal(err)
+		}
+		long.wait(c.t)
+	}
+	return ag, ok
+}
+
+// abortUnderAgent: rank 0 of a flood calls MPI_Abort with a random error
+// code after a random number of rounds. The agent's summary names
+// MPI_Abort and the code for rank 0, and how the launcher ended rank 1;
+// the job exits as unprobed.
+func (c *chaos) abortUnderAgent() {
+	d := mpitest.NewAgentDirs(c.t)
+	c.underAgent("MPI_Abort under the agent", d, func(ag *mpitest.Agent) (*mpitest.Agent, bool) {
+		return ag, c.abortJob(d, ag)
+	})
+}
+
+// abortJob is abortUnderAgent's fault under agent ag.
+func (c *chaos) abortJob(d mpitest.AgentDirs, ag *mpitest.Agent) bool {
+	code := 1 + c.rng.IntN(120)
+	argv := c.floodArgv(1+c.rng.IntN(2), 200, "-a", strconv.Itoa(code))
+	j := c.startJob(argv)
+	ranks := c.ranksOf(c.flood, 2, "mca_pml_ob1")
+	res := j.wait(c.t)
+	ok := true
+	if want := c.reference(argv); res.code != want.code {
+		c.t.Errorf("MPI_Abort(%d) under the agent: the job exited %d, unprobed %d", code, res.code, want.code)
+		ok = false
+	}
+	s := finishedSummaries(c.t, d, ag, ranks)[0]
+	return checkAbortSummary(c.t, fmt.Sprintf("MPI_Abort(%d) under the agent", code), s, code) && ok
 }

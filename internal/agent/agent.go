@@ -135,6 +135,12 @@ func Run(ctx context.Context, cfg Config) error {
 		return err
 	}
 	defer lk.release()
+	// The configured state directory may be a symbolic link (the
+	// administrator's choice), resolved once here; nothing in it is
+	// followed (jobstore refuses a linked jobs/ or file).
+	if dir, err := filepath.EvalSymlinks(a.cfg.StateDir); err == nil {
+		a.cfg.StateDir, a.store.Dir = dir, jobstore.JobsDir(dir)
+	}
 	if err := kernel.Preflight(); err != nil {
 		return err
 	}
@@ -402,20 +408,36 @@ func (a *agent) scan(pid int) bool {
 	return true
 }
 
-// addProc registers a traced process with its identity.
-func (a *agent) addProc(pid int) {
+// addProc registers a traced process with its identity, read from /proc
+// or, for a process gone from it (or whose pid a later process took), from
+// what the BPF side recorded when it entered MPI_Init. It reports whether
+// the process is known now.
+func (a *agent) addProc(pid int) bool {
+	var rec bpf.MpiprobeIdent
 	st, err := a.cfg.Proc.Stat(pid)
-	if err != nil {
-		return
+	if a.k.objs.Idents.Lookup(uint32(pid), &rec) == nil {
+		if r := recordOf(pid, &rec); err != nil || st.StartTime != r.ticks {
+			a.track(pid, r.comm(), identity.Resolve(pid, r, a.cfg.Host), r.ticks, " recorded")
+			return true
+		}
 	}
-	p := agg.Proc{PID: pid, Comm: st.Comm, Identity: identity.Resolve(pid, a.cfg.Proc, a.cfg.Host)}
+	if err != nil {
+		return false
+	}
+	a.track(pid, st.Comm, identity.Resolve(pid, a.cfg.Proc, a.cfg.Host), st.StartTime, "")
+	return true
+}
+
+// track adds a process to the tracker; from says where its identity came
+// from, for the log.
+func (a *agent) track(pid int, comm string, id identity.Identity, ticks uint64, from string) {
 	now := a.cfg.Clock.Now()
-	ps, isNew := a.t.add(p, st.StartTime, procStarted(st.StartTime, now), now)
+	ps, isNew := a.t.add(agg.Proc{PID: pid, Comm: comm, Identity: id}, ticks, procStarted(ticks, now), now)
 	if ps.mpi == mpiabi.NoFlavour {
 		ps.mpi = mpiOf(a.cfg.Proc, pid)
 	}
 	if isNew {
-		a.cfg.Log.Info("MPI process", "pid", pid, "comm", text.Quote(st.Comm), "job", text.Quote(ps.Identity.Job), "rank", text.Quote(ps.Identity.Rank))
+		a.cfg.Log.Info("MPI process"+from, "pid", pid, "comm", text.Quote(comm), "job", text.Quote(ps.Identity.Job), "rank", text.Quote(ps.Identity.Rank))
 	}
 }
 
@@ -436,8 +458,9 @@ func (a *agent) procEvent(e bpf.MpiprobeProcEvent) {
 }
 
 // ended records a process's end and finishes its job when it was the last.
+// The kernel's exit record stays until the job's summary is stored
+// (release): an agent restarted before that finds the end again.
 func (a *agent) ended(pid int, e agg.End) {
-	_ = a.k.objs.Exits.Delete(uint32(pid))
 	delete(a.pending, pid)
 	if j := a.t.end(pid, e); j != nil {
 		a.readCounts() // the last counts of the job's processes
@@ -477,9 +500,10 @@ func (a *agent) poll() {
 		for _, j := range a.t.running() {
 			a.saveJob(j, a.summaryOf(j))
 		}
+		a.saveUnsaved()
 	}
 	for _, j := range a.t.jobs {
-		if !j.Finished.IsZero() && j.final != nil && now.Sub(j.Finished) > a.cfg.MetricsTTL {
+		if !j.Finished.IsZero() && j.final != nil && !j.Unsaved && now.Sub(j.Finished) > a.cfg.MetricsTTL {
 			a.t.forget(j)
 		}
 	}
@@ -570,10 +594,17 @@ func (a *agent) readExits() {
 	for it.Next(&pid, &r) {
 		all = append(all, rec{pid, r})
 	}
+	// The processes that ended while no agent ran are added from their
+	// records first, so that a job's ranks end together.
 	for _, e := range all {
-		if _, ok := a.t.procs[int(e.pid)]; !ok {
+		if _, ok := a.t.procs[int(e.pid)]; !ok && !a.addProc(int(e.pid)) {
 			_ = a.k.objs.Exits.Delete(e.pid)
-			continue
+		}
+	}
+	for _, e := range all {
+		p, ok := a.t.procs[int(e.pid)]
+		if !ok || p.End.Kind != agg.Running {
+			continue // ended already; the record goes with its job's summary
 		}
 		a.ended(int(e.pid), kernel.DecodeExit(e.r.Code, a.tb.Wall(e.r.TsNs)))
 	}
@@ -592,6 +623,9 @@ func (a *agent) readStartups(all bool) {
 			continue
 		}
 		p.Startup = startupOf(s.Ns, a.tb.Wall)
+		if s.Ns[probes.MarkAbort] != 0 {
+			p.End.MPIAbort, p.End.AbortCode = true, int(s.AbortCode)
+		}
 	}
 }
 
@@ -638,15 +672,39 @@ func (a *agent) summaryOf(j *jobState) agg.Summary {
 	return a.snap.Summary(a.cfg.Host, j.Started, end, a.t.procsOf(j), ofJob(j), nil)
 }
 
-// saveJob writes a job's summary to the state directory.
-func (a *agent) saveJob(j *jobState, sum agg.Summary) {
+// saveJob writes a job's summary to the state directory and says whether
+// it did.
+func (a *agent) saveJob(j *jobState, sum agg.Summary) bool {
 	var buf bytes.Buffer
 	if err := report.WriteJSON(&buf, sum); err != nil {
 		a.cfg.Log.Error("encode job summary", "job", text.Quote(j.Key), "err", err)
-		return
+		return false
 	}
 	if err := a.store.Save(j.Key, buf.Bytes()); err != nil {
 		a.cfg.Log.Error("save job summary", "job", text.Quote(j.Key), "err", err)
+		return false
+	}
+	return true
+}
+
+// saveUnsaved tries again to store the summaries of the finished jobs
+// whose summary could not be written (a full or read-only state
+// directory), also those a previous agent left unsaved: their counts,
+// startup marks and exit records are still in the kernel's maps.
+func (a *agent) saveUnsaved() {
+	for _, j := range a.t.jobs {
+		if !j.Unsaved {
+			continue
+		}
+		if j.final == nil { // restored: rebuilt from the maps, read at this poll
+			a.readStartups(true)
+			sum := a.summaryOf(j)
+			j.final = &sum
+		}
+		if a.saveJob(j, *j.final) {
+			a.cfg.Log.Info("job summary saved after an earlier failure", "job", text.Quote(j.Key), "file", a.store.Path(j.Key))
+			a.release(j)
+		}
 	}
 }
 
@@ -661,7 +719,9 @@ func (a *agent) finishJob(j *jobState) {
 		}
 	}
 	sum := a.summaryOf(j)
-	a.saveJob(j, sum)
+	j.final = &sum
+	a.finished++
+	saved := a.saveJob(j, sum)
 	var table bytes.Buffer
 	if err := report.WriteTable(&table, sum); err != nil {
 		a.cfg.Log.Error("render job summary", "job", text.Quote(j.Key), "err", err)
@@ -682,15 +742,27 @@ func (a *agent) finishJob(j *jobState) {
 	if err != nil {
 		a.cfg.Log.Warn("journal", "err", err)
 	}
-	// Free the kernel's entries: a later process may reuse these pids.
+	if saved {
+		a.release(j)
+	} else {
+		// Kept, with the kernel's entries, until saveUnsaved stores it.
+		j.Unsaved = true
+		a.saveState()
+	}
+}
+
+// release frees the kernel's entries and the counts of a job whose summary
+// is stored (a later process may reuse its pids), and applies the
+// retention.
+func (a *agent) release(j *jobState) {
+	j.Unsaved = false
 	kernel.DeleteCounters(a.k.objs.Counts, ofJob(j))
 	for _, pid := range j.PIDs {
 		_ = a.k.objs.Startups.Delete(uint32(pid))
 		_ = a.k.objs.Exits.Delete(uint32(pid))
+		_ = a.k.objs.Idents.Delete(uint32(pid))
 	}
-	a.snap.Forget(keys)
-	j.final = &sum
-	a.finished++
+	a.snap.Forget(a.snap.Keys(ofJob(j)))
 	if removed, err := a.store.Prune(func(job string) bool { r, ok := a.t.jobs[job]; return ok && r.Finished.IsZero() }); err != nil {
 		a.cfg.Log.Warn("prune job summaries", "err", err)
 	} else if len(removed) > 0 {
@@ -706,7 +778,7 @@ func (a *agent) stop() bool {
 	defer a.mu.Unlock()
 	a.poll()
 	a.saveState()
-	running := a.t.running()
+	running := a.t.kept() // an unsaved job's counts are in the maps only
 	if len(running) == 0 {
 		a.cfg.Log.Info("agent stopped; no MPI job runs, probes detached")
 		return false

@@ -24,8 +24,12 @@
 // code or signal is taken from the kernel's exit record), its summary, with
 // MPI_Init, modex and MPI_Finalize times per rank, is written to
 // <state dir>/jobs/<job>.json (package jobstore) and to the journal, what
-// was never reported is summed up, and the job's kernel entries are freed.
-// Running jobs' summaries are rewritten every RunningEvery.
+// was never reported is summed up, and the job's kernel entries are freed
+// once the summary is stored: a summary that cannot be written (a full
+// state directory) is tried again every RunningEvery, the job kept meanwhile,
+// also across a restart. A rank that called MPI_Abort has it named, with
+// its error code, in its end. Running jobs' summaries are rewritten every
+// RunningEvery.
 //
 // # Restarts
 //
@@ -34,7 +38,10 @@
 // processes run, so the probes keep counting, exits keep being recorded,
 // and processes entering MPI_Init keep being traced; the next agent of the
 // same build reuses them, and reads agent-state.json for the jobs and the
-// C/T state. With no MPI process running, a stop removes the pins. A
+// C/T state. A rank that started and ended while no agent ran is named from
+// what the BPF side recorded when it entered MPI_Init (its environment's
+// tail, parent chain and start time, the pinned idents map), as a live one
+// is from /proc. With no MPI process running, a stop removes the pins. A
 // second agent on the same state directory refuses to start (an flock on
 // agent.lock, released by the kernel when an agent dies).
 package agent

@@ -38,7 +38,11 @@ type jobState struct {
 	Started time.Time `json:"started"`
 	// Finished is when its last rank ended; zero while one runs.
 	Finished time.Time `json:"finished,omitzero"`
-	// final is the summary written when the job finished (for metrics
+	// Unsaved is set while the summary of the finished job could not be
+	// stored (e.g. a full state directory): the job, its kernel entries
+	// and its counts are kept, also across a restart, until it is.
+	Unsaved bool `json:"unsaved,omitzero"`
+	// final is the summary made when the job finished (for metrics
 	// until the job ages out).
 	final *agg.Summary
 }
@@ -150,9 +154,20 @@ func (t *tracker) procsOf(j *jobState) []agg.Proc {
 
 // running returns the jobs with a running rank, by key.
 func (t *tracker) running() []*jobState {
+	return t.jobsWhere(func(j *jobState) bool { return j.Finished.IsZero() })
+}
+
+// kept returns the jobs a next agent takes over, by key: those with a
+// running rank and the finished ones whose summary is not stored yet.
+func (t *tracker) kept() []*jobState {
+	return t.jobsWhere(func(j *jobState) bool { return j.Finished.IsZero() || j.Unsaved })
+}
+
+// jobsWhere returns the jobs for which ok is true, by key.
+func (t *tracker) jobsWhere(ok func(*jobState) bool) []*jobState {
 	var out []*jobState
 	for _, j := range t.jobs {
-		if j.Finished.IsZero() {
+		if ok(j) {
 			out = append(out, j)
 		}
 	}

@@ -32,16 +32,18 @@ type objects struct {
 	ProcEvents *ebpf.Map `ebpf:"proc_events"`
 	Startups   *ebpf.Map `ebpf:"startups"`
 	Exits      *ebpf.Map `ebpf:"exits"`
+	Idents     *ebpf.Map `ebpf:"idents"`
 }
 
 // pinnedMaps are the maps that carry the agent's state across a restart:
 // they are pinned under <pin dir>/<build>/maps by name.
-var pinnedMaps = []string{"traced", "counts", "drops", "proc_events", "startups", "exits"}
+var pinnedMaps = []string{"traced", "counts", "drops", "proc_events", "startups", "exits", "idents"}
 
 func (o *objects) maps() map[string]*ebpf.Map {
 	return map[string]*ebpf.Map{
 		"traced": o.Traced, "counts": o.Counts, "drops": o.Drops,
 		"proc_events": o.ProcEvents, "startups": o.Startups, "exits": o.Exits,
+		"idents": o.Idents,
 	}
 }
 

@@ -37,12 +37,12 @@ func (a *agent) statePath() string { return a.stateFile().Path(stateName) }
 
 const stateName = "agent-state"
 
-// saveState writes agent-state.json atomically. Finished jobs are left out:
-// their summaries are written already.
+// saveState writes agent-state.json atomically. Finished jobs are left out
+// when their summaries are written already.
 func (a *agent) saveState() {
 	a.lastSave = a.cfg.Clock.Now()
 	st := savedState{Version: stateVersion, Build: bpf.BuildID(), Saved: a.lastSave, Limiter: a.limiter.Snapshot(), Finished: a.finished}
-	for _, j := range a.t.running() {
+	for _, j := range a.t.kept() {
 		st.Jobs = append(st.Jobs, j)
 		for _, pid := range j.PIDs {
 			st.Procs = append(st.Procs, *a.t.procs[pid])

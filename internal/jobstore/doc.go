@@ -15,6 +15,10 @@
 // List ignores and Prune removes once it is an hour old. Files are 0640
 // and a directory Save creates is 0750, whatever the umask.
 //
+// No symbolic link is followed: not one at a job's file (Load refuses it,
+// List leaves it out) nor one in place of Dir (every method refuses it,
+// ErrLinkedDir).
+//
 // Prune keeps the directory bounded: by count (Keep) and by age (MaxAge),
 // never removing the summary of a job the caller says still runs.
 package jobstore

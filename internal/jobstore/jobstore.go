@@ -114,12 +114,16 @@ func (s Store) Save(job string, data []byte) (err error) {
 
 // Load returns the summary of job; when the store has none the error is a
 // *NotFoundError, naming the job and `mpiprobe jobs` as the way to see
-// which jobs there are.
+// which jobs there are. Neither a symbolic link at the job's file nor one
+// in place of Dir is followed (atomicfile.ReadFile, ErrLinkedDir).
 func (s Store) Load(job string) ([]byte, error) {
 	if err := s.check(job); err != nil {
 		return nil, fmt.Errorf("jobstore: load %s: %w", text.Quote(job), err)
 	}
-	data, err := os.ReadFile(s.Path(job))
+	if err := s.noLink(); err != nil {
+		return nil, fmt.Errorf("jobstore: load %s: %w", text.Quote(job), err)
+	}
+	data, err := atomicfile.ReadFile(s.Path(job))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, &NotFoundError{Job: job, Dir: s.Dir}
 	}
@@ -135,6 +139,9 @@ func (s Store) Load(job string) ([]byte, error) {
 func (s Store) List() ([]Entry, error) {
 	if s.Dir == "" {
 		return nil, errors.New("jobstore: list: no directory")
+	}
+	if err := s.noLink(); err != nil {
+		return nil, fmt.Errorf("jobstore: list: %w", err)
 	}
 	des, err := os.ReadDir(s.Dir)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -204,7 +211,7 @@ func (s Store) Prune(keep func(job string) bool) ([]string, error) {
 			continue
 		}
 		// A summary written again since List is not the one judged.
-		if fi, err := os.Stat(e.Path); err != nil || !fi.ModTime().Equal(e.Modified) {
+		if fi, err := os.Lstat(e.Path); err != nil || !fi.Mode().IsRegular() || !fi.ModTime().Equal(e.Modified) {
 			continue
 		}
 		if err := os.Remove(e.Path); err != nil && !errors.Is(err, fs.ErrNotExist) {
@@ -250,6 +257,9 @@ func (s Store) check(job string) error {
 // mkdir creates Dir with mode 0750 (and missing parents) when it is
 // missing.
 func (s Store) mkdir() error {
+	if err := s.noLink(); err != nil {
+		return err
+	}
 	if _, err := os.Stat(s.Dir); !errors.Is(err, fs.ErrNotExist) {
 		return nil // it exists, or creating it would fail the same way as the temporary file
 	}
@@ -257,6 +267,22 @@ func (s Store) mkdir() error {
 		return err
 	}
 	return os.Chmod(s.Dir, dirMode) // MkdirAll's mode is masked by the umask
+}
+
+// ErrLinkedDir is the error (wrapped) of Save, Load, List and Prune when
+// the store's directory is a symbolic link: it is not followed, so that a
+// link planted where the agent keeps its summaries cannot make it write
+// (or a reader read) another directory's files.
+var ErrLinkedDir = errors.New("is a symbolic link, which is not followed (remove it; the agent creates the directory)")
+
+// noLink says whether Dir is a symbolic link (ErrLinkedDir, naming Dir);
+// nil when it is not or does not exist.
+func (s Store) noLink() error {
+	fi, err := os.Lstat(s.Dir)
+	if err == nil && fi.Mode()&fs.ModeSymlink != 0 {
+		return fmt.Errorf("%s %w", s.Dir, ErrLinkedDir)
+	}
+	return nil
 }
 
 // safe reports whether FileName keeps byte c as it is (a leading '.' or

@@ -507,3 +507,47 @@ func TestKey(t *testing.T) {
 		}
 	}
 }
+
+// TestNoSymlinks plants symbolic links in the store: one in place of a
+// job's file, one in place of the directory itself. Neither is followed:
+// Load does not read the file the link names, and Save, Load, List and
+// Prune refuse a linked directory, naming it, without touching its target.
+func TestNoSymlinks(t *testing.T) {
+	secret := filepath.Join(t.TempDir(), "secret")
+	if err := os.WriteFile(secret, []byte("secret"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s := Store{Dir: t.TempDir()}
+	if err := os.Symlink(secret, s.Path("j")); err != nil {
+		t.Fatal(err)
+	}
+	if data, err := s.Load("j"); !errors.Is(err, atomicfile.ErrNotRegular) {
+		t.Errorf("Load through a linked file = %q, %v; want ErrNotRegular", data, err)
+	}
+
+	target := t.TempDir()
+	if err := os.WriteFile(filepath.Join(target, "k.json"), []byte("other"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	linked := Store{Dir: filepath.Join(t.TempDir(), "jobs"), Keep: 1}
+	if err := os.Symlink(target, linked.Dir); err != nil {
+		t.Fatal(err)
+	}
+	check := func(op string, err error) {
+		t.Helper()
+		if !errors.Is(err, ErrLinkedDir) || !strings.Contains(err.Error(), linked.Dir) {
+			t.Errorf("%s in a linked directory: %v; want ErrLinkedDir naming %s", op, err, linked.Dir)
+		}
+	}
+	check("Save", linked.Save("j", []byte("x")))
+	_, err := linked.Load("k")
+	check("Load", err)
+	_, err = linked.List()
+	check("List", err)
+	_, err = linked.Prune(nil)
+	check("Prune", err)
+	des, err := os.ReadDir(target)
+	if err != nil || len(des) != 1 {
+		t.Errorf("the link's target holds %d files (%v), want only its own", len(des), err)
+	}
+}

@@ -83,8 +83,14 @@ type (
 		Signal     *int      `json:"signal,omitempty"`
 		SignalName string    `json:"signal_name,omitempty"`
 		At         time.Time `json:"at,omitzero"`
+		// MPIAbort is set when the rank called MPI_Abort.
+		MPIAbort *jsonAbort `json:"mpi_abort,omitempty"`
 		// Text is End.String's rendering.
 		Text string `json:"text"`
+	}
+	jsonAbort struct {
+		// Code is the error code MPI_Abort was called with.
+		Code int `json:"code"`
 	}
 	jsonEvent struct {
 		Event   string    `json:"event"`
@@ -107,7 +113,8 @@ type (
 // all ranks, as Summary.Totals). A rank is a number, null when unknown. A
 // rank's end is an object with state ("running", "exited", "signaled",
 // "vanished"), code (exited only), signal and signal_name (signaled only),
-// at and text (End.String). A rank's startup (init_start, init_seconds,
+// mpi_abort (code: the error code, when the rank called MPI_Abort), at and
+// text (End.String). A rank's startup (init_start, init_seconds,
 // modex_seconds, modex_via, finalize_seconds) is there when any of it was
 // observed, and its collectives when they were tracked. Times are RFC 3339
 // with nanoseconds; unknown times are left out. Lists are never null.
@@ -159,6 +166,9 @@ func toJSON(s agg.Summary) jsonSummary {
 
 func jsonEndOf(e agg.End) jsonEnd {
 	out := jsonEnd{State: endState(e.Kind), At: e.At, Text: e.String()}
+	if e.MPIAbort {
+		out.MPIAbort = &jsonAbort{Code: e.AbortCode}
+	}
 	switch e.Kind {
 	case agg.Exited:
 		code := e.Code

@@ -145,6 +145,9 @@ func fromV0(d v0Summary) (agg.Summary, error) {
 // endOf reads a rank's end.
 func endOf(e jsonEnd) (agg.End, error) {
 	end := agg.End{At: e.At}
+	if e.MPIAbort != nil {
+		end.MPIAbort, end.AbortCode = true, e.MPIAbort.Code
+	}
 	switch e.State {
 	case "running":
 		end.Kind = agg.Running

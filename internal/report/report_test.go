@@ -409,3 +409,24 @@ func TestWriteErrors(t *testing.T) {
 		t.Errorf("WriteJSON: err = %v", err)
 	}
 }
+
+// TestJSONMPIAbort: a rank that called MPI_Abort has mpi_abort with its
+// error code in its end, and reads back so.
+func TestJSONMPIAbort(t *testing.T) {
+	end := agg.End{Kind: agg.Signaled, Signal: 9, MPIAbort: true, AbortCode: 7}
+	in := agg.Summary{Host: "n1", Jobs: []agg.Job{{ID: "j", Ranks: []agg.Rank{{Rank: "0", PID: 10, End: end}}}}}
+	var buf bytes.Buffer
+	if err := WriteJSON(&buf, in); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(buf.String(), `"mpi_abort": {`) || !strings.Contains(buf.String(), `"text": "MPI_Abort(7), killed by SIGKILL"`) {
+		t.Errorf("json lacks mpi_abort:\n%s", buf.String())
+	}
+	back, err := ReadJSON(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := back.Jobs[0].Ranks[0].End; !got.MPIAbort || got.AbortCode != 7 {
+		t.Errorf("read back %+v, want MPI_Abort with code 7", got)
+	}
+}
