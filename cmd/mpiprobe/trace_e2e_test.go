@@ -542,7 +542,7 @@ func TestTraceExportMillion(t *testing.T) {
 		l := sc.Text()
 		if strings.Contains(l, `"name":"MPI_Send"`) {
 			found = true
-			for _, w := range []string{`"pid":0`, `"site":"`, send + `"`, `"peer":1`, `"count":1`, `"elem_size":4`, `"ret":0`} {
+			for _, w := range []string{`"pid":1`, `"site":"`, send + `"`, `"peer":1`, `"count":1`, `"elem_size":4`, `"ret":0`} {
 				if !strings.Contains(l, w) {
 					t.Errorf("first MPI_Send event lacks %s: %s", w, l)
 				}

@@ -108,15 +108,16 @@ func firstLeaf(nd *Node) int {
 
 // level rephases the loops of one sequence of siblings, bodies first.
 func (r *rephaser) level(nodes []*Node) []*Node {
-	loopsSeen := false
-	for _, nd := range nodes {
+	open := false
+	for i, nd := range nodes {
 		if isLoop(nd) {
 			nd.Body = r.level(nd.Body)
-			loopsSeen = true
+			open = open || i > 0 && continues(nodes[i-1], nd.Body, -1) ||
+				i+1 < len(nodes) && continues(nodes[i+1], nd.Body, 1)
 		}
 	}
-	if !loopsSeen {
-		return nodes
+	if !open {
+		return nodes // no loop's period goes on into a neighbour
 	}
 	// in is the input as a stack, the next node last.
 	in := make([]*Node, len(nodes))
@@ -134,6 +135,27 @@ func (r *rephaser) level(nodes []*Node) []*Node {
 		}
 	}
 	return out
+}
+
+// continues reports whether neighbour x may continue body b's period: it
+// or its own body's nearest node is the body's node next to it (left,
+// dir -1: the last; right, dir 1: the first).
+func continues(x *Node, b []*Node, dir int) bool {
+	edge, xedge := b[0], x
+	if dir < 0 {
+		edge = b[len(b)-1]
+	}
+	if equal(x, edge) {
+		return true
+	}
+	if isLoop(x) {
+		xedge = x.Body[0]
+		if dir < 0 {
+			xedge = x.Body[len(x.Body)-1]
+		}
+		return equal(xedge, edge)
+	}
+	return false
 }
 
 // matches reports whether c continues body b cyclically: c[t] is

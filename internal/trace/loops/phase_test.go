@@ -2,6 +2,7 @@ package loops
 
 import (
 	"math"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
@@ -109,5 +110,26 @@ func TestRephase(t *testing.T) {
 				t.Errorf("rephased\n got  %s\n want %s", got, tc.want)
 			}
 		})
+	}
+}
+
+// BenchmarkRephaseLoops1M and BenchmarkRephaseRandom1M time Rephase alone
+// on the trees Compress makes of the 1M-symbol benchmark inputs.
+func BenchmarkRephaseLoops1M(b *testing.B) { benchRephase(b, realisticSeq(1_000_000)) }
+
+func BenchmarkRephaseRandom1M(b *testing.B) {
+	benchRephase(b, randomSeq(rand.New(rand.NewPCG(3, 4)), 1_000_000, 16))
+}
+
+func benchRephase(b *testing.B, seq []int) {
+	place := func(s int) (int, uint64) { return s % 3, uint64(s) }
+	nodes := Compress(seq, nil)
+	b.ReportMetric(float64(countNodes(nodes)), "nodes")
+	b.ResetTimer()
+	for b.Loop() {
+		b.StopTimer()
+		c := cloneAll(nodes) // Rephase changes the nodes it is given
+		b.StartTimer()
+		Rephase(c, nil, place)
 	}
 }
