@@ -123,6 +123,13 @@ func checkJSONStyle(t styleT, doc map[string]map[string]jsonDocField, kind, what
 	always("", top)
 	walkJSON("", "", v, func(path, key string, val any) {
 		path = jsonDocPath(path)
+		if i := strings.LastIndexByte(path, '.'); i > 0 && fields[path[:i]].typ == "map of integer" {
+			// A key of a map is data (an MPI call's name), not a field.
+			if n, ok := val.(json.Number); !ok || strings.ContainsAny(n.String(), ".eE") {
+				problems = append(problems, fmt.Sprintf("%s = %v, docs/json.md says a map of integers", path, val))
+			}
+			return
+		}
 		if key != "" && !jsonKey.MatchString(key) {
 			problems = append(problems, fmt.Sprintf("key %q (at %s) is not snake_case", key, path))
 		}
@@ -175,7 +182,7 @@ func checkJSONStyle(t styleT, doc map[string]map[string]jsonDocField, kind, what
 			good = isStr
 		case "boolean":
 			_, good = val.(bool)
-		case "object":
+		case "object", "map of integer":
 			good = isObj
 		default:
 			problems = append(problems, fmt.Sprintf("%s: docs/json.md gives the unknown type %q", path, typ))
@@ -244,7 +251,7 @@ func TestJSONStyleChecker(t *testing.T) {
 		"hosts": {typ: "list", optional: true}, "start": {typ: "time", optional: true},
 		"jobs": {typ: "list", optional: true}, "jobs[].ranks": {typ: "list"}, "jobs[].ranks[].rank": {typ: "integer or null"},
 		"jobs[].ranks[].pid": {typ: "integer", optional: true}, "jobs[].ranks[].up": {typ: "boolean", optional: true},
-		"jobs[].end": {typ: "object", optional: true}}}
+		"jobs[].end": {typ: "object", optional: true}, "jobs[].calls": {typ: "map of integer", optional: true}}}
 	for name, bad := range map[string]string{
 		"list":              `[]`,
 		"two values":        `{"schema_version": 1, "kind": "summary"} {}`,
@@ -264,6 +271,8 @@ func TestJSONStyleChecker(t *testing.T) {
 		"null not allowed":  `{"schema_version": 1, "kind": "summary", "jobs": [{"ranks": [{"rank": 1, "pid": null}]}]}`,
 		"boolean":           `{"schema_version": 1, "kind": "summary", "jobs": [{"ranks": [{"rank": 1, "up": "yes"}]}]}`,
 		"object":            `{"schema_version": 1, "kind": "summary", "jobs": [{"ranks": [], "end": "exit 0"}]}`,
+		"map value":         `{"schema_version": 1, "kind": "summary", "jobs": [{"ranks": [], "calls": {"MPI_Send": "x"}}]}`,
+		"map":               `{"schema_version": 1, "kind": "summary", "jobs": [{"ranks": [], "calls": [1]}]}`,
 		"no kind":           `{"schema_version": 1}`,
 	} {
 		var faults styleFaults
@@ -272,7 +281,7 @@ func TestJSONStyleChecker(t *testing.T) {
 			t.Errorf("%s: %s passed the check", name, bad)
 		}
 	}
-	good := `{"schema_version": 1, "kind": "summary", "hosts": ["n1"], "start": "2025-03-01T12:00:00.5Z", "jobs": [{"ranks": [{"rank": null, "pid": 4, "up": true}], "end": {}}]}`
+	good := `{"schema_version": 1, "kind": "summary", "hosts": ["n1"], "start": "2025-03-01T12:00:00.5Z", "jobs": [{"ranks": [{"rank": null, "pid": 4, "up": true}], "end": {}, "calls": {"MPI_Send": 3}}]}`
 	if checkJSONStyle(t, doc, "summary", "good", good) == nil {
 		t.Error("good document not returned")
 	}
@@ -395,12 +404,20 @@ func TestJSONStyleE2E(t *testing.T) {
 	})
 
 	t.Run("status", func(t *testing.T) {
-		pids := hungJob(t, bin, impl, "skip", 3, false)
-		var ps []string
-		for _, p := range pids {
-			ps = append(ps, strconv.Itoa(p))
+		// A rank that skips a barrier, without history; a rank stuck in a
+		// receive, with --collectives history (counts, divergence, the
+		// requests waited for).
+		for _, tc := range []struct {
+			mode    string
+			history bool
+		}{{"skip", false}, {"recv", true}} {
+			pids := hungJob(t, bin, impl, tc.mode, 3, tc.history)
+			var ps []string
+			for _, p := range pids {
+				ps = append(ps, strconv.Itoa(p))
+			}
+			check(t, "status", "status --json ("+tc.mode+")", run(t, "status", "--json", "-p", strings.Join(ps, ",")))
 		}
-		check(t, "status", "status --json", run(t, "status", "--json", "-p", strings.Join(ps, ",")))
 	})
 
 	t.Run("trace_show", func(t *testing.T) {
@@ -408,5 +425,22 @@ func TestJSONStyleE2E(t *testing.T) {
 		run(t, append([]string{"trace", "-o", file, "--"}, short...)...)
 		check(t, "trace_show", "trace show --json", run(t, "trace", "show", "--json", file))
 		check(t, "trace_show", "trace show --json --per-rank", run(t, "trace", "show", "--json", "--per-rank", file))
+		check(t, "trace_show", "trace show --json --detail high", run(t, "trace", "show", "--json", "--detail", "high", "--rank", "0", file))
+		// A damaged trace: shown up to the damage, which damage describes.
+		data, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cut := filepath.Join(dir, "cut.trace")
+		if err := os.WriteFile(cut, data[:len(data)*2/3], 0o600); err != nil {
+			t.Fatal(err)
+		}
+		code, out, stderr := runOutput(t, bin, nil, "trace", "show", "--json", cut)
+		if code != 1 || !strings.Contains(stderr, "damaged") {
+			t.Errorf("trace show --json of a cut trace: exit %d, stderr %q; want 1 and the damage", code, stderr)
+		}
+		if top := check(t, "trace_show", "trace show --json (cut)", out); top != nil && top["damage"] == nil {
+			t.Errorf("cut trace: damage is null:\n%s", out)
+		}
 	})
 }
