@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -22,29 +23,35 @@ import (
 // jsonKey is the form of every key of every --json document.
 var jsonKey = regexp.MustCompile(`^[a-z][a-z0-9_]*$`)
 
-// jsonDocField is one row of a table of docs/json.md: a field's path
-// (`jobs[].ranks[].pid`) and its type ("integer or null").
+// jsonDocField is one row of a table of docs/json.md: a field's type
+// ("integer or null") and whether it may be left out: its meaning says
+// when it is "absent", or that it is written "only for" or "only with"
+// something. Every other field is in every object that holds it.
 type jsonDocField struct {
-	path, typ string
+	typ      string
+	optional bool
 }
+
+// jsonDocOptional finds the words that make a field optional.
+var jsonDocOptional = regexp.MustCompile(`\babsent\b|\bonly (for|with)\b`)
 
 // jsonDocKinds parses docs/json.md: per kind (a section "## `kind`"), the
 // fields of its table by path.
-func jsonDocKinds(t *testing.T) map[string]map[string]string {
+func jsonDocKinds(t *testing.T) map[string]map[string]jsonDocField {
 	t.Helper()
 	data, err := os.ReadFile(filepath.Join(mpitest.RepoRoot(t), "docs", "json.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	heading := regexp.MustCompile("^## `([a-z_]+)`$")
-	row := regexp.MustCompile("^\\| `([a-z0-9_.\\[\\]]+)` \\| ([a-z ]+) \\| .+ \\|$")
-	kinds := map[string]map[string]string{}
-	var cur map[string]string
+	row := regexp.MustCompile("^\\| `([a-z0-9_.\\[\\]]+)` \\| ([a-z ]+) \\| (.+) \\|$")
+	kinds := map[string]map[string]jsonDocField{}
+	var cur map[string]jsonDocField
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	for sc.Scan() {
 		l := sc.Text()
 		if m := heading.FindStringSubmatch(l); m != nil {
-			cur = map[string]string{}
+			cur = map[string]jsonDocField{}
 			kinds[m[1]] = cur
 			continue
 		}
@@ -53,7 +60,7 @@ func jsonDocKinds(t *testing.T) map[string]map[string]string {
 			continue
 		}
 		if m := row.FindStringSubmatch(l); m != nil && cur != nil {
-			cur[m[1]] = m[2]
+			cur[m[1]] = jsonDocField{typ: m[2], optional: jsonDocOptional.MatchString(m[3])}
 		}
 	}
 	for _, k := range []string{"summary", "status", "probes", "ps", "jobs", "trace_show"} {
@@ -67,10 +74,11 @@ func jsonDocKinds(t *testing.T) map[string]map[string]string {
 // checkJSONStyle checks out, one command's --json output, against the
 // style of docs/json.md: one JSON object, schema_version 1, kind, keys in
 // snake_case at every depth, ranks, pids, sizes and counts integers or
-// null, durations numbers, times RFC 3339, every top-level field
-// documented for the kind, and every documented number a number. It
-// returns the document.
-func checkJSONStyle(t styleT, doc map[string]map[string]string, kind, what, out string) map[string]any {
+// null, durations numbers, times RFC 3339; and against the kind's table:
+// every field at every depth is documented, of its documented type, and
+// every field the table does not call optional is in every object that
+// holds it. It returns the document.
+func checkJSONStyle(t styleT, doc map[string]map[string]jsonDocField, kind, what, out string) map[string]any {
 	t.Helper()
 	dec := json.NewDecoder(strings.NewReader(out))
 	dec.UseNumber()
@@ -94,18 +102,40 @@ func checkJSONStyle(t styleT, doc map[string]map[string]string, kind, what, out 
 		t.Errorf("%s: kind %v, want %q", what, top["kind"], kind)
 	}
 	fields := doc[kind]
-	for key := range top {
-		if _, ok := fields[key]; !ok {
-			t.Errorf("%s: top-level field %q is not in docs/json.md's table of %s", what, key, kind)
+	var problems []string
+	// always checks that obj, at path, has every field the table says is
+	// always written.
+	always := func(path string, obj map[string]any) {
+		prefix := ""
+		if path != "" {
+			prefix = path + "."
+		}
+		for f, d := range fields {
+			rest, ok := strings.CutPrefix(f, prefix)
+			if d.optional || !ok || strings.Contains(rest, ".") {
+				continue
+			}
+			if _, ok := obj[rest]; !ok {
+				problems = append(problems, fmt.Sprintf("%s is missing: docs/json.md does not say when it is absent", f))
+			}
 		}
 	}
-	var problems []string
+	always("", top)
 	walkJSON("", "", v, func(path, key string, val any) {
+		path = jsonDocPath(path)
+		if i := strings.LastIndexByte(path, '.'); i > 0 && fields[path[:i]].typ == "map of integer" {
+			// A key of a map is data (an MPI call's name), not a field.
+			if n, ok := val.(json.Number); !ok || strings.ContainsAny(n.String(), ".eE") {
+				problems = append(problems, fmt.Sprintf("%s = %v, docs/json.md says a map of integers", path, val))
+			}
+			return
+		}
 		if key != "" && !jsonKey.MatchString(key) {
 			problems = append(problems, fmt.Sprintf("key %q (at %s) is not snake_case", key, path))
 		}
 		num, isNum := val.(json.Number)
 		str, isStr := val.(string)
+		obj, isObj := val.(map[string]any)
 		integer := isNum && !strings.ContainsAny(num.String(), ".eE")
 		switch {
 		case key == "rank" || key == "pid" || key == "size" || key == "count" || strings.HasSuffix(key, "_count"):
@@ -119,31 +149,47 @@ func checkJSONStyle(t styleT, doc map[string]map[string]string, kind, what, out 
 		case strings.HasSuffix(key, "_ns"):
 			problems = append(problems, fmt.Sprintf("%s: a duration in nanoseconds, want *_seconds", path))
 		}
-		typ, documented := fields[path]
+		if isObj {
+			always(path, obj)
+		}
+		if key == "" {
+			return // a list's element: the list's row says what it holds
+		}
+		d, documented := fields[path]
 		if !documented {
+			problems = append(problems, fmt.Sprintf("%s is not in docs/json.md's table of %s", path, kind))
 			return
 		}
-		switch {
-		case strings.HasPrefix(typ, "integer"):
-			if !(integer || val == nil && strings.HasSuffix(typ, "or null")) {
-				problems = append(problems, fmt.Sprintf("%s = %v, docs/json.md says %s", path, val, typ))
+		typ := d.typ
+		if val == nil {
+			if !strings.HasSuffix(typ, " or null") {
+				problems = append(problems, fmt.Sprintf("%s = null, docs/json.md says %s", path, typ))
 			}
-		case strings.HasPrefix(typ, "number"):
-			if !isNum {
-				problems = append(problems, fmt.Sprintf("%s = %v, docs/json.md says %s", path, val, typ))
-			}
-		case typ == "time":
-			if _, err := time.Parse(time.RFC3339Nano, str); !isStr || err != nil {
-				problems = append(problems, fmt.Sprintf("%s = %v, want an RFC 3339 time", path, val))
-			}
-		case typ == "list":
-			if _, ok := val.([]any); !ok {
-				problems = append(problems, fmt.Sprintf("%s = %v, want a list", path, val))
-			}
-		case typ == "string":
-			if !isStr {
-				problems = append(problems, fmt.Sprintf("%s = %v, want a string", path, val))
-			}
+			return
+		}
+		var good bool
+		switch strings.TrimSuffix(typ, " or null") {
+		case "integer":
+			good = integer
+		case "number":
+			good = isNum
+		case "time":
+			_, err := time.Parse(time.RFC3339Nano, str)
+			good = isStr && err == nil
+		case "list":
+			_, good = val.([]any)
+		case "string":
+			good = isStr
+		case "boolean":
+			_, good = val.(bool)
+		case "object", "map of integer":
+			good = isObj
+		default:
+			problems = append(problems, fmt.Sprintf("%s: docs/json.md gives the unknown type %q", path, typ))
+			return
+		}
+		if !good {
+			problems = append(problems, fmt.Sprintf("%s = %v, docs/json.md says %s", path, val, typ))
 		}
 	})
 	if len(problems) > 0 {
@@ -153,6 +199,13 @@ func checkJSONStyle(t styleT, doc map[string]map[string]string, kind, what, out 
 	}
 	return top
 }
+
+// jsonTreeBody matches the bodies of loops inside a trace show tree: a
+// loop's body holds nodes of the same form as the tree's, documented once.
+var jsonTreeBody = regexp.MustCompile(`(tree\[\])(\.body\[\])+`)
+
+// jsonDocPath is the path under which docs/json.md documents a field.
+func jsonDocPath(path string) string { return jsonTreeBody.ReplaceAllString(path, "$1") }
 
 // styleT is the part of *testing.T that checkJSONStyle uses.
 type styleT interface {
@@ -194,21 +247,33 @@ func walkJSON(path, key string, v any, f func(path, key string, val any)) {
 
 // TestJSONStyleChecker: the checker itself finds each kind of fault.
 func TestJSONStyleChecker(t *testing.T) {
-	doc := map[string]map[string]string{"summary": {"schema_version": "integer", "kind": "string", "hosts": "list",
-		"jobs": "list", "jobs[].ranks[].rank": "integer or null", "start": "time"}}
+	doc := map[string]map[string]jsonDocField{"summary": {"schema_version": {typ: "integer"}, "kind": {typ: "string"},
+		"hosts": {typ: "list", optional: true}, "start": {typ: "time", optional: true},
+		"jobs": {typ: "list", optional: true}, "jobs[].ranks": {typ: "list"}, "jobs[].ranks[].rank": {typ: "integer or null"},
+		"jobs[].ranks[].pid": {typ: "integer", optional: true}, "jobs[].ranks[].up": {typ: "boolean", optional: true},
+		"jobs[].end": {typ: "object", optional: true}, "jobs[].calls": {typ: "map of integer", optional: true}}}
 	for name, bad := range map[string]string{
-		"list":         `[]`,
-		"two values":   `{"schema_version": 1, "kind": "summary"} {}`,
-		"version":      `{"schema_version": 2, "kind": "summary"}`,
-		"kind":         `{"schema_version": 1, "kind": "status"}`,
-		"undocumented": `{"schema_version": 1, "kind": "summary", "host": "n1"}`,
-		"camel case":   `{"schema_version": 1, "kind": "summary", "jobs": [{"Ranks": []}]}`,
-		"rank string":  `{"schema_version": 1, "kind": "summary", "jobs": [{"ranks": [{"rank": "1"}]}]}`,
-		"rank ?":       `{"schema_version": 1, "kind": "summary", "jobs": [{"ranks": [{"rank": "?"}]}]}`,
-		"count float":  `{"schema_version": 1, "kind": "summary", "jobs": [{"ranks": [{"x_count": 1.5}]}]}`,
-		"hosts joined": `{"schema_version": 1, "kind": "summary", "hosts": "n1,n2"}`,
-		"ns":           `{"schema_version": 1, "kind": "summary", "jobs": [{"init_ns": 5}]}`,
-		"time":         `{"schema_version": 1, "kind": "summary", "start": "12:00"}`,
+		"list":              `[]`,
+		"two values":        `{"schema_version": 1, "kind": "summary"} {}`,
+		"version":           `{"schema_version": 2, "kind": "summary"}`,
+		"kind":              `{"schema_version": 1, "kind": "status"}`,
+		"undocumented":      `{"schema_version": 1, "kind": "summary", "host": "n1"}`,
+		"camel case":        `{"schema_version": 1, "kind": "summary", "jobs": [{"Ranks": []}]}`,
+		"rank string":       `{"schema_version": 1, "kind": "summary", "jobs": [{"ranks": [{"rank": "1"}]}]}`,
+		"rank ?":            `{"schema_version": 1, "kind": "summary", "jobs": [{"ranks": [{"rank": "?"}]}]}`,
+		"count float":       `{"schema_version": 1, "kind": "summary", "jobs": [{"ranks": [{"x_count": 1.5}]}]}`,
+		"hosts joined":      `{"schema_version": 1, "kind": "summary", "hosts": "n1,n2"}`,
+		"ns":                `{"schema_version": 1, "kind": "summary", "jobs": [{"init_ns": 5}]}`,
+		"time":              `{"schema_version": 1, "kind": "summary", "start": "12:00"}`,
+		"deep undocumented": `{"schema_version": 1, "kind": "summary", "jobs": [{"ranks": [{"rank": 1, "colour": "red"}]}]}`,
+		"missing field":     `{"schema_version": 1, "kind": "summary", "jobs": [{"ranks": [{"pid": 4}]}]}`,
+		"missing list":      `{"schema_version": 1, "kind": "summary", "jobs": [{}]}`,
+		"null not allowed":  `{"schema_version": 1, "kind": "summary", "jobs": [{"ranks": [{"rank": 1, "pid": null}]}]}`,
+		"boolean":           `{"schema_version": 1, "kind": "summary", "jobs": [{"ranks": [{"rank": 1, "up": "yes"}]}]}`,
+		"object":            `{"schema_version": 1, "kind": "summary", "jobs": [{"ranks": [], "end": "exit 0"}]}`,
+		"map value":         `{"schema_version": 1, "kind": "summary", "jobs": [{"ranks": [], "calls": {"MPI_Send": "x"}}]}`,
+		"map":               `{"schema_version": 1, "kind": "summary", "jobs": [{"ranks": [], "calls": [1]}]}`,
+		"no kind":           `{"schema_version": 1}`,
 	} {
 		var faults styleFaults
 		checkJSONStyle(&faults, doc, "summary", name, bad)
@@ -216,7 +281,7 @@ func TestJSONStyleChecker(t *testing.T) {
 			t.Errorf("%s: %s passed the check", name, bad)
 		}
 	}
-	good := `{"schema_version": 1, "kind": "summary", "hosts": ["n1"], "start": "2025-03-01T12:00:00.5Z", "jobs": [{"ranks": [{"rank": null, "pid": 4}]}]}`
+	good := `{"schema_version": 1, "kind": "summary", "hosts": ["n1"], "start": "2025-03-01T12:00:00.5Z", "jobs": [{"ranks": [{"rank": null, "pid": 4, "up": true}], "end": {}, "calls": {"MPI_Send": 3}}]}`
 	if checkJSONStyle(t, doc, "summary", "good", good) == nil {
 		t.Error("good document not returned")
 	}
@@ -232,6 +297,31 @@ func TestJSONStyleE2E(t *testing.T) {
 	mpitest.RequireE2E(t, impl)
 	bin := mpitest.BuildMpiprobe(t)
 	doc := jsonDocKinds(t)
+	// seen gathers, per kind, the fields the runs wrote, to list the
+	// documented ones no run made (fields written only in cases these runs
+	// do not reach: damage, dropped updates, history, ...).
+	seen := map[string]map[string]bool{}
+	check := func(t *testing.T, kind, what, out string) map[string]any {
+		t.Helper()
+		top := checkJSONStyle(t, doc, kind, what, out)
+		if seen[kind] == nil {
+			seen[kind] = map[string]bool{}
+		}
+		walkJSON("", "", any(top), func(path, _ string, _ any) { seen[kind][jsonDocPath(path)] = true })
+		return top
+	}
+	defer func() {
+		for _, kind := range slices.Sorted(maps.Keys(seen)) {
+			var unseen []string
+			for f := range doc[kind] {
+				if !seen[kind][f] {
+					unseen = append(unseen, f)
+				}
+			}
+			slices.Sort(unseen)
+			t.Logf("%s: %d of %d documented fields written by these runs; not reached: %s", kind, len(doc[kind])-len(unseen), len(doc[kind]), strings.Join(unseen, " "))
+		}
+	}()
 	flood := mpitest.Build(t, impl, "flood")
 	short := impl.Command(2, floodMCA(true), flood, "-n", "500", "-r", "2", "-d", "100")
 	dir := t.TempDir()
@@ -254,8 +344,8 @@ func TestJSONStyleE2E(t *testing.T) {
 		ag.Stop(t, syscall.SIGTERM)
 		id := sums[0].Jobs[0].Job
 
-		checkJSONStyle(t, doc, "jobs", "jobs --json", run(t, "jobs", "--json", "--state-dir", d.State))
-		sum := checkJSONStyle(t, doc, "summary", "report --json JOBID", run(t, "report", "--json", "--state-dir", d.State, id))
+		check(t, "jobs", "jobs --json", run(t, "jobs", "--json", "--state-dir", d.State))
+		sum := check(t, "summary", "report --json JOBID", run(t, "report", "--json", "--state-dir", d.State, id))
 		if sum == nil {
 			return
 		}
@@ -274,7 +364,7 @@ func TestJSONStyleE2E(t *testing.T) {
 		if err := os.WriteFile(copied, other, 0o600); err != nil {
 			t.Fatal(err)
 		}
-		merged := checkJSONStyle(t, doc, "summary", "report --merge --json",
+		merged := check(t, "summary", "report --merge --json",
 			run(t, "report", "--merge", "--json", "--job", id, d.State, copied))
 		if hosts, _ := merged["hosts"].([]any); len(hosts) != 2 || !slices.Contains(hosts, any("othernode")) {
 			t.Errorf("merged hosts = %v, want this node and othernode", merged["hosts"])
@@ -288,7 +378,7 @@ func TestJSONStyleE2E(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		sum := checkJSONStyle(t, doc, "summary", "--json -o FILE", string(data))
+		sum := check(t, "summary", "--json -o FILE", string(data))
 		// Real ranks: numbers 0 and 1, with events and collectives.
 		if !strings.Contains(string(data), `"rank": 0,`) || !strings.Contains(string(data), `"rank": 1,`) ||
 			!strings.Contains(string(data), `"collectives": [`) || !strings.Contains(string(data), `"total_seconds": `) {
@@ -302,30 +392,55 @@ func TestJSONStyleE2E(t *testing.T) {
 	t.Run("running", func(t *testing.T) {
 		job := mpitest.StartJob(t, impl.Command(2, nil, flood, "-n", "10", "-p", "60000"), flood, 2, "libmpi.so.40")
 		pid := strconv.Itoa(job.Ranks[0])
-		probes := checkJSONStyle(t, doc, "probes", "probes -p --json", run(t, "probes", "--json", "-p", pid))
+		probes := check(t, "probes", "probes -p --json", run(t, "probes", "--json", "-p", pid))
 		if ps, _ := probes["processes"].([]any); len(ps) != 1 {
 			t.Errorf("probes: %d processes, want 1", len(ps))
 		}
 		out := run(t, "ps", "--json")
-		checkJSONStyle(t, doc, "ps", "ps --json", out)
+		check(t, "ps", "ps --json", out)
 		if !strings.Contains(out, `"pid": `+pid+",") || !strings.Contains(out, `"rank": 0,`) {
 			t.Errorf("ps --json lacks pid %s as a number or rank 0:\n%s", pid, out)
 		}
 	})
 
 	t.Run("status", func(t *testing.T) {
-		pids := hungJob(t, bin, impl, "skip", 3, false)
-		var ps []string
-		for _, p := range pids {
-			ps = append(ps, strconv.Itoa(p))
+		// A rank that skips a barrier, without history; a rank stuck in a
+		// receive, with --collectives history (counts, divergence, the
+		// requests waited for).
+		for _, tc := range []struct {
+			mode    string
+			history bool
+		}{{"skip", false}, {"recv", true}} {
+			pids := hungJob(t, bin, impl, tc.mode, 3, tc.history)
+			var ps []string
+			for _, p := range pids {
+				ps = append(ps, strconv.Itoa(p))
+			}
+			check(t, "status", "status --json ("+tc.mode+")", run(t, "status", "--json", "-p", strings.Join(ps, ",")))
 		}
-		checkJSONStyle(t, doc, "status", "status --json", run(t, "status", "--json", "-p", strings.Join(ps, ",")))
 	})
 
 	t.Run("trace_show", func(t *testing.T) {
 		file := filepath.Join(dir, "run.trace")
 		run(t, append([]string{"trace", "-o", file, "--"}, short...)...)
-		checkJSONStyle(t, doc, "trace_show", "trace show --json", run(t, "trace", "show", "--json", file))
-		checkJSONStyle(t, doc, "trace_show", "trace show --json --per-rank", run(t, "trace", "show", "--json", "--per-rank", file))
+		check(t, "trace_show", "trace show --json", run(t, "trace", "show", "--json", file))
+		check(t, "trace_show", "trace show --json --per-rank", run(t, "trace", "show", "--json", "--per-rank", file))
+		check(t, "trace_show", "trace show --json --detail high", run(t, "trace", "show", "--json", "--detail", "high", "--rank", "0", file))
+		// A damaged trace: shown up to the damage, which damage describes.
+		data, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cut := filepath.Join(dir, "cut.trace")
+		if err := os.WriteFile(cut, data[:len(data)*2/3], 0o600); err != nil {
+			t.Fatal(err)
+		}
+		code, out, stderr := runOutput(t, bin, nil, "trace", "show", "--json", cut)
+		if code != 1 || !strings.Contains(stderr, "damaged") {
+			t.Errorf("trace show --json of a cut trace: exit %d, stderr %q; want 1 and the damage", code, stderr)
+		}
+		if top := check(t, "trace_show", "trace show --json (cut)", out); top != nil && top["damage"] == nil {
+			t.Errorf("cut trace: damage is null:\n%s", out)
+		}
 	})
 }

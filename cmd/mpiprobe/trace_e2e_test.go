@@ -542,7 +542,7 @@ func TestTraceExportMillion(t *testing.T) {
 		l := sc.Text()
 		if strings.Contains(l, `"name":"MPI_Send"`) {
 			found = true
-			for _, w := range []string{`"pid":0`, `"site":"`, send + `"`, `"peer":1`, `"count":1`, `"elem_size":4`, `"ret":0`} {
+			for _, w := range []string{`"pid":1`, `"site":"`, send + `"`, `"peer":1`, `"count":1`, `"elem_size":4`, `"ret":0`} {
 				if !strings.Contains(l, w) {
 					t.Errorf("first MPI_Send event lacks %s: %s", w, l)
 				}
@@ -770,4 +770,114 @@ func checkLoopsTrace(t *testing.T, s shown, iters int) {
 			t.Errorf("rank %s: %q, want %q\n%s", r, s.structure[r], want, s.text)
 		}
 	}
+}
+
+// TestTraceLoopsInPhase: ftloop.c and mgloop.c have NPB FT's and MG's
+// shape, a call through the loop's own call sites just before the loop.
+// trace show must start each loop where the source loop starts, with the
+// warm-up call before it (FT: Alltoall (Alltoall+Reduce)[6], MG: the
+// exchange, then (exchange+Allreduce)[20]), and the printed structure must
+// expand to the calls recorded, in order.
+func TestTraceLoopsInPhase(t *testing.T) {
+	impl := mpitest.OpenMPI()
+	mpitest.RequireE2E(t, impl)
+	bin := mpitest.BuildMpiprobe(t)
+	for _, tc := range []struct {
+		prog string
+		// calls in source order, and the site number each gets in the trace
+		calls []string
+		num   []int
+		want  string
+	}{
+		{"ftloop", []string{"Alltoall", "Reduce", "Init", "Comm_size", "Bcast", "Barrier", "Finalize"}, []int{3, 4, 0, 1, 2, 5, 6},
+			"Init0 Comm_size1 Bcast2 Alltoall3 (Alltoall3+Reduce4)[6] Barrier5 Finalize6"},
+		{"mgloop", []string{"Irecv", "Irecv", "Send", "Send", "Waitall", "Init", "Comm_rank", "Comm_size", "Allreduce", "Allreduce", "Finalize"},
+			[]int{3, 4, 5, 6, 7, 0, 1, 2, 8, 9, 10},
+			"Init0 Comm_rank1 Comm_size2 Irecv3 Irecv4 Send5 Send6 Waitall7 (Irecv3+Irecv4+Send5+Send6+Waitall7+Allreduce8)[20] Allreduce9 Finalize10"},
+	} {
+		t.Run(tc.prog, func(t *testing.T) {
+			prog := mpitest.Build(t, impl, tc.prog)
+			s, file := traceAndShow(t, bin, nil, append([]string{"--"}, impl.Command(2, nil, prog)...)...)
+			lines := sourceLines(t, tc.prog+".c", tc.calls...)
+			calls, at := make([]string, len(tc.calls)), make([]string, len(tc.calls))
+			for i, n := range tc.num {
+				calls[n], at[n] = tc.calls[i], lines[i]
+			}
+			checkSites(t, s, calls, at)
+			recorded := recordedCalls(t, file, s)
+			for _, r := range []string{"0", "1"} {
+				if s.structure[r] != tc.want {
+					t.Errorf("rank %s: %q, want %q\n%s", r, s.structure[r], tc.want, s.text)
+				}
+				if got := expandStructure(t, s.structure[r]); !slices.Equal(got, recorded[r]) {
+					t.Errorf("rank %s: the structure expands to\n%v\nthe trace holds\n%v", r, got, recorded[r])
+				}
+			}
+		})
+	}
+}
+
+// recordedCalls reads a trace file and returns each MPI rank's calls in
+// order, named as trace show names them ("Allreduce4"), with the site
+// numbers of its call site table.
+func recordedCalls(t *testing.T, file string, s shown) map[string][]string {
+	t.Helper()
+	tr := readTrace(t, file)
+	num := map[string]int{} // "Alltoall ftloop.c:21" -> site number
+	for n, cs := range s.sites {
+		num[cs[0]+" "+cs[1]] = n
+	}
+	evs := slices.Clone(tr.Events)
+	slices.SortStableFunc(evs, func(x, y tracefile.Event) int { return int(x.Enter - y.Enter) })
+	out := map[string][]string{}
+	for _, e := range evs {
+		site := tr.Sites[e.Site]
+		call := strings.TrimPrefix(tr.Calls[e.Call], "MPI_")
+		n, ok := num[fmt.Sprintf("%s %s:%d", call, filepath.Base(site.File), site.Line)]
+		if !ok {
+			t.Fatalf("call %s at %s:%d is not in the call site table", call, site.File, site.Line)
+		}
+		r := tr.Ranks[e.Rank].Rank
+		out[r] = append(out[r], call+strconv.Itoa(n))
+	}
+	return out
+}
+
+// expandStructure unrolls a low-detail structure ("A0 (B1+C2)[3] D3") into
+// its calls.
+func expandStructure(t *testing.T, text string) []string {
+	t.Helper()
+	var parse func(s string, sep byte) ([]string, string)
+	parse = func(s string, sep byte) ([]string, string) {
+		var out []string
+		for len(s) > 0 && s[0] != ')' {
+			if s[0] == '(' {
+				body, rest := parse(s[1:], '+')
+				n, after, ok := strings.Cut(strings.TrimPrefix(rest, ")["), "]")
+				k, err := strconv.Atoi(n)
+				if !strings.HasPrefix(rest, ")[") || !ok || err != nil {
+					t.Fatalf("bad loop at %q in %q", rest, text)
+				}
+				for range k {
+					out = append(out, body...)
+				}
+				s = after
+			} else {
+				end := strings.IndexAny(s, " +)")
+				if end < 0 {
+					end = len(s)
+				}
+				out, s = append(out, s[:end]), s[end:]
+			}
+			if len(s) > 0 && s[0] == sep {
+				s = s[1:]
+			}
+		}
+		return out, s
+	}
+	out, rest := parse(text, ' ')
+	if rest != "" {
+		t.Fatalf("bad structure %q at %q", text, rest)
+	}
+	return out
 }

@@ -194,7 +194,7 @@ type jsonResult struct {
 }
 
 type jsonRank struct {
-	Rank         int          `json:"rank"`
+	Rank         *int         `json:"rank"` // null when unknown (docs/json.md)
 	PID          int          `json:"pid"`
 	Host         string       `json:"host"`
 	Job          string       `json:"job,omitempty"`
@@ -291,6 +291,14 @@ func waitsTag(ws []hang.Wait) (int, bool) {
 	return ws[0].Tag, true
 }
 
+// knownRank is rank, or nil when it is unknown (negative).
+func knownRank(rank int) *int {
+	if rank < 0 {
+		return nil
+	}
+	return &rank
+}
+
 // orEmpty makes a nil slice an empty JSON array.
 func orEmpty[T any](s []T) []T {
 	if s == nil {
@@ -312,7 +320,7 @@ func WriteJSON(w io.Writer, r Result) error {
 		Ranks: []jsonRank{}, Mismatches: []jsonMismatch{}, Absent: []jsonAbsence{}, Divergent: []jsonDiv{},
 	}
 	for _, rk := range r.Ranks {
-		jr := jsonRank{Rank: rk.Rank, PID: rk.PID, Host: rk.Host, Job: rk.Job, Ended: rk.Ended, Unreadable: rk.Unreadable,
+		jr := jsonRank{Rank: knownRank(rk.Rank), PID: rk.PID, Host: rk.Host, Job: rk.Job, Ended: rk.Ended, Unreadable: rk.Unreadable,
 			Threads: jsonThreads(rk.Threads), Counts: rk.Counts, Library: rk.Library, Note: rk.Note}
 		var best *Thread
 		for i := range rk.Threads {

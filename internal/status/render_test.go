@@ -64,6 +64,7 @@ func TestWriteJSON(t *testing.T) {
 				{TID: 101, Call: "MPI_Recv", Comm: world, Moving: true},
 			}},
 			{Rank: 1, PID: 101, Host: "node1", Unreadable: "its stack could not be unwound"},
+			{Rank: -1, PID: 102, Host: "node1"}, // no launcher environment: rank unknown
 		},
 		Report: hang.Report{Verdict: "v", Suspects: []int{1}, Lead: []int{0},
 			Absent: []hang.Absence{{Rank: 1, Call: "MPI_Reduce", Comm: *world, Waiting: []int{0}, State: "unknown"}}},
@@ -81,7 +82,8 @@ func TestWriteJSON(t *testing.T) {
 		`"suspects": [
     1
   ],`, `"mismatches": [],`, `"cycles": [],`, `"divergent": []`,
-		`"state": "unknown"`,
+		`"state": "unknown"`, `"rank": null,
+      "pid": 102,`,
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("JSON lacks %s:\n%s", want, out)

@@ -24,10 +24,14 @@ func Write(w io.Writer, t *tracefile.Trace) error {
 // neither the trace nor the JSON need be in memory whole (see
 // tracefile.ReadFunc).
 //
-// A rank is the process pid = its MPI rank number, named "rank N (pid P,
-// host H)"; a rank whose number is unknown, or repeats that of a rank seen
-// before (two jobs in one trace), gets pid 1000000 + its index in the
-// trace. A thread is the track tid = its thread id. Every call is an "X"
+// A rank is the process pid = its MPI rank number + 1 (pid 0 is the
+// kernel's to Perfetto, which sets it apart), named "rank N (pid P, host
+// H)" with N the rank and P its real pid, and sorted by rank; a rank whose
+// number is unknown, or repeats that of a rank seen before (two jobs in one
+// trace), gets pid 1000001 + its index in the trace. A thread is the track
+// tid = its thread id. Every event has a "cat": "__metadata" for the
+// metadata ("M") events, which carry ts 0 as Chrome's and Perfetto's own
+// exports do, and "mpi" for the calls. Every call is an "X"
 // event: name the MPI call, ts and dur in microseconds (to the nanosecond)
 // since the start of the trace, and args holding the call site ("site" as
 // file:line when known, "function" and "object") and the recorded arguments
@@ -112,14 +116,14 @@ func (x *Writer) pid(t *tracefile.Trace, i int) int {
 		return x.pids[i]
 	}
 	r := t.Ranks[i]
-	pid := 1_000_000 + i
-	if n, err := strconv.Atoi(r.Rank); err == nil && n >= 0 && n < 1_000_000 && !x.used[n] {
-		pid = n
+	pid := 1_000_001 + i
+	if n, err := strconv.Atoi(r.Rank); err == nil && n >= 0 && n < 1_000_000 && !x.used[n+1] {
+		pid = n + 1
 	}
 	x.used[pid] = true
 	x.pids[i] = pid
 	x.e.meta("process_name", pid, nil, map[string]any{"name": fmt.Sprintf("rank %s (pid %d, host %s)", r.Rank, r.PID, r.Host)})
-	x.e.meta("process_sort_index", pid, nil, map[string]any{"sort_index": pid})
+	x.e.meta("process_sort_index", pid, nil, map[string]any{"sort_index": pid - 1})
 	return pid
 }
 
@@ -233,7 +237,7 @@ func (e *encoder) json(v any) { e.write(e.marshal(v)) }
 
 // meta writes a metadata ("M") event.
 func (e *encoder) meta(name string, pid int, tid *int32, args map[string]any) {
-	ev := map[string]any{"ph": "M", "name": name, "pid": pid, "args": args}
+	ev := map[string]any{"ph": "M", "cat": "__metadata", "name": name, "pid": pid, "ts": 0, "args": args}
 	if tid != nil {
 		ev["tid"] = *tid
 	} else {

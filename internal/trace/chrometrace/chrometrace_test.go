@@ -66,14 +66,17 @@ func TestWrite(t *testing.T) {
 	}
 	all := strings.Join(got, "\n")
 	for _, w := range []string{
-		`{"args":{"name":"rank 1 (pid 100, host n1)"},"name":"process_name","ph":"M","pid":1,"tid":0}`,
-		`{"args":{"name":"rank ? (pid 102, host n2)"},"name":"process_name","ph":"M","pid":1000002,"tid":0}`,
-		`{"args":{"count":4,"elem_size":8,"function":"main+0x34","object":"/bin/app","peer":1,"ret":0,"site":"/src/app.c:12"},"cat":"mpi","dur":1.250,"name":"MPI_Send","ph":"X","pid":1,"tid":100,"ts":1.500}`,
-		`{"args":{"object":"/bin/app","ret":0,"root":0,"site":"app+0x2000"},"cat":"mpi","dur":0,"name":"MPI_Bcast","ph":"X","pid":1,"tid":100,"ts":3}`,
-		`"dur":0,"name":"MPI_Send","ph":"X","pid":1000002,"tid":102,"ts":0.010}`,
+		`{"args":{"name":"rank 1 (pid 100, host n1)"},"cat":"__metadata","name":"process_name","ph":"M","pid":2,"tid":0,"ts":0}`,
+		`{"args":{"sort_index":1},"cat":"__metadata","name":"process_sort_index","ph":"M","pid":2,"tid":0,"ts":0}`,
+		`{"args":{"name":"rank 0 (pid 101, host n1)"},"cat":"__metadata","name":"process_name","ph":"M","pid":1,"tid":0,"ts":0}`,
+		`{"args":{"sort_index":0},"cat":"__metadata","name":"process_sort_index","ph":"M","pid":1,"tid":0,"ts":0}`,
+		`{"args":{"name":"rank ? (pid 102, host n2)"},"cat":"__metadata","name":"process_name","ph":"M","pid":1000003,"tid":0,"ts":0}`,
+		`{"args":{"count":4,"elem_size":8,"function":"main+0x34","object":"/bin/app","peer":1,"ret":0,"site":"/src/app.c:12"},"cat":"mpi","dur":1.250,"name":"MPI_Send","ph":"X","pid":2,"tid":100,"ts":1.500}`,
+		`{"args":{"object":"/bin/app","ret":0,"root":0,"site":"app+0x2000"},"cat":"mpi","dur":0,"name":"MPI_Bcast","ph":"X","pid":2,"tid":100,"ts":3}`,
+		`"dur":0,"name":"MPI_Send","ph":"X","pid":1000003,"tid":102,"ts":0.010}`,
 		`"ts":9223372036854775.802}`,
-		`{"args":{"name":"thread 103"},"name":"thread_name","ph":"M","pid":1000002,"tid":103}`,
-		`{"args":{"labels":"job j, app, exit 0, 2 calls lost"},"name":"process_labels","ph":"M","pid":1,"tid":0}`,
+		`{"args":{"name":"thread 103"},"cat":"__metadata","name":"thread_name","ph":"M","pid":1000003,"tid":103,"ts":0}`,
+		`{"args":{"labels":"job j, app, exit 0, 2 calls lost"},"cat":"__metadata","name":"process_labels","ph":"M","pid":2,"tid":0,"ts":0}`,
 	} {
 		if !strings.Contains(all, w) {
 			t.Errorf("no %s in\n%s", w, all)

@@ -9,7 +9,9 @@
 //
 //	Init0 Bcast1 Barrier2 (Allreduce3)[4] Finalize4
 //
-// and [GroupRanks] summarises which ranks share a structure.
+// [Rephase] turns each loop so that its iterations start where the
+// program's loop starts, and [GroupRanks] summarises which ranks share a
+// structure.
 //
 // # Algorithm
 //
@@ -29,4 +31,18 @@
 // taken from a lazily updated heap, so the whole rewriting costs
 // O(n log n) time and O(n) memory for any input, with no work budget; the
 // result is exactly the one defined above.
+//
+// # Phase
+//
+// The rewriting takes the first repetition it meets, so a loop whose
+// program makes one of the loop's calls just before it (through the same
+// call site: a helper function called before the loop and in it) comes
+// out turned: A A B A B A B is (A)[2] (B+A)[2] B. Rephase then widens each
+// loop over the neighbours that continue its period (peeling iterations
+// off a neighbouring loop when needed) and takes the rotation of the body
+// that makes the most whole iterations, A (A+B)[3]; where rotations tie it
+// asks a [Place] for the call sites' functions and addresses and starts
+// the loop at the lowest address of the function that holds most of the
+// body. Rephase keeps the expansion, and costs time linear in the size of
+// the tree plus the neighbours it compares.
 package loops

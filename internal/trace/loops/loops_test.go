@@ -146,6 +146,9 @@ func checkCompress(t testing.TB, seq []int, weight []float64) []*Node {
 			t.Fatalf("seq %v:\n got %s\nwant %s", seq, got, want)
 		}
 	}
+	// Rephasing a copy must keep all of the above but the exact structure.
+	checkRephase(t, seq, weight, nil)
+	checkRephase(t, seq, weight, func(s int) (int, uint64) { return s % 3, uint64(s) })
 	return nodes
 }
 

@@ -119,6 +119,7 @@ func Analyze(t *tracefile.Trace) *Analysis {
 		a.syms = append(a.syms, s)
 		return len(a.syms) - 1
 	}
+	place := a.placer()
 	for _, k := range keys {
 		evs := byThread[k]
 		slices.SortStableFunc(evs, func(x, y tracefile.Event) int { return cmp.Compare(x.Enter, y.Enter) })
@@ -145,10 +146,37 @@ func Analyze(t *tracefile.Trace) *Analysis {
 			w = append(w, float64(d)/1e3)
 			st.MPI += time.Duration(d)
 		}
-		st.Nodes = loops.Compress(seq, w)
+		st.Nodes = loops.Rephase(loops.Compress(seq, w), w, place)
 		a.Streams = append(a.Streams, st)
 	}
 	return a
+}
+
+// placer returns where each symbol's call site is: its function (the ELF
+// object where the site has no symbol) and its address there, a compute
+// burst just before the call it precedes. loops.Rephase starts a loop
+// whose rotation the calls around it leave open at the first call site
+// of the function that holds most of the loop, as the source loop does.
+func (a *Analysis) placer() loops.Place {
+	fns := map[[2]string]int{}
+	fnOf := make([]int, len(a.Trace.Sites))
+	for i, s := range a.Trace.Sites {
+		k := [2]string{s.Object, s.Function}
+		id, ok := fns[k]
+		if !ok {
+			id = len(fns)
+			fns[k] = id
+		}
+		fnOf[i] = id
+	}
+	return func(sym int) (int, uint64) {
+		s := a.syms[sym]
+		at := a.Trace.Sites[s.site].Offset * 2
+		if !s.cpu {
+			at++
+		}
+		return fnOf[s.site], at
+	}
 }
 
 // rankOrder returns each rank index's position when ranks are sorted by

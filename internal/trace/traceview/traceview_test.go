@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mpiprobe/mpiprobe/internal/trace/loops"
 	"github.com/mpiprobe/mpiprobe/internal/trace/tracefile"
 )
 
@@ -381,5 +382,72 @@ func TestShowJSONCountsEveryRank(t *testing.T) {
 		if d.Rank == nil || *d.Rank != i || len(d.Threads) != threads {
 			t.Errorf("rank_detail[%d] = %+v, want rank %d with %d threads", i, d, i, threads)
 		}
+	}
+}
+
+// TestAnalyzeLoopsInPhase: loops start where the program's loops do, with
+// the calls before and after them that go through the same call sites
+// (NPB FT's transform before its loop, MG's set-up exchange) left outside,
+// at low and high detail, and the expansion is the recorded sequence.
+func TestAnalyzeLoopsInPhase(t *testing.T) {
+	type call struct{ name, site, fn string }
+	exchange := []call{{"MPI_Irecv", "irecv lo", "comm3"}, {"MPI_Irecv", "irecv hi", "comm3"},
+		{"MPI_Send", "send hi", "comm3"}, {"MPI_Send", "send lo", "comm3"}, {"MPI_Waitall", "wait", "comm3"}}
+	norm := call{"MPI_Allreduce", "norm", "main"}
+	for _, tc := range []struct {
+		name               string
+		before, body, post []call
+		iters              int
+		want, high         string
+	}{
+		{"FT", []call{{"MPI_Bcast", "setup", "main"}, {"MPI_Alltoall", "transpose", "transpose"}},
+			[]call{{"MPI_Alltoall", "transpose", "transpose"}, {"MPI_Reduce", "checksum", "checksum"}},
+			[]call{{"MPI_Barrier", "end", "main"}}, 6,
+			"Bcast0 Alltoall1 (Alltoall1+Reduce2)[6] Barrier3",
+			"(CPU1: 100 ns+Alltoall1: 10 ns+CPU2: 100 ns+Reduce2: 10 ns)[6]: 1.3 µs"},
+		{"MG", exchange, append(slices.Clone(exchange), norm), []call{{"MPI_Allreduce", "final norm", "main"}}, 20,
+			"Irecv0 Irecv1 Send2 Send3 Waitall4 (Irecv0+Irecv1+Send2+Send3+Waitall4+Allreduce5)[20] Allreduce6",
+			"+Allreduce5: 10 ns)[20]: 13.2 µs"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := newBuilder()
+			r := b.rank("0")
+			fnOf := map[string]string{}
+			add := func(cs []call) {
+				for _, c := range cs {
+					b.call(r, 1, c.name, c.site, 100, 10)
+					fnOf[c.site] = c.fn
+				}
+			}
+			add(tc.before)
+			for range tc.iters {
+				add(tc.body)
+			}
+			add(tc.post)
+			for site, i := range b.sites {
+				b.t.Sites[i].Function = fnOf[site]
+			}
+			a := Analyze(&b.t)
+			if got := a.Structure(a.Streams[0], Low); got != tc.want {
+				t.Errorf("got  %s\nwant %s", got, tc.want)
+			}
+			if high := a.Structure(a.Streams[0], High); !strings.Contains(high, tc.high) {
+				t.Errorf("high detail lacks %q: %s", tc.high, high)
+			}
+			var calls []string
+			for _, sym := range loops.Expand(a.Streams[0].Nodes) {
+				if !a.IsCompute(sym) {
+					calls = append(calls, a.Name(sym))
+				}
+			}
+			if len(calls) != len(b.t.Events) {
+				t.Errorf("expansion has %d calls, the trace %d", len(calls), len(b.t.Events))
+			}
+			for i, e := range b.t.Events {
+				if want := shortCall(b.t.Calls[e.Call]) + strconv.Itoa(a.SiteNum[e.Site]); i < len(calls) && calls[i] != want {
+					t.Fatalf("call %d expands as %s, recorded %s", i, calls[i], want)
+				}
+			}
+		})
 	}
 }

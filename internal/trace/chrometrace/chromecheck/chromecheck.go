@@ -23,6 +23,7 @@ type Stats struct {
 type event struct {
 	Ph   *string          `json:"ph"`
 	Name *string          `json:"name"`
+	Cat  *json.RawMessage `json:"cat"`
 	Ts   *json.RawMessage `json:"ts"`
 	Dur  *json.RawMessage `json:"dur"`
 	Pid  *json.RawMessage `json:"pid"`
@@ -36,12 +37,16 @@ type span struct{ ts, end float64 }
 
 // Check reads a JSON object with a "traceEvents" array from r and checks
 // that: it is valid JSON; every event has a string ph of a phase it knows
-// (X, B, E, M); X events have a name, numeric ts, numeric non-negative dur
-// and integer pid and tid; B and E events pair up on their track; M events
-// are process_name, process_labels, process_sort_index, thread_name or
-// thread_sort_index with the args each needs (thread ones with a tid); on
-// every track the events are either in sequence or properly nested, never
-// overlapping part-way; and every process with events is named.
+// (X, B, E, M), a string cat (the format's category, which Chrome's and
+// Perfetto's own exports put on every event, "__metadata" on M events) and
+// an integer pid of 1 or more (Perfetto sets pid 0, the kernel's, apart),
+// and any ts is a number of 0 or more (Perfetto drops events before 0); X
+// events have a name, ts, numeric non-negative dur and integer tid; B and E
+// events pair up on their track; M events have an integer tid and are
+// process_name, process_labels, process_sort_index, thread_name or
+// thread_sort_index with the args each needs; on every track the events
+// are either in sequence or properly nested, never overlapping part-way;
+// and every process with events is named.
 func Check(r io.Reader) (Stats, error) {
 	st := Stats{Names: map[string]int{}}
 	dec := json.NewDecoder(r)
@@ -172,6 +177,19 @@ func check(ev *event, st *Stats, tracks map[track][]span, open map[track][]float
 	if err != nil {
 		return err
 	}
+	if pid < 1 {
+		return fmt.Errorf("pid %d: give processes pids from 1", pid)
+	}
+	if ev.Cat == nil || len(*ev.Cat) == 0 || (*ev.Cat)[0] != '"' {
+		return errors.New("no string cat")
+	}
+	if ev.Ts != nil {
+		if ts, err := number(ev.Ts, "ts"); err != nil {
+			return err
+		} else if ts < 0 {
+			return fmt.Errorf("negative ts %v", ts)
+		}
+	}
 	switch *ev.Ph {
 	case "X", "B", "E":
 		tid, err := integer(ev.Tid, "tid")
@@ -237,10 +255,8 @@ func check(ev *event, st *Stats, tracks map[track][]span, open map[track][]float
 		default:
 			return fmt.Errorf("unknown metadata event %q", *ev.Name)
 		}
-		if *ev.Name == "thread_name" || *ev.Name == "thread_sort_index" {
-			if _, err := integer(ev.Tid, "tid"); err != nil {
-				return fmt.Errorf("%s: %w", *ev.Name, err)
-			}
+		if _, err := integer(ev.Tid, "tid"); err != nil {
+			return fmt.Errorf("%s: %w", *ev.Name, err)
 		}
 		v, ok := args[key]
 		if _, s := v.(string); !ok || s != isString {
