@@ -84,6 +84,12 @@ func oneLine(err error) string {
 	return strings.ReplaceAll(strings.TrimSpace(err.Error()), "\n", "; ")
 }
 
+// outputMode is the mode of the files mpiprobe writes with -o (summaries,
+// traces, exports), less the umask: they hold command lines, paths and
+// call sites of the user's jobs, so only their owner reads them, as perf
+// does with perf.data.
+const outputMode = 0o600
+
 // usageError is a mistake on the command line: mpiprobe prints it with a
 // hint to the help and exits 2.
 type usageError struct{ err error }
