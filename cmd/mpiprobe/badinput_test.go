@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -17,6 +18,7 @@ import (
 	"github.com/mpiprobe/mpiprobe/agg"
 	"github.com/mpiprobe/mpiprobe/internal/collstate"
 	"github.com/mpiprobe/mpiprobe/internal/mpitest"
+	"github.com/spf13/cobra"
 )
 
 func TestParseArgsErrors(t *testing.T) {
@@ -187,6 +189,9 @@ func TestExecuteUsage(t *testing.T) {
 		{[]string{"-p"}, "flag needs an argument", "mpiprobe"},
 		{[]string{"-pabc"}, `"abc" is not a process id`, "mpiprobe"},
 		{[]string{"--interval", "0", "-p", "1"}, "--interval 0s", "mpiprobe"},
+		{[]string{"--events", "bogus", "-p", "1"}, "--events: unknown level bogus (known: default, retries, messages, all)", "mpiprobe"},
+		{[]string{"-v", "-q", "-p", "1"}, "-v and -q both given: give one of them", "mpiprobe"},
+		{[]string{"--duration", "-1s", "-p", "1"}, "--duration -1s: give a duration above 0", "mpiprobe"},
 		{[]string{"--collectives", "--comm-slots", "99999999999", "-p", "1"}, "--comm-slots 99999999999: give 1 to", "mpiprobe"},
 		{nil, "nothing to trace", "mpiprobe"},
 		{[]string{"status"}, "no target: give -p PID or --job JOBID (mpiprobe ps lists them)", "mpiprobe status"},
@@ -253,6 +258,42 @@ func TestHelp(t *testing.T) {
 			t.Errorf("%s --help shows a type instead of a placeholder:\n%s", c.Name(), stdout.String())
 		}
 	}
+}
+
+// docReference is a file, or a README section, that a help text points to.
+var docReference = regexp.MustCompile(`(?:docs|dist)/[\w.-]+|README\.md(?: \(([^)]+)\))?`)
+
+// TestHelpReferences: every file and README section a help text points
+// to exists, so that --help never sends a reader to nothing.
+func TestHelpReferences(t *testing.T) {
+	repo := mpitest.RepoRoot(t)
+	readme, err := os.ReadFile(filepath.Join(repo, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var check func(c *cobra.Command)
+	check = func(c *cobra.Command) {
+		var b bytes.Buffer
+		c.SetOut(&b)
+		_ = c.Help()
+		for _, m := range docReference.FindAllStringSubmatch(b.String(), -1) {
+			switch {
+			case m[1] != "":
+				if !regexp.MustCompile(`(?m)^#+ ` + regexp.QuoteMeta(m[1]) + `$`).Match(readme) {
+					t.Errorf("%s --help points to README.md section %q, which README.md lacks", c.CommandPath(), m[1])
+				}
+			case strings.HasPrefix(m[0], "README"):
+			default:
+				if _, err := os.Stat(filepath.Join(repo, strings.TrimRight(m[0], "."))); err != nil {
+					t.Errorf("%s --help points to %s: %v", c.CommandPath(), m[0], err)
+				}
+			}
+		}
+		for _, sub := range c.Commands() {
+			check(sub)
+		}
+	}
+	check(newRootCmd())
 }
 
 func TestVersion(t *testing.T) {
