@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path"
 	"path/filepath"
 	"slices"
@@ -196,16 +195,27 @@ func definedSymbols(file string) map[string]elf.Symbol {
 // ErrNoSystemLibrary is SystemTargets's error when it found no library.
 var ErrNoSystemLibrary = errors.New("no MPI library found on this system (ldconfig -p lists none): install Open MPI or MPICH, or name the library with --lib")
 
+// noCacheError is SystemTargets's error when ldconfig could not list the
+// dynamic linker's cache; it is an ErrNoSystemLibrary.
+type noCacheError struct{ ldconfig error }
+
+func (e noCacheError) Error() string {
+	return "no MPI library found: the dynamic linker's cache could not be read (" + e.ldconfig.Error() + "): install Open MPI or MPICH, or name the library with --lib"
+}
+
+func (e noCacheError) Is(target error) bool { return target == ErrNoSystemLibrary }
+
 // SystemTargets returns attach targets for a command mpiprobe starts itself:
 // the MPI libraries the dynamic linker knows (ldconfig -p), the extra files
 // given, and for Open MPI the components of want next to libmpi.
 func SystemTargets(want []probes.Library, extra []string) ([]probes.Target, error) {
 	var paths []string
-	if out, err := exec.Command("ldconfig", "-p").Output(); err == nil {
+	out, lerr := runLdconfig("-p")
+	if lerr == nil {
 		paths = ParseLdconfig(out)
 	}
 	paths = append(paths, extra...)
-	var out []probes.Target
+	var targets []probes.Target
 	seen := map[string]bool{}
 	for _, p := range paths {
 		lib, ok := Classify(p)
@@ -224,17 +234,20 @@ func SystemTargets(want []probes.Library, extra []string) ([]probes.Target, erro
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, t)
+		targets = append(targets, t)
 		if lib == probes.OMPILibMPI {
 			// Each Open MPI installation has its own components (the
 			// attacher attaches a file once).
-			out = append(out, componentTargets(want, real, map[probes.Library]bool{}, func(p string) string { return p })...)
+			targets = append(targets, componentTargets(want, real, map[probes.Library]bool{}, func(p string) string { return p })...)
 		}
 	}
-	if len(out) == 0 {
-		return nil, ErrNoSystemLibrary
+	switch {
+	case len(targets) > 0:
+		return targets, nil
+	case lerr != nil:
+		return nil, noCacheError{lerr}
 	}
-	return out, nil
+	return nil, ErrNoSystemLibrary
 }
 
 // Named returns the processes a command names: pids, then the ranks of
