@@ -389,16 +389,45 @@ func TestBadTargets(t *testing.T) {
 // it needs root or the BPF capabilities, in one line.
 func TestUnprivileged(t *testing.T) {
 	mpitest.RequireE2E(t)
+	bin := nobodysMpiprobe(t)
+	code, stderr := runBinary(t, bin, nobody, "--", "true")
+	if code == 0 || !strings.Contains(stderr, "run mpiprobe as root") || strings.Count(strings.TrimSpace(stderr), "\n") != 0 {
+		t.Errorf("exit %d, stderr %q: want one line saying to run as root", code, stderr)
+	}
+}
+
+// nobody is the unprivileged user of the tests.
+var nobody = &syscall.Credential{Uid: 65534, Gid: 65534}
+
+// nobodysMpiprobe builds mpiprobe where the nobody user can run it.
+func nobodysMpiprobe(t *testing.T) string {
+	t.Helper()
 	bin := mpitest.BuildMpiprobe(t)
-	// The nobody user must reach the binary.
 	for dir := filepath.Dir(bin); dir != os.TempDir() && dir != "/"; dir = filepath.Dir(dir) {
 		if err := os.Chmod(dir, 0o755); err != nil {
 			t.Fatal(err)
 		}
 	}
-	code, stderr := runBinary(t, bin, &syscall.Credential{Uid: 65534, Gid: 65534}, "--", "true")
-	if code == 0 || !strings.Contains(stderr, "run mpiprobe as root") || strings.Count(strings.TrimSpace(stderr), "\n") != 0 {
-		t.Errorf("exit %d, stderr %q: want one line saying to run as root", code, stderr)
+	return bin
+}
+
+// TestUnprivilegedJob: --job of root's running job, as another user, is
+// not "no rank runs on this node" (the user cannot read root's processes,
+// where the job id is): one line says so and to run as root, for the
+// counting mode and for status.
+func TestUnprivilegedJob(t *testing.T) {
+	impl := mpitest.OpenMPI()
+	mpitest.RequireE2E(t, impl)
+	bin := nobodysMpiprobe(t)
+	flood := mpitest.Build(t, impl, "flood")
+	job := mpitest.StartJob(t, impl.Command(2, nil, flood, "-n", "10", "-p", "60000"), flood, 2, "libmpi")
+	id := jobOf(t, job.Ranks[0])
+	for _, args := range [][]string{{"--job", id}, {"status", "--job", id}} {
+		code, stderr := runBinary(t, bin, nobody, args...)
+		if code == 0 || !strings.Contains(stderr, "other users") || !strings.Contains(stderr, "run mpiprobe as root") ||
+			strings.Contains(stderr, "runs on this node") || strings.Count(strings.TrimSpace(stderr), "\n") != 0 {
+			t.Errorf("mpiprobe %s as nobody: exit %d, stderr %q: want one line saying other users' processes need root", strings.Join(args, " "), code, stderr)
+		}
 	}
 }
 

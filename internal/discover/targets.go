@@ -79,19 +79,40 @@ func jobPIDs(pfs procfs.FS, r identity.Reader, job, host string) ([]int, error) 
 		return nil, fmt.Errorf("list processes: %w", err)
 	}
 	var out []int
+	cr := &deniedCounter{Reader: r}
 	for _, pid := range all {
 		if pid == os.Getpid() {
 			continue
 		}
-		id := identity.Resolve(pid, r, host)
+		id := identity.Resolve(pid, cr, host)
 		if id.Job == job && id.Rank != identity.Unknown {
 			out = append(out, pid)
 		}
 	}
-	if len(out) == 0 {
-		return nil, fmt.Errorf("no rank of job %q runs on this node: check the id (mpiprobe ps lists the jobs of this node)", job)
+	switch {
+	case len(out) > 0:
+		return out, nil
+	case cr.denied > 0:
+		// A rank's job is in its environment, which only its user and
+		// root may read: another user's job is invisible, not absent.
+		return nil, fmt.Errorf("no rank of job %q among the processes this user can read (the environment of %d processes of other users, where the job id is, needs root): run mpiprobe as root (sudo)", job, cr.denied)
 	}
-	return out, nil
+	return nil, fmt.Errorf("no rank of job %q runs on this node: check the id (mpiprobe ps lists the jobs of this node)", job)
+}
+
+// deniedCounter is an identity.Reader that counts the processes whose
+// environment it was not allowed to read.
+type deniedCounter struct {
+	identity.Reader
+	denied int
+}
+
+func (d *deniedCounter) Environ(pid int) (map[string]string, error) {
+	env, err := d.Reader.Environ(pid)
+	if errors.Is(err, fs.ErrPermission) {
+		d.denied++
+	}
+	return env, err
 }
 
 // ProcessTargets returns the attach targets of one process: the MPI
