@@ -389,7 +389,8 @@ func TestBadTargets(t *testing.T) {
 // it needs root or the BPF capabilities, in one line.
 func TestUnprivileged(t *testing.T) {
 	mpitest.RequireE2E(t)
-	bin := nobodysMpiprobe(t)
+	bin := mpitest.BuildMpiprobe(t)
+	nobodyCanRun(t, bin)
 	code, stderr := runBinary(t, bin, nobody, "--", "true")
 	if code == 0 || !strings.Contains(stderr, "run mpiprobe as root") || strings.Count(strings.TrimSpace(stderr), "\n") != 0 {
 		t.Errorf("exit %d, stderr %q: want one line saying to run as root", code, stderr)
@@ -399,16 +400,14 @@ func TestUnprivileged(t *testing.T) {
 // nobody is the unprivileged user of the tests.
 var nobody = &syscall.Credential{Uid: 65534, Gid: 65534}
 
-// nobodysMpiprobe builds mpiprobe where the nobody user can run it.
-func nobodysMpiprobe(t *testing.T) string {
+// nobodyCanRun lets the nobody user reach the binary bin.
+func nobodyCanRun(t *testing.T, bin string) {
 	t.Helper()
-	bin := mpitest.BuildMpiprobe(t)
 	for dir := filepath.Dir(bin); dir != os.TempDir() && dir != "/"; dir = filepath.Dir(dir) {
 		if err := os.Chmod(dir, 0o755); err != nil {
 			t.Fatal(err)
 		}
 	}
-	return bin
 }
 
 // TestUnprivilegedJob: --job of root's running job, as another user, is
@@ -416,11 +415,8 @@ func nobodysMpiprobe(t *testing.T) string {
 // where the job id is): one line says so and to run as root, for the
 // counting mode and for status.
 func TestUnprivilegedJob(t *testing.T) {
-	impl := mpitest.OpenMPI()
-	mpitest.RequireE2E(t, impl)
-	bin := nobodysMpiprobe(t)
-	flood := mpitest.Build(t, impl, "flood")
-	job := mpitest.StartJob(t, impl.Command(2, nil, flood, "-n", "10", "-p", "60000"), flood, 2, "libmpi")
+	bin, job := pausedFlood(t)
+	nobodyCanRun(t, bin)
 	id := jobOf(t, job.Ranks[0])
 	for _, args := range [][]string{{"--job", id}, {"status", "--job", id}} {
 		code, stderr := runBinary(t, bin, nobody, args...)

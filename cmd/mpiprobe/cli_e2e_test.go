@@ -194,14 +194,21 @@ func TestQuietAndVerbose(t *testing.T) {
 	}
 }
 
+// pausedFlood builds mpiprobe and starts a 2-rank Open MPI flood whose
+// ranks pause 60 s after MPI_Init.
+func pausedFlood(t *testing.T) (bin string, job *mpitest.Job) {
+	t.Helper()
+	impl := mpitest.OpenMPI()
+	mpitest.RequireE2E(t, impl)
+	bin = mpitest.BuildMpiprobe(t)
+	flood := mpitest.Build(t, impl, "flood")
+	return bin, mpitest.StartJob(t, impl.Command(2, nil, flood, "-n", "10", "-p", "60000"), flood, 2, "libmpi")
+}
+
 // TestDuration: --duration stops a -p session after that time, with the
 // summary of ranks that still run; the ranks are left running.
 func TestDuration(t *testing.T) {
-	impl := mpitest.OpenMPI()
-	mpitest.RequireE2E(t, impl)
-	bin := mpitest.BuildMpiprobe(t)
-	flood := mpitest.Build(t, impl, "flood")
-	job := mpitest.StartJob(t, impl.Command(2, nil, flood, "-n", "10", "-p", "60000"), flood, 2, "libmpi")
+	bin, job := pausedFlood(t)
 	start := time.Now()
 	res := runMpiprobe(t, bin, "--duration", "2s", "-p", strconv.Itoa(job.Ranks[0]), "-p", strconv.Itoa(job.Ranks[1]))
 	took := time.Since(start)

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+	"golang.org/x/sys/unix"
 
 	"github.com/mpiprobe/mpiprobe/internal/collstate"
 	configfile "github.com/mpiprobe/mpiprobe/internal/config"
@@ -105,6 +106,25 @@ func checkDuration(d time.Duration) error {
 
 // durationHelp documents --duration of the commands that trace.
 const durationHelp = "stop after `DURATION` (e.g. 30s, 5m) and write the result; with -- COMMAND the command is sent SIGTERM then (default: when the targets end, or on Ctrl-C)"
+
+// tableWidth is how wide a table written to w may be: the width of the
+// terminal w is, so that its lines do not wrap there; 0 (as wide as the
+// cells) with --wide, or when w is no terminal (a pipe, a file: a
+// program reading it wants whole cells).
+func tableWidth(w io.Writer, wide bool) int {
+	f, ok := w.(*os.File)
+	if wide || !ok {
+		return 0
+	}
+	ws, err := unix.IoctlGetWinsize(int(f.Fd()), unix.TIOCGWINSZ)
+	if err != nil || ws.Col == 0 {
+		return 0
+	}
+	return int(ws.Col)
+}
+
+// wideHelp documents --wide of the commands that print wide tables.
+const wideHelp = "print the table as wide as its cells (default on a terminal: wrap cells to fit its width)"
 
 // debugDirHelp documents --debug-dir for every subcommand that attaches probes.
 const debugDirHelp = "also look for a library's separate debug file (`DIR`/.build-id/ab/cdef….debug) here, to read a struct layout of a build mpiprobe does not know (repeatable)"
