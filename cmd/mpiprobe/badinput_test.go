@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"debug/elf"
 	"errors"
 	"os"
 	"os/exec"
@@ -439,5 +440,67 @@ func TestNoProbeForThisMPI(t *testing.T) {
 	code, stderr := runBinary(t, bin, nil, "--events", "retries", "-p", strconv.Itoa(job.Ranks[0]))
 	if code == 0 || !strings.Contains(stderr, "no catalog event could be attached") {
 		t.Errorf("exit %d, stderr:\n%s\nwant non-zero and \"no catalog event could be attached\"", code, stderr)
+	}
+}
+
+// buildStaticFlood builds testdata/flood.c with MPICH's static library
+// (libmpich.a, from libmpich-dev) linked in, and the libraries libmpich
+// needs shared: a rank that maps no MPI library.
+func buildStaticFlood(t *testing.T, impl mpitest.Impl) string {
+	t.Helper()
+	const archive, shared = "/usr/lib/x86_64-linux-gnu/libmpich.a", "/usr/lib/x86_64-linux-gnu/libmpich.so.12"
+	if _, err := os.Stat(archive); err != nil {
+		mpitest.Require(t, "MPICH's static library (libmpich-dev): "+err.Error())
+	}
+	f, err := elf.Open(shared)
+	if err != nil {
+		mpitest.Require(t, "Debian's libmpich.so.12: "+err.Error())
+	}
+	needed, err := f.ImportedLibraries()
+	f.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	show, err := exec.Command(impl.CC, "-show").Output()
+	if err != nil {
+		t.Fatalf("%s -show: %v", impl.CC, err)
+	}
+	// The wrapper's command line, its -lmpich replaced by the archive.
+	args := []string{"-O2", "-g", "-o", filepath.Join(t.TempDir(), "flood-static"), filepath.Join(mpitest.RepoRoot(t), "testdata", "flood.c")}
+	words := strings.Fields(string(show))
+	for _, w := range words[1:] {
+		if w != "-lmpich" {
+			args = append(args, w)
+		}
+	}
+	args = append(args, archive, "-lm", "-lpthread")
+	for _, lib := range needed {
+		if !strings.HasPrefix(lib, "libc.") && !strings.HasPrefix(lib, "ld-linux") {
+			args = append(args, "-l:"+lib)
+		}
+	}
+	if b, err := exec.Command(words[0], args...).CombinedOutput(); err != nil {
+		t.Fatalf("%s %s: %v\n%s", words[0], strings.Join(args, " "), err, b)
+	}
+	return args[3]
+}
+
+// TestStaticMPIExecutable: a rank whose program has MPICH linked in
+// statically maps no MPI library; mpiprobe, status and probes say so in
+// one line, naming the program and the fix, instead of asking for the pid
+// of a rank that called MPI_Init (it did).
+func TestStaticMPIExecutable(t *testing.T) {
+	impl := mpitest.MPICH()
+	mpitest.RequireE2E(t, impl)
+	bin := mpitest.BuildMpiprobe(t)
+	prog := buildStaticFlood(t, impl)
+	job := mpitest.StartJob(t, impl.Command(2, nil, prog, "-n", "10", "-p", "60000"), prog, 2, "libucp") // mapped at start: its DT_NEEDED
+	pid := strconv.Itoa(job.Ranks[0])
+	for _, args := range [][]string{{"-p", pid}, {"status", "-p", pid}, {"probes", "-p", pid}} {
+		code, stderr := runBinary(t, bin, nil, args...)
+		if code != 1 || !strings.Contains(stderr, "has MPI linked into its program "+prog) || !strings.Contains(stderr, "link the program with the shared MPI library") ||
+			strings.Count(strings.TrimSpace(stderr), "\n") != 0 {
+			t.Errorf("mpiprobe %s on a static MPI rank: exit %d, stderr %q: want one line saying MPI is linked in statically", strings.Join(args, " "), code, stderr)
+		}
 	}
 }

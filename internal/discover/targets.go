@@ -62,9 +62,34 @@ func checkTarget(pfs procfs.FS, pid int) (Proc, error) {
 				return Proc{}, err
 			}
 		}
+		if linksMPI(pfs.ExeFile(pid)) {
+			exe, _ := pfs.Exe(pid)
+			return Proc{}, fmt.Errorf("pid %d (%s) has MPI linked into its program %s (a static MPI library: MPI_Init is in the executable, no libmpi.so or libmpich.so is mapped): mpiprobe probes the shared libraries only; link the program with the shared MPI library (mpicc without -static or libmpich.a)",
+				pid, text.Line(st.Comm), text.Quote(exe))
+		}
 		return Proc{}, fmt.Errorf("pid %d (%s) maps no MPI library (Open MPI libmpi.so.40, MPICH libmpich.so.12): give the pid of an MPI rank that has called MPI_Init", pid, text.Line(st.Comm))
 	}
 	return p, nil
+}
+
+// linksMPI reports whether the executable file defines MPI_Init, in its
+// symbol table or its dynamic one: MPI linked in statically. A stripped
+// executable says nothing.
+func linksMPI(file string) bool {
+	f, err := elf.Open(file)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	for _, read := range []func() ([]elf.Symbol, error){f.Symbols, f.DynamicSymbols} {
+		syms, _ := read()
+		for _, s := range syms {
+			if (s.Name == "MPI_Init" || s.Name == "PMPI_Init") && s.Section != elf.SHN_UNDEF && s.Value != 0 {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // JobPIDs returns the processes on this node whose identity names the job.
