@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
@@ -303,6 +304,33 @@ func TestVersion(t *testing.T) {
 		code := execute(context.Background(), args, &stdout, &stderr)
 		if code != 0 || stderr.Len() != 0 || stdout.String() != "mpiprobe "+version()+"\n" {
 			t.Errorf("%q: exit %d, stdout %q, stderr %q", args, code, stdout.String(), stderr.String())
+		}
+	}
+}
+
+// TestVersionOf: a release names its version (go build in a clone makes
+// one of the commit, v0.0.0-DATE-COMMIT), a build with the commit only in
+// its settings the commit (and -dirty), one that recorded none (a git
+// worktree, -buildvcs=false) says so and why.
+func TestVersionOf(t *testing.T) {
+	vcs := func(kv ...string) *debug.BuildInfo {
+		bi := &debug.BuildInfo{Main: debug.Module{Version: "(devel)"}}
+		for i := 0; i < len(kv); i += 2 {
+			bi.Settings = append(bi.Settings, debug.BuildSetting{Key: kv[i], Value: kv[i+1]})
+		}
+		return bi
+	}
+	for _, tc := range []struct {
+		bi   *debug.BuildInfo
+		want string
+	}{
+		{&debug.BuildInfo{Main: debug.Module{Version: "v1.2.0"}}, "v1.2.0"},
+		{vcs("vcs.revision", "a30868b0123456789abcdef", "vcs.modified", "false"), "(devel) commit a30868b01234"},
+		{vcs("vcs.revision", "a30868b0123456789abcdef", "vcs.modified", "true"), "(devel) commit a30868b01234-dirty"},
+		{vcs(), "(devel), commit not recorded (built with -buildvcs=false, or in a git worktree"},
+	} {
+		if got := versionOf(tc.bi, true); !strings.HasPrefix(got, tc.want) {
+			t.Errorf("versionOf(%v) = %q, want %q", tc.bi.Settings, got, tc.want)
 		}
 	}
 }

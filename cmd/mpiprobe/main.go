@@ -122,11 +122,18 @@ func noArgs(what string) cobra.PositionalArgs {
 }
 
 // version names this build: the module version of a release, else the
-// VCS revision of the checkout it was built from.
+// VCS revision of the checkout it was built from (versionOf).
 func version() string {
 	bi, ok := debug.ReadBuildInfo()
+	return versionOf(bi, ok)
+}
+
+// versionOf names the build bi: its module version ("v1.2.0"), else
+// "(devel) " and the commit it was built from, with "-dirty" when the
+// checkout had changes; a build that recorded no commit says so and why.
+func versionOf(bi *debug.BuildInfo, ok bool) string {
 	if !ok {
-		return "unknown"
+		return "unknown (built without module information)"
 	}
 	v := bi.Main.Version
 	if v != "" && v != "(devel)" {
@@ -144,9 +151,9 @@ func version() string {
 		}
 	}
 	if rev == "" {
-		return "(devel)"
+		return "(devel), commit not recorded (built with -buildvcs=false, or in a git worktree or a tree without .git: go build in a git clone records it)"
 	}
-	return "(devel) " + rev[:min(12, len(rev))] + dirty
+	return "(devel) commit " + rev[:min(12, len(rev))] + dirty
 }
 
 // newVersionCmd builds `mpiprobe version`.
