@@ -45,7 +45,9 @@ func newAgentCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "agent [flags]",
 		Short: "node-wide agent: every MPI job on this node",
-		Long:  "Watches every MPI process on this node; see README.md (Node-wide agent).",
+		Long: "Watches every MPI process on this node: attaches once to every MPI library, keeps a summary per job\n" +
+			"in the state dir (mpiprobe jobs, mpiprobe report JOBID), logs to the journal and serves metrics.\n" +
+			"Run it under systemd (dist/mpiprobe.service, installed by make install); see docs/agent.md.",
 		Args:  noArgs("the agent finds MPI processes itself"),
 		RunE: func(c *cobra.Command, _ []string) error {
 			ctx, stop := signalContext(c.Context())

@@ -3,10 +3,13 @@ package main
 import (
 	"bytes"
 	"context"
+	"debug/elf"
 	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
@@ -17,6 +20,7 @@ import (
 	"github.com/mpiprobe/mpiprobe/agg"
 	"github.com/mpiprobe/mpiprobe/internal/collstate"
 	"github.com/mpiprobe/mpiprobe/internal/mpitest"
+	"github.com/spf13/cobra"
 )
 
 func TestParseArgsErrors(t *testing.T) {
@@ -187,6 +191,9 @@ func TestExecuteUsage(t *testing.T) {
 		{[]string{"-p"}, "flag needs an argument", "mpiprobe"},
 		{[]string{"-pabc"}, `"abc" is not a process id`, "mpiprobe"},
 		{[]string{"--interval", "0", "-p", "1"}, "--interval 0s", "mpiprobe"},
+		{[]string{"--events", "bogus", "-p", "1"}, "--events: unknown level bogus (known: default, retries, messages, all)", "mpiprobe"},
+		{[]string{"-v", "-q", "-p", "1"}, "-v and -q both given: give one of them", "mpiprobe"},
+		{[]string{"--duration", "-1s", "-p", "1"}, "--duration -1s: give a duration above 0", "mpiprobe"},
 		{[]string{"--collectives", "--comm-slots", "99999999999", "-p", "1"}, "--comm-slots 99999999999: give 1 to", "mpiprobe"},
 		{nil, "nothing to trace", "mpiprobe"},
 		{[]string{"status"}, "no target: give -p PID or --job JOBID (mpiprobe ps lists them)", "mpiprobe status"},
@@ -257,12 +264,75 @@ func TestHelp(t *testing.T) {
 	}
 }
 
+// docReference is a file, or a README section, that a help text points to.
+var docReference = regexp.MustCompile(`(?:docs|dist)/[\w.-]+|README\.md(?: \(([^)]+)\))?`)
+
+// TestHelpReferences: every file and README section a help text points
+// to exists, so that --help never sends a reader to nothing.
+func TestHelpReferences(t *testing.T) {
+	repo := mpitest.RepoRoot(t)
+	readme, err := os.ReadFile(filepath.Join(repo, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var check func(c *cobra.Command)
+	check = func(c *cobra.Command) {
+		var b bytes.Buffer
+		c.SetOut(&b)
+		_ = c.Help()
+		for _, m := range docReference.FindAllStringSubmatch(b.String(), -1) {
+			switch {
+			case m[1] != "":
+				if !regexp.MustCompile(`(?m)^#+ ` + regexp.QuoteMeta(m[1]) + `$`).Match(readme) {
+					t.Errorf("%s --help points to README.md section %q, which README.md lacks", c.CommandPath(), m[1])
+				}
+			case strings.HasPrefix(m[0], "README"):
+			default:
+				if _, err := os.Stat(filepath.Join(repo, strings.TrimRight(m[0], "."))); err != nil {
+					t.Errorf("%s --help points to %s: %v", c.CommandPath(), m[0], err)
+				}
+			}
+		}
+		for _, sub := range c.Commands() {
+			check(sub)
+		}
+	}
+	check(newRootCmd())
+}
+
 func TestVersion(t *testing.T) {
 	for _, args := range [][]string{{"--version"}, {"version"}} {
 		var stdout, stderr bytes.Buffer
 		code := execute(context.Background(), args, &stdout, &stderr)
 		if code != 0 || stderr.Len() != 0 || stdout.String() != "mpiprobe "+version()+"\n" {
 			t.Errorf("%q: exit %d, stdout %q, stderr %q", args, code, stdout.String(), stderr.String())
+		}
+	}
+}
+
+// TestVersionOf: a release names its version (go build in a clone makes
+// one of the commit, v0.0.0-DATE-COMMIT), a build with the commit only in
+// its settings the commit (and -dirty), one that recorded none (a git
+// worktree, -buildvcs=false) says so and why.
+func TestVersionOf(t *testing.T) {
+	vcs := func(kv ...string) *debug.BuildInfo {
+		bi := &debug.BuildInfo{Main: debug.Module{Version: "(devel)"}}
+		for i := 0; i < len(kv); i += 2 {
+			bi.Settings = append(bi.Settings, debug.BuildSetting{Key: kv[i], Value: kv[i+1]})
+		}
+		return bi
+	}
+	for _, tc := range []struct {
+		bi   *debug.BuildInfo
+		want string
+	}{
+		{&debug.BuildInfo{Main: debug.Module{Version: "v1.2.0"}}, "v1.2.0"},
+		{vcs("vcs.revision", "a30868b0123456789abcdef", "vcs.modified", "false"), "(devel) commit a30868b01234"},
+		{vcs("vcs.revision", "a30868b0123456789abcdef", "vcs.modified", "true"), "(devel) commit a30868b01234-dirty"},
+		{vcs(), "(devel), commit not recorded (built with -buildvcs=false, or in a git worktree"},
+	} {
+		if got := versionOf(tc.bi, true); !strings.HasPrefix(got, tc.want) {
+			t.Errorf("versionOf(%v) = %q, want %q", tc.bi.Settings, got, tc.want)
 		}
 	}
 }
@@ -351,15 +421,40 @@ func TestBadTargets(t *testing.T) {
 func TestUnprivileged(t *testing.T) {
 	mpitest.RequireE2E(t)
 	bin := mpitest.BuildMpiprobe(t)
-	// The nobody user must reach the binary.
+	nobodyCanRun(t, bin)
+	code, stderr := runBinary(t, bin, nobody, "--", "true")
+	if code == 0 || !strings.Contains(stderr, "run mpiprobe as root") || strings.Count(strings.TrimSpace(stderr), "\n") != 0 {
+		t.Errorf("exit %d, stderr %q: want one line saying to run as root", code, stderr)
+	}
+}
+
+// nobody is the unprivileged user of the tests.
+var nobody = &syscall.Credential{Uid: 65534, Gid: 65534}
+
+// nobodyCanRun lets the nobody user reach the binary bin.
+func nobodyCanRun(t *testing.T, bin string) {
+	t.Helper()
 	for dir := filepath.Dir(bin); dir != os.TempDir() && dir != "/"; dir = filepath.Dir(dir) {
 		if err := os.Chmod(dir, 0o755); err != nil {
 			t.Fatal(err)
 		}
 	}
-	code, stderr := runBinary(t, bin, &syscall.Credential{Uid: 65534, Gid: 65534}, "--", "true")
-	if code == 0 || !strings.Contains(stderr, "run mpiprobe as root") || strings.Count(strings.TrimSpace(stderr), "\n") != 0 {
-		t.Errorf("exit %d, stderr %q: want one line saying to run as root", code, stderr)
+}
+
+// TestUnprivilegedJob: --job of root's running job, as another user, is
+// not "no rank runs on this node" (the user cannot read root's processes,
+// where the job id is): one line says so and to run as root, for the
+// counting mode and for status.
+func TestUnprivilegedJob(t *testing.T) {
+	bin, job := pausedFlood(t)
+	nobodyCanRun(t, bin)
+	id := jobOf(t, job.Ranks[0])
+	for _, args := range [][]string{{"--job", id}, {"status", "--job", id}} {
+		code, stderr := runBinary(t, bin, nobody, args...)
+		if code == 0 || !strings.Contains(stderr, "other users") || !strings.Contains(stderr, "run mpiprobe as root") ||
+			strings.Contains(stderr, "runs on this node") || strings.Count(strings.TrimSpace(stderr), "\n") != 0 {
+			t.Errorf("mpiprobe %s as nobody: exit %d, stderr %q: want one line saying other users' processes need root", strings.Join(args, " "), code, stderr)
+		}
 	}
 }
 
@@ -375,5 +470,67 @@ func TestNoProbeForThisMPI(t *testing.T) {
 	code, stderr := runBinary(t, bin, nil, "--events", "retries", "-p", strconv.Itoa(job.Ranks[0]))
 	if code == 0 || !strings.Contains(stderr, "no catalog event could be attached") {
 		t.Errorf("exit %d, stderr:\n%s\nwant non-zero and \"no catalog event could be attached\"", code, stderr)
+	}
+}
+
+// buildStaticFlood builds testdata/flood.c with MPICH's static library
+// (libmpich.a, from libmpich-dev) linked in, and the libraries libmpich
+// needs shared: a rank that maps no MPI library.
+func buildStaticFlood(t *testing.T, impl mpitest.Impl) string {
+	t.Helper()
+	const archive, shared = "/usr/lib/x86_64-linux-gnu/libmpich.a", "/usr/lib/x86_64-linux-gnu/libmpich.so.12"
+	if _, err := os.Stat(archive); err != nil {
+		mpitest.Require(t, "MPICH's static library (libmpich-dev): "+err.Error())
+	}
+	f, err := elf.Open(shared)
+	if err != nil {
+		mpitest.Require(t, "Debian's libmpich.so.12: "+err.Error())
+	}
+	needed, err := f.ImportedLibraries()
+	f.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	show, err := exec.Command(impl.CC, "-show").Output()
+	if err != nil {
+		t.Fatalf("%s -show: %v", impl.CC, err)
+	}
+	// The wrapper's command line, its -lmpich replaced by the archive.
+	args := []string{"-O2", "-g", "-o", filepath.Join(t.TempDir(), "flood-static"), filepath.Join(mpitest.RepoRoot(t), "testdata", "flood.c")}
+	words := strings.Fields(string(show))
+	for _, w := range words[1:] {
+		if w != "-lmpich" {
+			args = append(args, w)
+		}
+	}
+	args = append(args, archive, "-lm", "-lpthread")
+	for _, lib := range needed {
+		if !strings.HasPrefix(lib, "libc.") && !strings.HasPrefix(lib, "ld-linux") {
+			args = append(args, "-l:"+lib)
+		}
+	}
+	if b, err := exec.Command(words[0], args...).CombinedOutput(); err != nil {
+		t.Fatalf("%s %s: %v\n%s", words[0], strings.Join(args, " "), err, b)
+	}
+	return args[3]
+}
+
+// TestStaticMPIExecutable: a rank whose program has MPICH linked in
+// statically maps no MPI library; mpiprobe, status and probes say so in
+// one line, naming the program and the fix, instead of asking for the pid
+// of a rank that called MPI_Init (it did).
+func TestStaticMPIExecutable(t *testing.T) {
+	impl := mpitest.MPICH()
+	mpitest.RequireE2E(t, impl)
+	bin := mpitest.BuildMpiprobe(t)
+	prog := buildStaticFlood(t, impl)
+	job := mpitest.StartJob(t, impl.Command(2, nil, prog, "-n", "10", "-p", "60000"), prog, 2, "libucp") // mapped at start: its DT_NEEDED
+	pid := strconv.Itoa(job.Ranks[0])
+	for _, args := range [][]string{{"-p", pid}, {"status", "-p", pid}, {"probes", "-p", pid}} {
+		code, stderr := runBinary(t, bin, nil, args...)
+		if code != 1 || !strings.Contains(stderr, "has MPI linked into its program "+prog) || !strings.Contains(stderr, "link the program with the shared MPI library") ||
+			strings.Count(strings.TrimSpace(stderr), "\n") != 0 {
+			t.Errorf("mpiprobe %s on a static MPI rank: exit %d, stderr %q: want one line saying MPI is linked in statically", strings.Join(args, " "), code, stderr)
+		}
 	}
 }

@@ -366,7 +366,7 @@ func (c *chaos) ranksOf(prog string, n int, lib string) []int {
 func (c *chaos) killRankUnderSession() {
 	argv := c.floodArgv(40, 300)
 	sumFile := filepath.Join(c.t.TempDir(), "summary.json")
-	p := c.startProbe(append([]string{"--json", "-o", sumFile, "--interval", "100ms", "--"}, argv...)...)
+	p := c.startProbe(append([]string{"-v", "--json", "-o", sumFile, "--interval", "100ms", "--"}, argv...)...)
 	if !p.waitLog("msg=tracing", 60*time.Second) {
 		c.t.Fatalf("mpiprobe did not start tracing:\n%s", p.stderr.String())
 	}
@@ -407,7 +407,7 @@ func (c *chaos) killSessionMidJob() {
 	argv := c.floodArgv(8, 300)
 	j := c.startJob(argv)
 	ranks := c.ranksOf(c.flood, 2, "mca_pml_ob1")
-	p := c.startProbe("--interval", "100ms", "-p", strconv.Itoa(ranks[0]), "-p", strconv.Itoa(ranks[1]))
+	p := c.startProbe("-v", "--interval", "100ms", "-p", strconv.Itoa(ranks[0]), "-p", strconv.Itoa(ranks[1]))
 	p.waitLog("msg=tracing", c.between(0, 3*time.Second))
 	p.sample()
 	_ = p.cmd.Process.Kill()
@@ -440,7 +440,7 @@ func (c *chaos) attachCycles(n int) {
 		if i >= n {
 			break
 		}
-		p := c.startProbe("--json", "--interval", "100ms", "-p", strconv.Itoa(ranks[0]), "-p", strconv.Itoa(ranks[1]))
+		p := c.startProbe("-v", "--json", "--interval", "100ms", "-p", strconv.Itoa(ranks[0]), "-p", strconv.Itoa(ranks[1]))
 		p.waitLog("msg=tracing", c.between(0, 4*time.Second))
 		time.Sleep(c.between(0, 500*time.Millisecond))
 		p.sample()
@@ -592,7 +592,7 @@ func (c *chaos) commSlotsFull() {
 	argv := c.ompi.Command(2, []string{"--mca", "pml", "ob1", "--mca", "btl", "self,vader"}, c.colls, "2")
 	// The summary goes to -o FILE, so stdout is the job's own output.
 	sumFile := filepath.Join(c.t.TempDir(), "summary.json")
-	p := c.startProbe(append([]string{"--json", "-o", sumFile, "--interval", "100ms", "--collectives", "--comm-slots", "2", "--"}, argv...)...)
+	p := c.startProbe(append([]string{"-v", "--json", "-o", sumFile, "--interval", "100ms", "--collectives", "--comm-slots", "2", "--"}, argv...)...)
 	p.waitLog("msg=tracing", 60*time.Second)
 	p.sample()
 	code := p.wait(c.t)

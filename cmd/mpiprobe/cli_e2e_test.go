@@ -137,6 +137,10 @@ func TestOutputFile(t *testing.T) {
 		t.Errorf("-o text: exit %d\nfile:\n%s\nstdout:\n%s\nstderr:\n%s", code, got, stdout, stderr)
 	}
 
+	if fi, err := os.Stat(text); err != nil || fi.Mode().Perm() != outputMode {
+		t.Errorf("-o %s: mode %v (%v), want %v: a summary holds the job's command lines", text, fi.Mode().Perm(), err, os.FileMode(outputMode))
+	}
+
 	js := filepath.Join(dir, "sum.json")
 	code, stdout, stderr = runOutput(t, bin, nil, "--json", "-o", js, "--", "sh", "-c", script)
 	got, _ = os.ReadFile(js)
@@ -154,6 +158,79 @@ func TestOutputFile(t *testing.T) {
 	code, _, stderr = runOutput(t, bin, nil, "-o", missing, "--", "true")
 	if code != 1 || !strings.Contains(stderr, "-o: create "+missing+": no such file or directory") || strings.Count(stderr, "\n") != 1 {
 		t.Errorf("-o into a missing directory: exit %d, stderr %q", code, stderr)
+	}
+}
+
+// TestQuietAndVerbose: a run logs nothing below a warning by default (no
+// INFO line amid the command's output and the summary), its progress with
+// -v, and with -q neither logs nor C/T warnings: the summary alone.
+func TestQuietAndVerbose(t *testing.T) {
+	impl := mpitest.OpenMPI()
+	mpitest.RequireE2E(t, impl)
+	bin := mpitest.BuildMpiprobe(t)
+	flood := mpitest.Build(t, impl, "flood")
+	job := impl.Command(2, floodMCA(true), flood, "-n", strconv.Itoa(floodMessages), "-d", "0", "-r", "1")
+	for _, tc := range []struct {
+		flag        string
+		logs, warns bool
+	}{{"", false, true}, {"-v", true, true}, {"-q", false, false}} {
+		args := []string{"-C", "1", "-T", "1ms", "--interval", "100ms"}
+		if tc.flag != "" {
+			args = append(args, tc.flag)
+		}
+		res := runMpiprobe(t, bin, append(append(args, "--"), job...)...)
+		if logs := strings.Contains(res.stderr, "level=INFO msg=tracing"); logs != tc.logs {
+			t.Errorf("mpiprobe %s: logs progress %v, want %v\nstderr:\n%s", tc.flag, logs, tc.logs, res.stderr)
+		}
+		if !tc.logs && (strings.Contains(res.stderr, "level=INFO") || strings.Contains(res.stderr, "level=DEBUG")) {
+			t.Errorf("mpiprobe %s: logs below a warning:\n%s", tc.flag, res.stderr)
+		}
+		if warns := len(parseWarnings(t, res.stderr)) > 0; warns != tc.warns {
+			t.Errorf("mpiprobe %s: C/T warnings %v, want %v\nstderr:\n%s", tc.flag, warns, tc.warns, res.stderr)
+		}
+		if len(res.sum.Jobs) != 1 {
+			t.Errorf("mpiprobe %s: %d jobs in the summary, want 1", tc.flag, len(res.sum.Jobs))
+		}
+	}
+}
+
+// pausedFlood builds mpiprobe and starts a 2-rank Open MPI flood whose
+// ranks pause 60 s after MPI_Init.
+func pausedFlood(t *testing.T) (bin string, job *mpitest.Job) {
+	t.Helper()
+	impl := mpitest.OpenMPI()
+	mpitest.RequireE2E(t, impl)
+	bin = mpitest.BuildMpiprobe(t)
+	flood := mpitest.Build(t, impl, "flood")
+	return bin, mpitest.StartJob(t, impl.Command(2, nil, flood, "-n", "10", "-p", "60000"), flood, 2, "libmpi")
+}
+
+// TestDuration: --duration stops a -p session after that time, with the
+// summary of ranks that still run; the ranks are left running.
+func TestDuration(t *testing.T) {
+	bin, job := pausedFlood(t)
+	start := time.Now()
+	res := runMpiprobe(t, bin, "--duration", "2s", "-p", strconv.Itoa(job.Ranks[0]), "-p", strconv.Itoa(job.Ranks[1]))
+	took := time.Since(start)
+	if took < 2*time.Second || took > 30*time.Second {
+		t.Errorf("mpiprobe --duration 2s took %v", took.Round(time.Millisecond))
+	}
+	n := 0
+	for _, j := range res.sum.Jobs {
+		for _, r := range j.Ranks {
+			n++
+			if r.End.State != "running" {
+				t.Errorf("rank %s pid %d ended %+v, want running: --duration stops mpiprobe, not the job", r.Rank, r.PID, r.End)
+			}
+		}
+	}
+	if n != 2 {
+		t.Errorf("%d ranks in the summary, want 2\nstderr:\n%s", n, res.stderr)
+	}
+	for _, pid := range job.Ranks {
+		if !running(pid) {
+			t.Errorf("rank pid %d ended with mpiprobe --duration", pid)
+		}
 	}
 }
 

@@ -84,6 +84,12 @@ func oneLine(err error) string {
 	return strings.ReplaceAll(strings.TrimSpace(err.Error()), "\n", "; ")
 }
 
+// outputMode is the mode of the files mpiprobe writes with -o (summaries,
+// traces, exports), less the umask: they hold command lines, paths and
+// call sites of the user's jobs, so only their owner reads them, as perf
+// does with perf.data.
+const outputMode = 0o600
+
 // usageError is a mistake on the command line: mpiprobe prints it with a
 // hint to the help and exits 2.
 type usageError struct{ err error }
@@ -116,11 +122,18 @@ func noArgs(what string) cobra.PositionalArgs {
 }
 
 // version names this build: the module version of a release, else the
-// VCS revision of the checkout it was built from.
+// VCS revision of the checkout it was built from (versionOf).
 func version() string {
 	bi, ok := debug.ReadBuildInfo()
+	return versionOf(bi, ok)
+}
+
+// versionOf names the build bi: its module version ("v1.2.0"), else
+// "(devel) " and the commit it was built from, with "-dirty" when the
+// checkout had changes; a build that recorded no commit says so and why.
+func versionOf(bi *debug.BuildInfo, ok bool) string {
 	if !ok {
-		return "unknown"
+		return "unknown (built without module information)"
 	}
 	v := bi.Main.Version
 	if v != "" && v != "(devel)" {
@@ -138,9 +151,9 @@ func version() string {
 		}
 	}
 	if rev == "" {
-		return "(devel)"
+		return "(devel), commit not recorded (built with -buildvcs=false, or in a git worktree or a tree without .git: go build in a git clone records it)"
 	}
-	return "(devel) " + rev[:min(12, len(rev))] + dirty
+	return "(devel) commit " + rev[:min(12, len(rev))] + dirty
 }
 
 // newVersionCmd builds `mpiprobe version`.

@@ -16,6 +16,7 @@ func newProbesCmd() *cobra.Command {
 		events string
 		asJSON bool
 		debug  []string
+		wide   bool
 	)
 	c := &cobra.Command{
 		Use:   "probes [flags] -p PID...",
@@ -46,7 +47,7 @@ func newProbesCmd() *cobra.Command {
 			if asJSON {
 				return report.WriteProbesJSON(c.OutOrStdout(), all)
 			}
-			return report.WriteProbes(c.OutOrStdout(), all)
+			return report.WriteProbes(c.OutOrStdout(), all, tableWidth(c.OutOrStdout(), wide))
 		},
 	}
 	fs := c.Flags()
@@ -54,6 +55,7 @@ func newProbesCmd() *cobra.Command {
 	fs.VarP(&pids, "pid", "p", "check the MPI process `PID` (repeat, or comma-separate, for several)")
 	fs.StringVar(&events, "events", "all", "comma-separated event `LEVELS` to check: default, retries, messages, or all")
 	fs.BoolVar(&asJSON, "json", false, "print the entries as JSON")
+	fs.BoolVar(&wide, "wide", false, wideHelp)
 	fs.StringArrayVar(&debug, "debug-dir", nil, debugDirHelp)
 	return c
 }

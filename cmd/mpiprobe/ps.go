@@ -16,6 +16,7 @@ func newPsCmd() *cobra.Command {
 	var (
 		asJSON bool
 		pinDir string
+		wide   bool
 	)
 	c := &cobra.Command{
 		Use:   "ps [flags]",
@@ -33,10 +34,11 @@ func newPsCmd() *cobra.Command {
 			if asJSON {
 				return ps.WriteJSON(c.OutOrStdout(), l)
 			}
-			return ps.Write(c.OutOrStdout(), l)
+			return ps.Write(c.OutOrStdout(), l, tableWidth(c.OutOrStdout(), wide))
 		},
 	}
 	c.Flags().BoolVar(&asJSON, "json", false, "print the list as JSON")
+	c.Flags().BoolVar(&wide, "wide", false, wideHelp)
 	c.Flags().StringVar(&pinDir, "pin-dir", configfile.Default().PinDir, "the agent's pin `DIR`, to recognize its pinned probes")
 	return c
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"os/signal"
 	"strconv"
@@ -30,7 +29,8 @@ type rootFlags struct {
 	job         string
 	output      string
 	json        bool
-	verbose     bool
+	log         logFlags
+	duration    time.Duration
 	th          thresholdFlags
 	configFile  string
 	events      string
@@ -47,9 +47,10 @@ type rootFlags struct {
 type config struct {
 	monitor session.Config
 	// output is the summary's file, "" for stdout.
-	output  string
-	json    bool
-	verbose bool
+	output   string
+	json     bool
+	log      logFlags
+	duration time.Duration
 }
 
 const rootLong = `mpiprobe places eBPF uprobes on the MPI libraries of running ranks (-p, --job), or of
@@ -126,8 +127,8 @@ func (f *rootFlags) register(fs *pflag.FlagSet) {
 	fs.BoolVar(&f.collectives, "collectives", false, "also track every collective per communicator (hot path: about 0.1 µs per call on top of the probe; see make bench); mpiprobe status reads it")
 	fs.IntVar(&f.commSlots, "comm-slots", session.DefaultCommSlots, "with --collectives: how many communicators (`N`), over all processes, can be tracked at once")
 	fs.DurationVar(&f.interval, "interval", time.Second, "how often counters are read: a `DURATION` above 0")
-	fs.BoolVarP(&f.verbose, "verbose", "v", false, "log each probe attached")
-
+	fs.DurationVar(&f.duration, "duration", 0, durationHelp)
+	f.log.register(fs, "also log each probe attached and the session's progress")
 }
 
 // parseRootArgs parses a root command line that runs a session into its
@@ -180,7 +181,7 @@ func argsAfterDash(c *cobra.Command, args []string) error {
 // node's memory in bytes (0 unknown), which bounds --comm-slots. Nothing
 // is attached yet: every mistake is a usageError.
 func (f *rootFlags) config(args []string, dash int, mem uint64) (config, error) {
-	cfg := config{output: f.output, json: f.json, verbose: f.verbose}
+	cfg := config{output: f.output, json: f.json, log: f.log, duration: f.duration}
 	if dash > 0 {
 		return cfg, usagef("unexpected argument %s before --", strconv.Quote(args[0]))
 	}
@@ -193,6 +194,12 @@ func (f *rootFlags) config(args []string, dash int, mem uint64) (config, error) 
 	m.Collectives = f.collectives
 	m.CommSlots = f.commSlots
 	if err := checkTargets(m, dash, len(args), "mpiprobe [flags] -- COMMAND [ARGS...]"); err != nil {
+		return cfg, err
+	}
+	if err := f.log.check(); err != nil {
+		return cfg, err
+	}
+	if err := checkDuration(f.duration); err != nil {
 		return cfg, err
 	}
 	switch {
@@ -234,17 +241,13 @@ func (f *rootFlags) config(args []string, dash int, mem uint64) (config, error) 
 // runSession traces until the targets are gone or a signal comes, then
 // writes the summary. With a command, its status becomes mpiprobe's.
 func runSession(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
-	level := slog.LevelInfo
-	if cfg.verbose {
-		level = slog.LevelDebug
-	}
-	cfg.monitor.Log = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	cfg.monitor.Log = cfg.log.logger(stderr)
 	out := stdout
 	var file *atomicfile.File
 	if cfg.output != "" {
 		// Opened before anything attaches: a bad path costs nothing. The
 		// summary goes to a temporary file renamed into place once whole.
-		f, err := atomicfile.Create(cfg.output, 0o666)
+		f, err := atomicfile.Create(cfg.output, outputMode)
 		if err != nil {
 			return fmt.Errorf("-o: %w", err)
 		}
@@ -261,6 +264,11 @@ func runSession(ctx context.Context, cfg config, stdout, stderr io.Writer) error
 			cfg.monitor.Stdout = stderr
 		}
 	}
+	if cfg.log.quiet {
+		cfg.monitor.Out = io.Discard
+	}
+	ctx, cancel := withDuration(ctx, cfg.duration)
+	defer cancel()
 
 	cmd := watchCommand(&cfg.monitor)
 	defer cmd.stop()

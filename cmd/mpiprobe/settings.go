@@ -3,13 +3,18 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"fmt"
+	"io"
+	"log/slog"
 	"os"
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/spf13/pflag"
+	"golang.org/x/sys/unix"
 
 	"github.com/mpiprobe/mpiprobe/internal/collstate"
 	configfile "github.com/mpiprobe/mpiprobe/internal/config"
@@ -49,6 +54,77 @@ func debugDirs(cli, file []string) []string {
 	}
 	return out
 }
+
+// logFlags are -v and -q of the commands that trace: what mpiprobe says on
+// stderr besides errors. By default only warnings are logged; -v adds the
+// details (each probe attached, the session's progress), -q leaves errors
+// alone and, in the counting mode, drops the C/T warning lines too.
+type logFlags struct{ verbose, quiet bool }
+
+func (l *logFlags) register(fs *pflag.FlagSet, verbose string) {
+	fs.BoolVarP(&l.verbose, "verbose", "v", false, verbose)
+	fs.BoolVarP(&l.quiet, "quiet", "q", false, "print no warnings: only errors and the result")
+}
+
+// check rejects -v with -q.
+func (l logFlags) check() error {
+	if l.verbose && l.quiet {
+		return usagef("-v and -q both given: give one of them")
+	}
+	return nil
+}
+
+// logger returns the log of a command, written to w as text: warnings;
+// with -v everything down to debug; with -q errors only.
+func (l logFlags) logger(w io.Writer) *slog.Logger {
+	level := slog.LevelWarn
+	switch {
+	case l.verbose:
+		level = slog.LevelDebug
+	case l.quiet:
+		level = slog.LevelError
+	}
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level}))
+}
+
+// withDuration returns ctx cut off after d, or ctx when d is 0 (no limit):
+// --duration of the counting mode and of trace.
+func withDuration(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+	if d <= 0 {
+		return ctx, func() {}
+	}
+	return context.WithTimeout(ctx, d)
+}
+
+// checkDuration checks --duration: 0 (none) or above.
+func checkDuration(d time.Duration) error {
+	if d < 0 {
+		return usagef("--duration %s: give a duration above 0, or none to run until the targets end", d)
+	}
+	return nil
+}
+
+// durationHelp documents --duration of the commands that trace.
+const durationHelp = "stop after `DURATION` (e.g. 30s, 5m) and write the result; with -- COMMAND the command is sent SIGTERM then (default: when the targets end, or on Ctrl-C)"
+
+// tableWidth is how wide a table written to w may be: the width of the
+// terminal w is, so that its lines do not wrap there; 0 (as wide as the
+// cells) with --wide, or when w is no terminal (a pipe, a file: a
+// program reading it wants whole cells).
+func tableWidth(w io.Writer, wide bool) int {
+	f, ok := w.(*os.File)
+	if wide || !ok {
+		return 0
+	}
+	ws, err := unix.IoctlGetWinsize(int(f.Fd()), unix.TIOCGWINSZ)
+	if err != nil || ws.Col == 0 {
+		return 0
+	}
+	return int(ws.Col)
+}
+
+// wideHelp documents --wide of the commands that print wide tables.
+const wideHelp = "print the table as wide as its cells (default on a terminal: wrap cells to fit its width)"
 
 // debugDirHelp documents --debug-dir for every subcommand that attaches probes.
 const debugDirHelp = "also look for a library's separate debug file (`DIR`/.build-id/ab/cdef….debug) here, to read a struct layout of a build mpiprobe does not know (repeatable)"
@@ -152,7 +228,11 @@ func selectLevels(spec string) (probes.Catalog, error) {
 	for _, name := range strings.Split(spec, ",") {
 		l := probes.Level(strings.TrimSpace(name))
 		if !slices.Contains(full.Levels(), l) {
-			return probes.Catalog{}, fmt.Errorf("--events: unknown level %s (known: %v, all)", text.Quote(name), full.Levels())
+			var known []string
+			for _, k := range full.Levels() {
+				known = append(known, string(k))
+			}
+			return probes.Catalog{}, fmt.Errorf("--events: unknown level %s (known: %s, all)", text.Quote(name), strings.Join(known, ", "))
 		}
 		levels = append(levels, l)
 	}

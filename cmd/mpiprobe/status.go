@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"os"
 	"os/signal"
 	"syscall"
@@ -42,11 +41,7 @@ func newStatusCmd() *cobra.Command {
 				return usagef("--min-wait %s: give 0 (the window) or a duration above 0", cfg.MinWait)
 			}
 			cfg.PIDs = pids
-			level := slog.LevelWarn
-			if verbose {
-				level = slog.LevelDebug
-			}
-			cfg.Log = slog.New(slog.NewTextHandler(c.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
+			cfg.Log = logFlags{verbose: verbose}.logger(c.ErrOrStderr())
 			ctx, stop := signalContext(c.Context())
 			defer stop()
 			res, err := status.Collect(ctx, cfg)

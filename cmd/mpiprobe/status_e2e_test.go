@@ -173,6 +173,7 @@ type statusJSON struct {
 		Peer       *int   `json:"peer"`
 		Tag        *int   `json:"tag"`
 		Unreadable string `json:"unreadable"`
+		Stopped    string `json:"stopped"`
 		Threads    []struct {
 			Call string `json:"call"`
 			Comm *struct {
@@ -423,6 +424,55 @@ func TestStatusHang(t *testing.T) {
 					}
 				})
 			}
+		}
+	}
+}
+
+// TestStatusStoppedRank hangs a job two ways (the last rank computes; it
+// waits in a receive that never comes), then stops that rank with
+// SIGSTOP: status must show it stopped, by SIGSTOP, name it first in the
+// verdict as the rank the others wait for, and never say that it waits
+// for another rank: a stopped rank waits for nobody.
+func TestStatusStoppedRank(t *testing.T) {
+	for _, impl := range []mpitest.Impl{mpitest.OpenMPI(), mpitest.MPICH()} {
+		for _, mode := range []string{"skip", "recv"} {
+			t.Run(impl.Name+"/"+mode, func(t *testing.T) {
+				mpitest.RequireE2E(t, impl)
+				bin := mpitest.BuildMpiprobe(t)
+				pids := hungJob(t, bin, impl, mode, 4, false)
+				before, _ := runStatus(t, bin, pids)
+				stopped := 0
+				for _, r := range before.Ranks {
+					if r.Rank == 3 {
+						stopped = r.PID
+					}
+				}
+				if stopped == 0 {
+					t.Fatalf("no rank 3 among %v", before.Ranks)
+				}
+				if err := syscall.Kill(stopped, syscall.SIGSTOP); err != nil {
+					t.Fatal(err)
+				}
+				defer func() { _ = syscall.Kill(stopped, syscall.SIGCONT) }()
+				st, raw := runStatus(t, bin, pids)
+				want := "rank 3 is stopped by SIGSTOP: "
+				if !strings.HasPrefix(st.Verdict, want) || strings.Contains(st.Verdict, "rank 3 waits for") || strings.Contains(st.Verdict, "rank 3 is computing") ||
+					!strings.Contains(st.Verdict, "kill -CONT "+strconv.Itoa(stopped)) {
+					t.Errorf("verdict %q: want it to start %q, say how to resume pid %d, and neither that rank 3 waits for another nor that it computes\n%s", st.Verdict, want, stopped, raw)
+				}
+				if !slices.Equal(st.Lead, []int{3}) {
+					t.Errorf("lead %v, want [3]", st.Lead)
+				}
+				for _, r := range st.Ranks {
+					if got := r.Stopped != ""; got != (r.Rank == 3) {
+						t.Errorf("rank %d: stopped %q", r.Rank, r.Stopped)
+					}
+				}
+				_, table, _ := runOutput(t, bin, nil, "status", "-p", strconv.Itoa(stopped))
+				if !strings.Contains(table, "stopped by SIGSTOP") {
+					t.Errorf("the table does not show rank 3 stopped:\n%s", table)
+				}
+			})
 		}
 	}
 }

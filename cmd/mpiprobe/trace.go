@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"strconv"
 	"strings"
@@ -28,7 +27,7 @@ type traceConfig struct {
 	duration time.Duration
 	ring     string
 	slots    uint32
-	verbose  bool
+	log      logFlags
 }
 
 // traceFlags are the flags of "mpiprobe trace" as given.
@@ -64,10 +63,10 @@ func newTraceCmd() *cobra.Command {
 	fs.StringVarP(&f.cfg.output, "output", "o", "", "write the trace to `FILE` (required)")
 	fs.VarP(&f.pids, "pid", "p", "trace the MPI process `PID` (repeat, or comma-separate, for several)")
 	fs.StringVar(&f.cfg.monitor.Job, "job", "", "trace every rank of job `JOBID` on this node (mpiprobe ps lists jobs)")
-	fs.DurationVar(&f.cfg.duration, "duration", 0, "stop after `DURATION` (default: when the targets end, or on Ctrl-C)")
+	fs.DurationVar(&f.cfg.duration, "duration", 0, durationHelp)
 	fs.StringArrayVar(&f.libs, "lib", nil, "with -- COMMAND, also attach to MPI library `FILE` (repeatable)")
 	fs.StringVar(&f.cfg.ring, "ring", "64M", "`SIZE` of the ring buffer between the kernel and mpiprobe: a power of two from 4K to 1G")
-	fs.BoolVarP(&f.cfg.verbose, "verbose", "v", false, "log attach and symbolization details")
+	f.cfg.log.register(fs, "also log attach and symbolization details")
 	// Tests share slots between threads with it; the default fits the node.
 	fs.Uint32Var(&f.cfg.slots, "thread-slots", 0, "keep the state of `N` threads (a power of two) in the fast array; default from pid_max")
 	_ = fs.MarkHidden("thread-slots")
@@ -89,8 +88,12 @@ func (f *traceFlags) config(args []string, dash int) (traceConfig, error) {
 	switch {
 	case cfg.output == "":
 		return cfg, usagef("give the output file with -o FILE")
-	case cfg.duration < 0:
-		return cfg, usagef("--duration %s: give a duration above 0, or none to run until the targets end", cfg.duration)
+	}
+	if err := checkDuration(cfg.duration); err != nil {
+		return cfg, err
+	}
+	if err := cfg.log.check(); err != nil {
+		return cfg, err
 	}
 	if err := checkTargets(m, dash, len(args), "mpiprobe trace -o FILE -- COMMAND [ARGS...]"); err != nil {
 		return cfg, err
@@ -133,25 +136,18 @@ func parseRingSize(s string) (uint32, error) {
 
 // runTrace records the trace into the output file.
 func runTrace(ctx context.Context, cfg traceConfig, stdout, stderr io.Writer) error {
-	level := slog.LevelInfo
-	if cfg.verbose {
-		level = slog.LevelDebug
-	}
-	cfg.monitor.Log = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	cfg.monitor.Log = cfg.log.logger(stderr)
 	cfg.monitor.Out = stderr
 	// Written to a temporary file renamed into place once whole: a full
 	// disk leaves the old file, and a symbolic link at -o is replaced.
-	f, err := atomicfile.Create(cfg.output, 0o666)
+	f, err := atomicfile.Create(cfg.output, outputMode)
 	if err != nil {
 		return fmt.Errorf("-o: %w", err)
 	}
 	bw := bufio.NewWriterSize(f, 1<<20)
 	cfg.monitor.Trace.Out = bw
-	if cfg.duration > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, cfg.duration)
-		defer cancel()
-	}
+	ctx, cancel := withDuration(ctx, cfg.duration)
+	defer cancel()
 	// A signal stops a -p/--job trace, and is passed on to a command,
 	// whose end then closes the trace; mpiprobe exits with its status.
 	cmd := watchCommand(&cfg.monitor)
@@ -324,7 +320,7 @@ func writeChrome(out, in string) (*tracefile.DamageError, error) {
 	if err := notInput(out, src, in); err != nil {
 		return nil, err
 	}
-	f, err := atomicfile.Create(out, 0o666)
+	f, err := atomicfile.Create(out, outputMode)
 	if err != nil {
 		return nil, err
 	}

@@ -734,10 +734,13 @@ func TestTraceExitStatus(t *testing.T) {
 		if code != tc.want || !strings.Contains(stdout, "written to "+file) || strings.Contains(stderr, "mpiprobe trace: ") {
 			t.Errorf("mpiprobe trace -- sh -c %q: exit %d, want %d\nstdout:\n%s\nstderr:\n%s", tc.script, code, tc.want, stdout, stderr)
 		}
+		if fi, err := os.Stat(file); err != nil || fi.Mode().Perm() != outputMode {
+			t.Errorf("mpiprobe trace -o %s: mode %v (%v), want %v: a trace holds the job's command lines and call sites", file, fi.Mode().Perm(), err, os.FileMode(outputMode))
+		}
 	}
 
 	// A SIGINT to mpiprobe goes to the command; mpiprobe exits 130.
-	cmd := exec.Command(bin, "trace", "-o", filepath.Join(t.TempDir(), "run.trace"), "--", "sleep", "60")
+	cmd := exec.Command(bin, "trace", "-v", "-o", filepath.Join(t.TempDir(), "run.trace"), "--", "sleep", "60")
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {

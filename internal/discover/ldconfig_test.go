@@ -1,6 +1,7 @@
 package discover
 
 import (
+	"os/exec"
 	"slices"
 	"testing"
 )
@@ -92,5 +93,24 @@ func TestParseLdconfig(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestSystemTargetsWithoutSbin: the libraries ldconfig lists are found
+// with a PATH that lacks /sbin and /usr/sbin, where ldconfig lives (a
+// user's PATH, or root's under su or cron).
+func TestSystemTargetsWithoutSbin(t *testing.T) {
+	out, err := exec.Command("/sbin/ldconfig", "-p").Output()
+	if err != nil || len(ParseLdconfig(out)) == 0 {
+		t.Skipf("no MPI library in the dynamic linker's cache here (/sbin/ldconfig -p: %v)", err)
+	}
+	want, err := SystemTargets(nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", "/usr/bin:/bin")
+	got, err := SystemTargets(nil, nil)
+	if err != nil || len(got) != len(want) {
+		t.Fatalf("with PATH=/usr/bin:/bin: %d targets (%v), want %d as with /sbin in PATH", len(got), err, len(want))
 	}
 }

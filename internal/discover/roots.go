@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path"
 	"path/filepath"
 	"strings"
@@ -120,9 +119,9 @@ func RootTargets(pfs procfs.FS, pid int, want []probes.Library) ([]probes.Target
 	if _, err := os.Stat(cache); errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
-	out, err := exec.Command("ldconfig", "-p", "-C", cache).Output()
+	out, err := runLdconfig("-p", "-C", cache)
 	if err != nil {
-		return nil, fmt.Errorf("read the dynamic linker's cache of pid %d's root (ldconfig -p -C %s): %w", pid, cache, err)
+		return nil, fmt.Errorf("read the dynamic linker's cache of pid %d's root: %w", pid, err)
 	}
 	return inRootTargets(pfs, pid, ParseLdconfig(out), want), nil
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path"
 	"path/filepath"
 	"slices"
@@ -63,9 +62,34 @@ func checkTarget(pfs procfs.FS, pid int) (Proc, error) {
 				return Proc{}, err
 			}
 		}
+		if linksMPI(pfs.ExeFile(pid)) {
+			exe, _ := pfs.Exe(pid)
+			return Proc{}, fmt.Errorf("pid %d (%s) has MPI linked into its program %s (a static MPI library: MPI_Init is in the executable, no libmpi.so or libmpich.so is mapped): mpiprobe probes the shared libraries only; link the program with the shared MPI library (mpicc without -static or libmpich.a)",
+				pid, text.Line(st.Comm), text.Quote(exe))
+		}
 		return Proc{}, fmt.Errorf("pid %d (%s) maps no MPI library (Open MPI libmpi.so.40, MPICH libmpich.so.12): give the pid of an MPI rank that has called MPI_Init", pid, text.Line(st.Comm))
 	}
 	return p, nil
+}
+
+// linksMPI reports whether the executable file defines MPI_Init, in its
+// symbol table or its dynamic one: MPI linked in statically. A stripped
+// executable says nothing.
+func linksMPI(file string) bool {
+	f, err := elf.Open(file)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	for _, read := range []func() ([]elf.Symbol, error){f.Symbols, f.DynamicSymbols} {
+		syms, _ := read()
+		for _, s := range syms {
+			if (s.Name == "MPI_Init" || s.Name == "PMPI_Init") && s.Section != elf.SHN_UNDEF && s.Value != 0 {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // JobPIDs returns the processes on this node whose identity names the job.
@@ -80,19 +104,40 @@ func jobPIDs(pfs procfs.FS, r identity.Reader, job, host string) ([]int, error) 
 		return nil, fmt.Errorf("list processes: %w", err)
 	}
 	var out []int
+	cr := &deniedCounter{Reader: r}
 	for _, pid := range all {
 		if pid == os.Getpid() {
 			continue
 		}
-		id := identity.Resolve(pid, r, host)
+		id := identity.Resolve(pid, cr, host)
 		if id.Job == job && id.Rank != identity.Unknown {
 			out = append(out, pid)
 		}
 	}
-	if len(out) == 0 {
-		return nil, fmt.Errorf("no rank of job %q runs on this node: check the id (mpiprobe ps lists the jobs of this node)", job)
+	switch {
+	case len(out) > 0:
+		return out, nil
+	case cr.denied > 0:
+		// A rank's job is in its environment, which only its user and
+		// root may read: another user's job is invisible, not absent.
+		return nil, fmt.Errorf("no rank of job %q among the processes this user can read (the environment of %d processes of other users, where the job id is, needs root): run mpiprobe as root (sudo)", job, cr.denied)
 	}
-	return out, nil
+	return nil, fmt.Errorf("no rank of job %q runs on this node: check the id (mpiprobe ps lists the jobs of this node)", job)
+}
+
+// deniedCounter is an identity.Reader that counts the processes whose
+// environment it was not allowed to read.
+type deniedCounter struct {
+	identity.Reader
+	denied int
+}
+
+func (d *deniedCounter) Environ(pid int) (map[string]string, error) {
+	env, err := d.Reader.Environ(pid)
+	if errors.Is(err, fs.ErrPermission) {
+		d.denied++
+	}
+	return env, err
 }
 
 // ProcessTargets returns the attach targets of one process: the MPI
@@ -196,16 +241,27 @@ func definedSymbols(file string) map[string]elf.Symbol {
 // ErrNoSystemLibrary is SystemTargets's error when it found no library.
 var ErrNoSystemLibrary = errors.New("no MPI library found on this system (ldconfig -p lists none): install Open MPI or MPICH, or name the library with --lib")
 
+// noCacheError is SystemTargets's error when ldconfig could not list the
+// dynamic linker's cache; it is an ErrNoSystemLibrary.
+type noCacheError struct{ ldconfig error }
+
+func (e noCacheError) Error() string {
+	return "no MPI library found: the dynamic linker's cache could not be read (" + e.ldconfig.Error() + "): install Open MPI or MPICH, or name the library with --lib"
+}
+
+func (e noCacheError) Is(target error) bool { return target == ErrNoSystemLibrary }
+
 // SystemTargets returns attach targets for a command mpiprobe starts itself:
 // the MPI libraries the dynamic linker knows (ldconfig -p), the extra files
 // given, and for Open MPI the components of want next to libmpi.
 func SystemTargets(want []probes.Library, extra []string) ([]probes.Target, error) {
 	var paths []string
-	if out, err := exec.Command("ldconfig", "-p").Output(); err == nil {
+	out, lerr := runLdconfig("-p")
+	if lerr == nil {
 		paths = ParseLdconfig(out)
 	}
 	paths = append(paths, extra...)
-	var out []probes.Target
+	var targets []probes.Target
 	seen := map[string]bool{}
 	for _, p := range paths {
 		lib, ok := Classify(p)
@@ -224,17 +280,20 @@ func SystemTargets(want []probes.Library, extra []string) ([]probes.Target, erro
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, t)
+		targets = append(targets, t)
 		if lib == probes.OMPILibMPI {
 			// Each Open MPI installation has its own components (the
 			// attacher attaches a file once).
-			out = append(out, componentTargets(want, real, map[probes.Library]bool{}, func(p string) string { return p })...)
+			targets = append(targets, componentTargets(want, real, map[probes.Library]bool{}, func(p string) string { return p })...)
 		}
 	}
-	if len(out) == 0 {
-		return nil, ErrNoSystemLibrary
+	switch {
+	case len(targets) > 0:
+		return targets, nil
+	case lerr != nil:
+		return nil, noCacheError{lerr}
 	}
-	return out, nil
+	return nil, ErrNoSystemLibrary
 }
 
 // Named returns the processes a command names: pids, then the ranks of

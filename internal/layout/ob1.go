@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"fmt"
 	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/mpiprobe/mpiprobe/internal/procfs"
 )
@@ -139,9 +141,11 @@ func InferOB1(in OB1) (Result, error) {
 		off := int64(comm.Value) - 8
 		typ.Note = fmt.Sprintf("mca_pml_ob1_irecv writes no constant at %#x, before the communicator", off)
 		var imms []int64
+		var written []string
 		for _, s := range in.Irecv {
 			if s.Arg < 0 && s.Off == off && s.Bytes == 4 {
 				imms = append(imms, s.Imm)
+				written = append(written, strconv.FormatInt(s.Imm, 10))
 			}
 		}
 		switch {
@@ -149,7 +153,7 @@ func InferOB1(in OB1) (Result, error) {
 			typ = Field{Name: FieldReqType, Value: uint64(off), How: CodeOnly, Note: "the int before the communicator, which mca_pml_ob1_irecv sets to MCA_PML_REQUEST_RECV"}
 			r.add(Field{Name: FieldReqRecv, Value: ob1RequestRecvType, How: CodeOnly, Note: "the enum every release declares: SEND 1, RECV 2, PROBE 4"})
 		case len(imms) > 0:
-			typ.Note = fmt.Sprintf("mca_pml_ob1_irecv writes %v there, not MCA_PML_REQUEST_RECV (2)", imms)
+			typ.Note = fmt.Sprintf("mca_pml_ob1_irecv writes %s there, not MCA_PML_REQUEST_RECV (2)", strings.Join(written, ", "))
 		}
 	}
 	r.add(typ)

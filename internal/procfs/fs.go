@@ -155,6 +155,10 @@ func (f FS) RootPath(pid int, p string) string {
 	return filepath.Join(f.root(), strconv.Itoa(pid), "root") + path.Clean("/"+p)
 }
 
+// ExeFile returns a path to open the program a process runs by
+// (/proc/PID/exe): the file itself, wherever its root is.
+func (f FS) ExeFile(pid int) string { return f.pidPath(pid, "exe") }
+
 // Exe returns the path of the program a process runs (/proc/PID/exe).
 func (f FS) Exe(pid int) (string, error) {
 	if pid <= 0 {

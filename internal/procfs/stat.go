@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"syscall"
 )
 
 // pfKthread is PF_KTHREAD from include/linux/sched.h.
@@ -26,6 +27,24 @@ type Stat struct {
 	// ticks, field 22. Together with PID it identifies a process across
 	// pid reuse.
 	StartTime uint64
+	// ExitCode is field 52 (Linux 3.5 and later), the task's exit_code:
+	// while it is stopped, the signal that stopped it. 0 when the field is
+	// absent, or hidden (the kernel shows it to whom may ptrace the task).
+	ExitCode uint64
+}
+
+// Stopped reports whether the process is stopped: State is 'T' (by a
+// signal: SIGSTOP, SIGTSTP, SIGTTIN, SIGTTOU) or 't' (by its tracer, a
+// debugger).
+func (s Stat) Stopped() bool { return s.State == 'T' || s.State == 't' }
+
+// StopSignal returns the signal that stopped the process, 0 when it is
+// not stopped or the signal is not known.
+func (s Stat) StopSignal() syscall.Signal {
+	if !s.Stopped() {
+		return 0
+	}
+	return syscall.Signal(s.ExitCode & 0x7f)
 }
 
 // KernelThread reports whether the process is a kernel thread
@@ -73,6 +92,11 @@ func ParseStat(data []byte) (Stat, error) {
 	}
 	if s.StartTime, err = parseDecimal(string(f[22-3])); err != nil {
 		return s, fmt.Errorf("bad start time %q: %w", f[22-3], err)
+	}
+	if len(f) > 52-3 {
+		if s.ExitCode, err = parseDecimal(string(f[52-3])); err != nil {
+			return s, fmt.Errorf("bad exit code %q: %w", f[52-3], err)
+		}
 	}
 	return s, nil
 }

@@ -2,6 +2,7 @@ package procfs
 
 import (
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -32,6 +33,11 @@ func TestParseStat(t *testing.T) {
 			want: Stat{PID: 4242, PPID: 1, Comm: "a) b (c)", State: 'Z', Flags: 4194316, StartTime: 777},
 		},
 		{
+			name: "stopped by SIGSTOP",
+			line: "7998 (hang) T 7967 7998 21967 0 -1 4194304 1582 0 0 0 13 17 0 0 20 0 3 0 1274492 233521152 3647 18446744073709551615 94559477080064 94559477081413 140737191695168 0 0 0 0 4 1248 0 0 0 17 1 0 0 0 0 0 94559477091776 94559477092512 94559649673216 140737191699159 140737191699173 140737191699173 140737191702513 19\n",
+			want: Stat{PID: 7998, PPID: 7967, Comm: "hang", State: 'T', Flags: 4194304, StartTime: 1274492, ExitCode: 19},
+		},
+		{
 			name: "empty comm, exactly 22 fields",
 			line: "7 () S 1 7 7 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 99",
 			want: Stat{PID: 7, PPID: 1, Comm: "", State: 'S', StartTime: 99},
@@ -47,6 +53,25 @@ func TestParseStat(t *testing.T) {
 				t.Fatalf("ParseStat:\n got %+v\nwant %+v", got, tt.want)
 			}
 		})
+	}
+}
+
+// TestStopSignal: a stopped process names the signal that stopped it,
+// one that runs or one whose signal is hidden none.
+func TestStopSignal(t *testing.T) {
+	for _, tc := range []struct {
+		st   Stat
+		want syscall.Signal
+	}{
+		{Stat{State: 'T', ExitCode: 19}, syscall.SIGSTOP},
+		{Stat{State: 'T', ExitCode: 20}, syscall.SIGTSTP},
+		{Stat{State: 't', ExitCode: 5}, syscall.SIGTRAP},
+		{Stat{State: 'T'}, 0},
+		{Stat{State: 'S', ExitCode: 19}, 0},
+	} {
+		if got := tc.st.StopSignal(); got != tc.want || tc.st.Stopped() != (tc.st.State != 'S') {
+			t.Errorf("%c exit_code %d: stop signal %v, stopped %v", tc.st.State, tc.st.ExitCode, got, tc.st.Stopped())
+		}
 	}
 }
 

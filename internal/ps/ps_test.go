@@ -50,7 +50,7 @@ func TestWrite(t *testing.T) {
 		}},
 	}}
 	var b bytes.Buffer
-	if err := Write(&b, l); err != nil {
+	if err := Write(&b, l, 0); err != nil {
 		t.Fatal(err)
 	}
 	out := b.String()
@@ -64,14 +64,14 @@ func TestWrite(t *testing.T) {
 	}
 	l.TracedKnown, l.TracedNote = false, "whether mpiprobe traces them cannot be known: run mpiprobe ps as root"
 	b.Reset()
-	if err := Write(&b, l); err != nil {
+	if err := Write(&b, l, 0); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(b.String(), "unknown") || !strings.Contains(b.String(), "TRACED BY: whether mpiprobe traces them cannot be known: run mpiprobe ps as root") {
 		t.Errorf("unknown tracing not said:\n%s", b.String())
 	}
 	b.Reset()
-	if err := Write(&b, List{Host: "n1"}); err != nil || !strings.Contains(b.String(), "No MPI process found on n1") {
+	if err := Write(&b, List{Host: "n1"}, 0); err != nil || !strings.Contains(b.String(), "No MPI process found on n1") {
 		t.Errorf("empty list: %v\n%s", err, b.String())
 	}
 }

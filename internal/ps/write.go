@@ -22,8 +22,9 @@ func uidOf(fi fs.FileInfo) uint32 {
 
 // Write draws the list as one table, a job's processes together by rank,
 // the job's id, launcher and size on its first row; then, when it cannot
-// be known which processes mpiprobe traces, a line saying why.
-func Write(w io.Writer, l List) error {
+// be known which processes mpiprobe traces, a line saying why. The table
+// is at most width columns wide (text.FitTable; 0: as wide as its cells).
+func Write(w io.Writer, l List, width int) error {
 	if len(l.Jobs) == 0 {
 		fmt.Fprintf(w, "No MPI process found on %s (a rank shows once it has mapped libmpi or libmpich; processes of other users need root).\n", text.Line(l.Host))
 		return nil
@@ -53,7 +54,7 @@ func Write(w io.Writer, l List) error {
 				p.MPI + " " + text.Quote(p.Library), traced, text.Line(shorten(p.Command, 60))})
 		}
 	}
-	if err := text.Table(w, []string{"JOB", "SIZE", "RANK", "PID", "USER", "MPI", "TRACED BY", "COMMAND"}, rows, 1, 2, 3); err != nil {
+	if err := text.FitTable(w, width, []string{"JOB", "SIZE", "RANK", "PID", "USER", "MPI", "TRACED BY", "COMMAND"}, rows, 1, 2, 3); err != nil {
 		return err
 	}
 	if !l.TracedKnown {

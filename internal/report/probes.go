@@ -23,8 +23,9 @@ type ProbeResult struct {
 // attached" and a table of its entries (EVENT, LEVEL, LIBRARY, STATUS and
 // FILE OR WHY: the file an attached entry is in, with why it is only
 // partly attached and where its struct layout came from, or why an entry
-// is unavailable), a blank line between processes.
-func WriteProbes(w io.Writer, results []ProbeResult) error {
+// is unavailable), a blank line between processes. The tables are at most
+// width columns wide (text.FitTable; 0: as wide as their cells).
+func WriteProbes(w io.Writer, results []ProbeResult, width int) error {
 	var buf bytes.Buffer
 	for i, r := range results {
 		if i > 0 {
@@ -47,10 +48,10 @@ func WriteProbes(w io.Writer, results []ProbeResult) error {
 			rows = append(rows, []string{e.Event, string(e.Level), string(e.Library), st, why})
 		}
 		fmt.Fprintf(&buf, "pid %d: %d of %d entries attached\n", r.PID, attached, len(r.Entries))
-		if err := text.Table(&buf, []string{"EVENT", "LEVEL", "LIBRARY", "STATUS", "FILE OR WHY"}, rows); err != nil {
+		if err := text.FitTable(&buf, width, []string{"EVENT", "LEVEL", "LIBRARY", "STATUS", "FILE OR WHY"}, rows); err != nil {
 			return fmt.Errorf("report: write probes: %w", err)
 		}
-		if err := writeLayouts(&buf, r.Layouts); err != nil {
+		if err := writeLayouts(&buf, r.Layouts, width); err != nil {
 			return fmt.Errorf("report: write probes: %w", err)
 		}
 	}
@@ -108,18 +109,18 @@ func WriteProbesJSON(w io.Writer, results []ProbeResult) error {
 // writeLayouts writes the layouts as a table of fields (STRUCT, FIELD,
 // VALUE, SOURCE, NOTE), after a line per file naming it and, for an
 // inference, how long it took.
-func writeLayouts(buf *bytes.Buffer, ls []mpiabi.LayoutStatus) error {
+func writeLayouts(buf *bytes.Buffer, ls []mpiabi.LayoutStatus, width int) error {
 	for _, l := range ls {
-		fmt.Fprintf(buf, "\n%s layout of %s", text.Line(l.Struct), text.Quote(l.File))
+		head := fmt.Sprintf("%s layout of %s", text.Line(l.Struct), text.Quote(l.File))
 		if l.BuildID != "" {
-			fmt.Fprintf(buf, " (build id %s)", text.Line(l.BuildID))
+			head += fmt.Sprintf(" (build id %s)", text.Line(l.BuildID))
 		}
 		if l.TookSeconds > 0 {
-			fmt.Fprintf(buf, ", inferred in %.1f ms", l.TookSeconds*1000)
+			head += fmt.Sprintf(", inferred in %.1f ms", l.TookSeconds*1000)
 		}
-		buf.WriteString("\n")
+		fmt.Fprintf(buf, "\n%s\n", text.Wrap(head, width))
 		if l.Reason != "" {
-			fmt.Fprintf(buf, "  %s\n", text.Line(l.Reason))
+			fmt.Fprintf(buf, "%s\n", text.Wrap("  "+text.Line(l.Reason), width))
 		}
 		if len(l.Fields) == 0 {
 			continue
@@ -132,7 +133,7 @@ func writeLayouts(buf *bytes.Buffer, ls []mpiabi.LayoutStatus) error {
 			}
 			rows = append(rows, []string{f.Name, v, string(f.How), text.Line(f.Note)})
 		}
-		if err := text.Table(buf, []string{"FIELD", "VALUE", "SOURCE", "NOTE"}, rows); err != nil {
+		if err := text.FitTable(buf, width, []string{"FIELD", "VALUE", "SOURCE", "NOTE"}, rows); err != nil {
 			return err
 		}
 	}

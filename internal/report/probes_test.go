@@ -20,7 +20,7 @@ func TestWriteProbes(t *testing.T) {
 		{PID: 43},
 	}
 	var buf bytes.Buffer
-	if err := WriteProbes(&buf, results); err != nil {
+	if err := WriteProbes(&buf, results, 0); err != nil {
 		t.Fatal(err)
 	}
 	out := buf.String()

@@ -14,6 +14,7 @@ import (
 	"github.com/mpiprobe/mpiprobe/internal/collstate"
 	"github.com/mpiprobe/mpiprobe/internal/identity"
 	"github.com/mpiprobe/mpiprobe/internal/mpiabi"
+	"github.com/mpiprobe/mpiprobe/internal/procfs"
 	"github.com/mpiprobe/mpiprobe/internal/status/hang"
 )
 
@@ -35,6 +36,7 @@ func rankState(cfg Config, pid int, id identity.Identity, p *process, w window, 
 	if gone(pid) {
 		r.Ended = "exited during status"
 	}
+	r.Stopped, r.resume = stopState(cfg.Proc, pid)
 	if hist != nil {
 		r.Counts = counts(hist)
 	}
@@ -75,6 +77,25 @@ func rankState(cfg Config, pid int, id identity.Identity, p *process, w window, 
 		res.Notes = append(res.Notes, fmt.Sprintf("rank %d (pid %d) has %d threads in MPI calls; the verdict uses the one inside longest", r.Rank, pid, len(r.Threads)))
 	}
 	return r
+}
+
+// stopState says how process pid is stopped ("by SIGSTOP", "by its
+// debugger") and how to resume it; "" when it runs. The kernel keeps the
+// signal that stopped a process in its exit code (stat field 52).
+func stopState(pfs procfs.FS, pid int) (how, resume string) {
+	st, err := pfs.Stat(pid)
+	switch {
+	case err != nil || !st.Stopped():
+		return "", ""
+	case st.State == 't':
+		// A debugger's stop: SIGCONT does not resume it, the debugger does.
+		return "by its debugger (tracing stop)", ""
+	case st.StopSignal() != 0:
+		how = "by " + agg.SignalName(int(st.StopSignal()))
+	default:
+		how = "by a stop signal"
+	}
+	return how, "kill -CONT " + strconv.Itoa(pid)
 }
 
 // threadState is what a thread inside an MPI call does: its call and
@@ -160,7 +181,7 @@ func mpiObjects(th *Thread, t thread, p *process, res *Result) {
 // hangRank is the rank as package hang sees it: the thread inside its call
 // longest stands for the rank.
 func hangRank(r Rank) hang.Rank {
-	h := hang.Rank{Rank: r.Rank, PID: r.PID, Host: r.Host, Ended: r.Ended}
+	h := hang.Rank{Rank: r.Rank, PID: r.PID, Host: r.Host, Ended: r.Ended, Stopped: r.Stopped, Resume: r.resume}
 	if r.Counts != nil {
 		h.Counts = map[agg.Comm]map[string]uint64{}
 		for _, c := range r.Counts {

@@ -43,6 +43,10 @@ func Write(w io.Writer, r Result, verbose bool) error {
 			rows = append(rows, []string{rankText, pid, "unknown", "", "", "? (" + text.Line(rk.Unreadable) + ")"})
 			continue
 		}
+		if len(rk.Threads) == 0 && rk.Stopped != "" {
+			rows = append(rows, []string{rankText, pid, "stopped " + text.Line(rk.Stopped), "", "", ""})
+			continue
+		}
 		if len(rk.Threads) == 0 {
 			rows = append(rows, []string{rankText, pid, "computing", "", "", ""})
 			continue
@@ -64,6 +68,9 @@ func Write(w io.Writer, r Result, verbose bool) error {
 			}
 			if len(rk.Threads) > 1 {
 				in += fmt.Sprintf(" (thread %d)", t.TID)
+			}
+			if rk.Stopped != "" {
+				in = "stopped " + text.Line(rk.Stopped) + " in " + in
 			}
 			comm := "?"
 			if t.Comm != nil {
@@ -208,6 +215,7 @@ type jsonRank struct {
 	AtLeast      bool         `json:"at_least"`
 	Moving       bool         `json:"moving,omitempty"`
 	Ended        string       `json:"ended"`
+	Stopped      string       `json:"stopped,omitempty"`
 	Unreadable   string       `json:"unreadable,omitempty"`
 	Peer         *int         `json:"peer,omitempty"`
 	Tag          *int         `json:"tag,omitempty"`
@@ -320,7 +328,7 @@ func WriteJSON(w io.Writer, r Result) error {
 		Ranks: []jsonRank{}, Mismatches: []jsonMismatch{}, Absent: []jsonAbsence{}, Divergent: []jsonDiv{},
 	}
 	for _, rk := range r.Ranks {
-		jr := jsonRank{Rank: knownRank(rk.Rank), PID: rk.PID, Host: rk.Host, Job: rk.Job, Ended: rk.Ended, Unreadable: rk.Unreadable,
+		jr := jsonRank{Rank: knownRank(rk.Rank), PID: rk.PID, Host: rk.Host, Job: rk.Job, Ended: rk.Ended, Stopped: rk.Stopped, Unreadable: rk.Unreadable,
 			Threads: jsonThreads(rk.Threads), Counts: rk.Counts, Library: rk.Library, Note: rk.Note}
 		var best *Thread
 		for i := range rk.Threads {

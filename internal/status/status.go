@@ -100,6 +100,10 @@ type Rank struct {
 	Threads []Thread `json:"threads"`
 	// Ended is set when the rank ended while status looked at it.
 	Ended string `json:"ended,omitempty"`
+	// Stopped says how the rank is stopped ("by SIGSTOP", "by its
+	// debugger"); "" while it runs. resume is how to resume it.
+	Stopped string `json:"stopped,omitempty"`
+	resume  string
 	// Counts are the collective calls per communicator, from a
 	// --collectives session; nil without history.
 	Counts []CommCount `json:"counts,omitempty"`

@@ -3,6 +3,7 @@ package text
 import (
 	"bytes"
 	"encoding/json"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -224,4 +225,53 @@ func FuzzEscapeJSON(f *testing.F) {
 			t.Fatalf("EscapeJSON(%s) decodes to %q, want %q", b, back, want)
 		}
 	})
+}
+
+// TestFitTable: a table fitted to a width is no wider, in runes (box
+// characters are one column each), and loses no character of its cells;
+// width 0 is Table.
+func TestFitTable(t *testing.T) {
+	header := []string{"JOB", "SIZE", "MPI", "COMMAND"}
+	rows := [][]string{{`"1944125441" (mpirun)`, "4", "Open MPI /usr/lib/x86_64-linux-gnu/openmpi/lib/libmpi.so.40.30.4", "/tmp/hang/hang recv 5 with a long tail of arguments"}}
+	var natural bytes.Buffer
+	if err := Table(&natural, header, rows, 1); err != nil {
+		t.Fatal(err)
+	}
+	widest := func(s string) int {
+		n := 0
+		for _, l := range strings.Split(s, "\n") {
+			n = max(n, utf8.RuneCountInString(l))
+		}
+		return n
+	}
+	letters := func(s string) string {
+		return strings.Map(func(r rune) rune {
+			if r == ' ' || r == '\n' || strings.ContainsRune("│┌┐└┘├┤┬┴┼─", r) {
+				return -1
+			}
+			return r
+		}, s)
+	}
+	for _, width := range []int{0, 100, 70, 50} {
+		var b bytes.Buffer
+		if err := FitTable(&b, width, header, rows, 1); err != nil {
+			t.Fatal(err)
+		}
+		switch {
+		case width == 0 && b.String() != natural.String():
+			t.Errorf("width 0 is not Table:\n%s", b.String())
+		case width > 0 && widest(b.String()) > width:
+			t.Errorf("width %d: a line of %d:\n%s", width, widest(b.String()), b.String())
+		}
+		// Wrapped cells keep their characters: the same ones, as many.
+		got, want := []rune(letters(b.String())), []rune(letters(natural.String()))
+		slices.Sort(got)
+		slices.Sort(want)
+		if !slices.Equal(got, want) {
+			t.Errorf("width %d: characters lost or added:\n%s", width, b.String())
+		}
+	}
+	if widest(natural.String()) <= 100 {
+		t.Fatalf("the natural table is %d wide: the test needs one wider than 100", widest(natural.String()))
+	}
 }

@@ -53,6 +53,12 @@ type Rank struct {
 	// not be unwound); "" when In says it. An unreadable rank is never
 	// taken as computing.
 	Unreadable string
+	// Stopped says how the rank is stopped ("by SIGSTOP", "by its
+	// debugger"); "" while it runs. A stopped rank makes no progress: In
+	// is where it stopped, not a call it waits in, and the verdict names
+	// it first. Resume says how to resume it ("kill -CONT 4242"), "" when
+	// it cannot be said.
+	Stopped, Resume string
 }
 
 // Divergence flags a rank whose count of one collective on one
@@ -115,6 +121,8 @@ type rstate struct {
 	call    *Call  // nil when computing or ended
 	ended   bool   // the rank has ended (its call, if any, is ignored)
 	how     string // how it ended, cleaned
+	stopped string // how it is stopped, cleaned ("" while it runs)
+	resume  string // how to resume it, cleaned
 	blocked bool   // inside call for minWait or more
 	coll    bool   // call is a collective on a known communicator
 	key     commKey
@@ -192,11 +200,72 @@ func Diagnose(ranks []Rank, minWait time.Duration) Report {
 			clauses = append(clauses, s)
 		}
 	}
+	stopped := d.stoppedClause()
+	if stopped != "" {
+		clauses = append([]string{stopped}, clauses...)
+	}
 	rep.Verdict = strings.Join(clauses, "; ")
 	withWaitFor(ranks, minWait, &rep)
 	addCycles(ranks, &rep)
 	d.withKnot(&rep)
+	d.leadStopped(&rep)
 	return rep
+}
+
+// stoppedClause names the stopped ranks, the first thing to say of a job:
+// a stopped rank makes no progress, and every rank that needs it waits
+// for as long as it is stopped. "" when none is stopped.
+func (d *diag) stoppedClause() string {
+	var items itemList
+	var resume []string
+	for _, r := range d.ranks {
+		if r.stopped == "" || r.ended {
+			continue
+		}
+		items.add(r.n, "is stopped "+r.stopped, "are stopped "+r.stopped, 0)
+		if r.resume != "" {
+			resume = append(resume, r.resume)
+		}
+	}
+	shown := items.shown()
+	if len(shown) == 0 {
+		return ""
+	}
+	var parts []string
+	for _, it := range shown {
+		parts = append(parts, it.text())
+	}
+	s := strings.Join(parts, ", ") + ": a stopped rank makes no progress, and the ranks that need it wait for as long as it is stopped"
+	if rest := items.rest(); rest > 0 {
+		s += fmt.Sprintf(" (%d more %s stopped)", rest, verb(rest > 1, "rank is", "ranks are"))
+	}
+	switch {
+	case len(resume) == 1:
+		s += " (" + resume[0] + " resumes it)"
+	case len(resume) > 1:
+		s += " (" + strings.Join(resume, ", ") + " resume them)"
+	}
+	return s
+}
+
+// leadStopped makes the stopped ranks the first suspects and the lead.
+func (d *diag) leadStopped(rep *Report) {
+	var stopped []int
+	for _, r := range d.ranks {
+		if r.stopped != "" && !r.ended {
+			stopped = append(stopped, r.n)
+		}
+	}
+	if len(stopped) == 0 {
+		return
+	}
+	rep.Lead = stopped
+	for _, n := range stopped {
+		if !slices.Contains(rep.Suspects, n) {
+			rep.Suspects = append(rep.Suspects, n)
+		}
+	}
+	slices.Sort(rep.Suspects)
 }
 
 func newDiag(in []Rank, minWait time.Duration) *diag {
@@ -216,7 +285,7 @@ func newDiag(in []Rank, minWait time.Duration) *diag {
 		if _, dup := d.byN[src.Rank]; dup {
 			continue // the first entry of a rank wins
 		}
-		r := &rstate{n: src.Rank, unread: text.Line(src.Unreadable)}
+		r := &rstate{n: src.Rank, unread: text.Line(src.Unreadable), stopped: text.Line(src.Stopped), resume: text.Line(src.Resume)}
 		if src.Ended != "" {
 			r.ended, r.how = true, text.Line(src.Ended)
 		} else {
@@ -238,7 +307,8 @@ func newDiag(in []Rank, minWait time.Duration) *diag {
 			}
 		}
 		if c := r.call; c != nil {
-			r.blocked = c.Since >= minWait
+			// A stopped rank waits for nobody: it is not running.
+			r.blocked = c.Since >= minWait && r.stopped == ""
 			r.seq = c.Seq
 			switch {
 			case isInit(c.Name):
@@ -412,6 +482,10 @@ func state(r *rstate, g *group, plural bool) string {
 	switch {
 	case r.ended:
 		return "ended (" + r.how + ")"
+	case r.stopped != "" && r.call != nil:
+		return verb(plural, "is", "are") + " stopped " + r.stopped + " in " + callText(r)
+	case r.stopped != "":
+		return verb(plural, "is", "are") + " stopped " + r.stopped
 	case r.call == nil && r.unread != "":
 		return verb(plural, "is", "are") + " in an unknown state: " + r.unread
 	case r.call == nil:
@@ -744,9 +818,15 @@ func (d *diag) worldMissing(size int) (string, int) {
 
 // progress is rule 4: nobody has been inside a call for minWait.
 func (d *diag) progress() []string {
-	s := "no rank has been inside an MPI call for " + seconds(d.minWait) + " or more: the job is making progress"
+	progress := "the job is making progress"
+	for _, r := range d.ranks {
+		if r.stopped != "" && !r.ended {
+			progress = "the running ranks are making progress"
+		}
+	}
+	s := "no rank has been inside an MPI call for " + seconds(d.minWait) + " or more: " + progress
 	if d.minWait <= 0 {
-		s = "no rank is inside an MPI call: the job is making progress"
+		s = "no rank is inside an MPI call: " + progress
 	}
 	clauses := []string{s}
 	var items itemList

@@ -156,6 +156,12 @@
 // appended, unless a cycle or mismatch clause already holds every rank of
 // it. Waits inferred from the calls, not read, are counted in the clause.
 //
+// A stopped rank ([Rank.Stopped]) is named first, "rank 3 is stopped by
+// SIGSTOP: …", with how to resume it: it makes no progress, so every rank
+// that needs it waits. It is never blocked: the call it stopped in is
+// where it stopped, not a wait, and gives no wait-for edge; it is a
+// suspect and the lead.
+//
 // [Report.Suspects] are the ranks that block progress: absent members
 // (except those that made the call or are entering it), the sides of a
 // mismatch, the ranks of cycles, and the peers blocked ranks wait on that

@@ -95,7 +95,7 @@ func BuildWaitFor(in []Rank, minWait time.Duration) WaitFor {
 	slices.Sort(order)
 	blocked := func(n int) bool {
 		r := byN[n]
-		return r != nil && r.Ended == "" && r.In != nil && r.In.Since >= minWait && !isCollectiveName(r.In.Name)
+		return r != nil && r.Ended == "" && r.Stopped == "" && r.In != nil && r.In.Since >= minWait && !isCollectiveName(r.In.Name)
 	}
 	var g WaitFor
 	for _, n := range order {
@@ -405,6 +405,8 @@ func peerState(r *Rank) string {
 		return "is not observed here"
 	case r.Ended != "":
 		return "ended (" + text.Line(r.Ended) + ")"
+	case r.Stopped != "":
+		return "is stopped " + text.Line(r.Stopped)
 	case r.In == nil:
 		return "is computing"
 	default:

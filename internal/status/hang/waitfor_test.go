@@ -63,6 +63,22 @@ func TestWaitForGraph(t *testing.T) {
 			say:   []string{"rank 1 waits for any rank (MPI_Recv from any source tag 6 at a.c:16), and rank 0 is in MPI_Finalize"},
 		},
 		{
+			name: "a stopped rank waits for nobody and is named first",
+			ranks: []Rank{{Rank: 0, In: recv(1, 7, true)}, {Rank: 1, In: recv(0, 7, true), Stopped: "by SIGSTOP", Resume: "kill -CONT 42"},
+				{Rank: 2, In: &Call{Name: "MPI_Barrier", Comm: &w, Peer: -1, Since: sec(9)}}},
+			edges: 1,
+			say: []string{"rank 1 is stopped by SIGSTOP: a stopped rank makes no progress", "(kill -CONT 42 resumes it)",
+				"rank 0 waits for 1 (MPI_Recv tag 7 at a.c:16), which is stopped by SIGSTOP", "rank 1 is stopped by SIGSTOP in MPI_Recv"},
+			notSay: []string{"rank 1 waits for 0", "deadlock cycle"},
+		},
+		{
+			name:   "a stopped rank that computes",
+			ranks:  []Rank{{Rank: 0, In: recv(1, 7, true)}, {Rank: 1, Stopped: "by SIGTSTP"}},
+			edges:  1,
+			say:    []string{"rank 1 is stopped by SIGTSTP: a stopped rank makes no progress", "which is stopped by SIGTSTP"},
+			notSay: []string{"computing"},
+		},
+		{
 			name:  "recent call is not blocked",
 			ranks: []Rank{{Rank: 0, In: recv(1, 7, true)}, {Rank: 1, In: &Call{Name: "MPI_Recv", Peer: 0, Since: sec(0.1), Waits: []Wait{{Peer: 0, Tag: 7, Known: true}}}}},
 			edges: 1, notSay: []string{"deadlock cycle"},
@@ -89,6 +105,11 @@ func TestWaitForGraph(t *testing.T) {
 			checkSays(t, rep.Verdict, c.say, c.notSay)
 			if len(rep.Cycles) != len(c.cycles) {
 				t.Errorf("Report.Cycles: %d, want %d", len(rep.Cycles), len(c.cycles))
+			}
+			for _, r := range c.ranks {
+				if r.Stopped != "" && (!slices.Equal(rep.Lead, []int{r.Rank}) || !slices.Contains(rep.Suspects, r.Rank)) {
+					t.Errorf("stopped rank %d: lead %v, suspects %v; want it the lead and a suspect", r.Rank, rep.Lead, rep.Suspects)
+				}
 			}
 		})
 	}
