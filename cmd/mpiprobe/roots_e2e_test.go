@@ -109,13 +109,7 @@ func TestRootTrace(t *testing.T) {
 			bin := mpitest.BuildMpiprobe(t)
 			prog := mpitest.Build(t, impl, "loops")
 			const iters, ms = 5, 10
-			var opts []string
-			if strings.HasPrefix(impl.Name, "openmpi") {
-				// The root has no network of its own to pair: keep the
-				// TCP BTL's complaint out.
-				opts = []string{"--mca", "btl", "self,vader"}
-			}
-			s, _ := traceAndShow(t, bin, nil, append([]string{"--"}, impl.Command(2, opts, prog, strconv.Itoa(iters), strconv.Itoa(ms))...)...)
+			s, _ := traceAndShow(t, bin, nil, append([]string{"--"}, impl.Command(2, rootOpts(impl), prog, strconv.Itoa(iters), strconv.Itoa(ms))...)...)
 			checkLoopsTrace(t, s, iters)
 		})
 	}
@@ -208,4 +202,50 @@ func TestRootTraceWithoutHostMPI(t *testing.T) {
 	const iters = 5
 	s, _ := traceAndShow(t, bin, nil, append([]string{"--"}, impl.Command(2, []string{"--mca", "btl", "self,vader"}, prog, strconv.Itoa(iters), "10")...)...)
 	checkLoopsTrace(t, s, iters)
+}
+
+// rootImpls are the MPIs of the Debian 13 root, each started once
+// through chroot and once through unshare --root.
+func rootImpls() []struct {
+	name string
+	impl func(t *testing.T) mpitest.Impl
+} {
+	return []struct {
+		name string
+		impl func(t *testing.T) mpitest.Impl
+	}{
+		{"openmpi-trixie", func(t *testing.T) mpitest.Impl { return mpitest.RootOpenMPI(t, "trixie") }},
+		{"mpich-trixie", func(t *testing.T) mpitest.Impl { return mpitest.RootMPICH(t, "trixie") }},
+		{"openmpi-trixie-unshare", func(t *testing.T) mpitest.Impl { return mpitest.RootOpenMPI(t, "trixie").Unshared() }},
+		{"mpich-trixie-unshare", func(t *testing.T) mpitest.Impl { return mpitest.RootMPICH(t, "trixie").Unshared() }},
+	}
+}
+
+// rootOpts are the launcher options of a job in a root: the root has no
+// network of its own to pair, so Open MPI's TCP BTL is kept out.
+func rootOpts(impl mpitest.Impl) []string {
+	if strings.HasPrefix(impl.Name, "openmpi") {
+		return []string{"--mca", "btl", "self,vader"}
+	}
+	return nil
+}
+
+// TestRootCollectiveCounts: `mpiprobe --collectives -- chroot ROOT
+// launcher colls` (and unshare --root) counts every collective exactly per
+// communicator, as TestCollectiveCounts on the host's builds: the root's
+// libmpi is found only as the ranks start, and the collective probes are
+// attached there too.
+func TestRootCollectiveCounts(t *testing.T) {
+	for _, tc := range rootImpls() {
+		t.Run(tc.name, func(t *testing.T) {
+			impl := tc.impl(t)
+			bin := mpitest.BuildMpiprobe(t)
+			prog := mpitest.Build(t, impl, "colls")
+			const rounds = 3
+			// A layout inferred once a rank is past MPI_Init keys the
+			// communicators freed before then by their handles: colls.c
+			// waits first.
+			checkCollectiveCounts(t, bin, impl, rootOpts(impl), prog, 4, rounds, []string{strconv.Itoa(rounds), "300"})
+		})
+	}
 }

@@ -263,15 +263,12 @@ func describeFields(fs []mpiabi.LayoutField) string {
 	return s
 }
 
-// startLayoutWatch infers the layouts of the unknown builds: at once from
-// the processes already running (pids), then, in the background, from
-// every traced process until each library has its layout or the session
-// ends.
-func (s *session) startLayoutWatch(att *probes.CollAttacher, mu *sync.Mutex, maps collstate.Maps, pids []int) *layoutWatch {
+// startLayoutWatch infers the layouts of the unknown builds among libs
+// (libraries of att): at once from the processes already running (pids),
+// then, in the background, from every traced process until each library
+// has its layout or the session ends.
+func (s *session) startLayoutWatch(att *probes.CollAttacher, mu *sync.Mutex, maps collstate.Maps, libs []probes.CollLibrary, pids []int) *layoutWatch {
 	w := &layoutWatch{s: s, att: att, mu: mu, maps: maps, stop: make(chan struct{}), done: make(chan struct{}), procs: map[int]*watchedProc{}, unmapped: map[int]unmappedProc{}}
-	mu.Lock()
-	libs := att.Libraries()
-	mu.Unlock()
 	pending, errs := pendingLayouts(libs)
 	for _, err := range errs {
 		s.cfg.Log.Warn("communicator layout not inferred", "err", err)
