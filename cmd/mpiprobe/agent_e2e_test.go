@@ -27,6 +27,8 @@ type agentSummary struct {
 		Ranks []struct {
 			Rank jsonRankNum `json:"rank"`
 			PID  int         `json:"pid"`
+			Comm string      `json:"comm"`
+			Host string      `json:"host"`
 			End  struct {
 				State      string `json:"state"`
 				SignalName string `json:"signal_name"`

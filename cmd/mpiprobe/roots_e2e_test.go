@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -246,6 +247,67 @@ func TestRootCollectiveCounts(t *testing.T) {
 			// communicators freed before then by their handles: colls.c
 			// waits first.
 			checkCollectiveCounts(t, bin, impl, rootOpts(impl), prog, 4, rounds, []string{strconv.Itoa(rounds), "300"})
+		})
+	}
+}
+
+// TestAgentRoot: the node-wide agent, started before a job that runs in
+// the Debian 13 root (chroot, and unshare --root), finds its ranks, probes
+// the Open MPI 5.0.7 they map in the root and counts the flood's queued
+// sends exactly: the root's libraries are attached when its first
+// process starts, before any rank calls MPI. The job's summary names the
+// ranks by their job and rank, and what the agent says names the
+// libraries by the ranks' paths, never the host's path into the root.
+func TestAgentRoot(t *testing.T) {
+	for _, unshared := range []bool{false, true} {
+		name := "chroot"
+		if unshared {
+			name = "unshare"
+		}
+		t.Run(name, func(t *testing.T) {
+			impl := mpitest.RootOpenMPI(t, "trixie")
+			if unshared {
+				impl = impl.Unshared()
+			}
+			bin := mpitest.BuildMpiprobe(t)
+			flood := mpitest.Build(t, impl, "flood")
+			d := mpitest.NewAgentDirs(t)
+			// -v: each library attached is logged, by its path.
+			ag := mpitest.StartAgent(t, bin, d, "", "sh", "-c", `exec "$@" -v`, "sh")
+			const rounds = 4
+			job := mpitest.StartJob(t, impl.Command(2, floodMCA(true), flood, "-n", strconv.Itoa(floodMessages), "-d", "600", "-r", strconv.Itoa(rounds)), flood, 2, impl.Lib)
+			jobID := jobOf(t, job.Ranks[0])
+			job.Wait(t)
+			s := finishedSummaries(t, d, ag, job.Ranks)[0]
+			log := ag.Log(t)
+			j := s.Jobs[0]
+			if j.Job != jobID || len(j.Ranks) != 2 {
+				t.Fatalf("summary of job %q with %d ranks, want job %q with 2\n%s", j.Job, len(j.Ranks), jobID, log)
+			}
+			var news, drains uint64
+			for _, r := range j.Ranks {
+				want := map[int]string{job.Ranks[0]: "0", job.Ranks[1]: "1"}[r.PID]
+				if string(r.Rank) != want || r.Host == "" || !strings.HasPrefix(r.Comm, "flood") || r.End.State != "exited" {
+					t.Errorf("pid %d: rank %s host %q comm %q end %s, want rank %s of a flood that exited", r.PID, r.Rank, r.Host, r.Comm, r.End.State, want)
+				}
+				for _, e := range r.Events {
+					if r.Rank == "0" && e.Event == "ob1.send_pending.new" {
+						news = e.Count
+					}
+					if r.Rank == "0" && e.Event == "ob1.send_pending.drain" {
+						drains = e.Count
+					}
+				}
+			}
+			checkRootFlood(t, impl, news, drains, log)
+			if !regexp.MustCompile(`msg="library attached" file=/usr/lib/x86_64-linux-gnu/libmpi\.so\.40`).MatchString(log) {
+				t.Errorf("the agent names no libmpi.so.40 by the rank's path:\n%s", log)
+			}
+			// Files by the ranks' paths; the root itself is named as a root.
+			if strings.Contains(log, "file="+impl.Root) {
+				t.Errorf("the agent names a file through the host's %s, not as the ranks see it:\n%s", impl.Root, log)
+			}
+			ag.Stop(t, syscall.SIGTERM)
 		})
 	}
 }
