@@ -1,10 +1,13 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -308,6 +311,101 @@ func TestAgentRoot(t *testing.T) {
 				t.Errorf("the agent names a file through the host's %s, not as the ranks see it:\n%s", impl.Root, log)
 			}
 			ag.Stop(t, syscall.SIGTERM)
+		})
+	}
+}
+
+// TestRootStatusPsJob: a job hung in the Debian 13 root (chroot and
+// unshare --root, Open MPI and MPICH) is found by `mpiprobe ps`, under the
+// job id --job takes, with the library by the rank's path; `status --job`
+// and `status -p` find its ranks, their libraries and the MPI call each is
+// in; `mpiprobe --job` attaches to its ranks. No path is shown through
+// the host's path into the root.
+func TestRootStatusPsJob(t *testing.T) {
+	for _, tc := range rootImpls() {
+		t.Run(tc.name, func(t *testing.T) {
+			impl := tc.impl(t)
+			bin := mpitest.BuildMpiprobe(t)
+			pids := hungJob(t, bin, impl, "skip", 2, false)
+
+			// ps: the ranks under one job, with the root's library.
+			code, stdout, stderr := runOutput(t, bin, nil, "ps", "--json")
+			if code != 0 {
+				t.Fatalf("ps --json: exit %d\n%s", code, stderr)
+			}
+			var l psJSON
+			if err := json.Unmarshal([]byte(stdout), &l); err != nil {
+				t.Fatalf("ps --json: %v\n%s", err, stdout)
+			}
+			jobID := ""
+			var ranks []string
+			for _, pj := range l.Jobs {
+				for _, p := range pj.Processes {
+					if !slices.Contains(pids, p.PID) {
+						continue
+					}
+					jobID = pj.Job
+					ranks = append(ranks, string(p.Rank))
+					if !strings.HasPrefix(p.Library, "/usr/lib/x86_64-linux-gnu/") || p.MPI == "" {
+						t.Errorf("ps: pid %d: mpi %q library %q, want the library by the rank's path", p.PID, p.MPI, p.Library)
+					}
+				}
+			}
+			slices.Sort(ranks)
+			if jobID == "" || strings.Join(ranks, ",") != "0,1" {
+				t.Fatalf("ps: ranks %v of job %q, want 0,1 of one job\n%s", ranks, jobID, stdout)
+			}
+			code, text, stderr := runOutput(t, bin, nil, "ps")
+			if code != 0 || strings.Contains(text, impl.Root) {
+				t.Errorf("ps: exit %d, paths through the host's %s?\n%s%s", code, impl.Root, text, stderr)
+			}
+
+			// status --job and -p: every rank, in the barrier of hang.c's
+			// skip mode but the last, which computes.
+			for _, args := range [][]string{{"--job", jobID}, {"-p", strconv.Itoa(pids[0]) + "," + strconv.Itoa(pids[1])}} {
+				argv := append([]string{"status", "--json", "--window", "500ms"}, args...)
+				code, out, errs := runOutput(t, bin, nil, argv...)
+				if code != 0 {
+					t.Fatalf("%s: exit %d\n%s", strings.Join(argv, " "), code, errs)
+				}
+				var st statusJSON
+				if err := json.Unmarshal([]byte(out), &st); err != nil {
+					t.Fatalf("%s: %v\n%s", strings.Join(argv, " "), err, out)
+				}
+				calls := map[int]string{}
+				for _, r := range st.Ranks {
+					calls[r.Rank] = r.Call
+				}
+				if len(st.Ranks) != 2 || calls[0] != "MPI_Barrier" || calls[1] != "" {
+					t.Errorf("%s: ranks %v, want rank 0 in MPI_Barrier and rank 1 computing\n%s\n%s", strings.Join(argv, " "), calls, out, errs)
+				}
+				if strings.Contains(out, impl.Root) || strings.Contains(errs, impl.Root) {
+					t.Errorf("%s: a path through the host's %s:\n%s\n%s", strings.Join(argv, " "), impl.Root, out, errs)
+				}
+				_, human, _ := runOutput(t, bin, nil, append([]string{"status", "--window", "500ms"}, args...)...)
+				t.Logf("%s:\n%s", strings.Join(argv, " "), human)
+				if strings.Contains(human, impl.Root) {
+					t.Errorf("status %s: a path through the host's %s:\n%s", strings.Join(args, " "), impl.Root, human)
+				}
+			}
+
+			// mpiprobe --job: attaches to both ranks in the root.
+			var errBuf mpitest.Buffer
+			sess := exec.Command(bin, "--job", jobID, "-v")
+			sess.Stderr = &errBuf
+			if err := sess.Start(); err != nil {
+				t.Fatal(err)
+			}
+			deadline := time.Now().Add(60 * time.Second)
+			for !strings.Contains(errBuf.String(), "msg=tracing") && time.Now().Before(deadline) {
+				time.Sleep(50 * time.Millisecond)
+			}
+			_ = sess.Process.Signal(syscall.SIGINT)
+			_ = sess.Wait()
+			log := errBuf.String()
+			if !strings.Contains(log, "msg=tracing processes=2 ") || strings.Contains(log, "file="+impl.Root) {
+				t.Errorf("--job %s: want 2 processes traced, files by the ranks' paths:\n%s", jobID, log)
+			}
 		})
 	}
 }

@@ -70,10 +70,13 @@ func openProcess(fs procfs.FS, dp discover.Proc, env map[string]string, files *t
 	if err != nil {
 		return nil, err
 	}
-	p := &process{pid: pid, maps: dp.Maps, mem: mem, open: symbolize.ProcOpener(fs, pid), files: files}
+	// A rank in another root (chroot, unshare --root) is shown, and its
+	// files opened (symbolize.ProcOpener), by its own paths.
+	maps := discover.SeenMaps(fs, pid, dp.Maps)
+	p := &process{pid: pid, maps: maps, mem: mem, open: symbolize.ProcOpener(fs, pid), files: files}
 	p.comms = mpiabi.CommReader{Mem: p.read}
 	p.ompiName = mpiabi.OMPIName(env)
-	for _, m := range dp.Libs {
+	for _, m := range discover.Discover(maps) {
 		if m.Library != probes.OMPILibMPI && m.Library != probes.MPICHLib {
 			continue
 		}
