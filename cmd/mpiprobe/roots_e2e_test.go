@@ -329,14 +329,7 @@ func TestRootStatusPsJob(t *testing.T) {
 			pids := hungJob(t, bin, impl, "skip", 2, false)
 
 			// ps: the ranks under one job, with the root's library.
-			code, stdout, stderr := runOutput(t, bin, nil, "ps", "--json")
-			if code != 0 {
-				t.Fatalf("ps --json: exit %d\n%s", code, stderr)
-			}
-			var l psJSON
-			if err := json.Unmarshal([]byte(stdout), &l); err != nil {
-				t.Fatalf("ps --json: %v\n%s", err, stdout)
-			}
+			l, stdout := runPs(t, bin)
 			jobID := ""
 			var ranks []string
 			for _, pj := range l.Jobs {
