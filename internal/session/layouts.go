@@ -337,7 +337,7 @@ func (w *layoutWatch) giveUp(pending []*pendingLib) {
 		if p.lastErr != nil {
 			reason = p.lastErr.Error()
 		}
-		w.s.cfg.Log.Warn("unknown MPI library build and its communicator layout was not inferred: communicators are keyed by their local handle and cannot be matched across ranks",
+		w.s.cfg.Log.Warn("communicator layout not inferred for this build (no table holds it): communicators are keyed by their local handle and cannot be matched across ranks; `mpiprobe probes -p PID` on a rank lists each field and why",
 			"file", p.lib.Display, "build_id", p.lib.BuildID, "reason", reason)
 		_ = p.file.Close()
 	}

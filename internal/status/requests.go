@@ -59,7 +59,7 @@ func newRequestReader(p *process) mpiabi.RequestReader {
 		if !known {
 			var err error
 			if l, err = p.ob1Layout(found, build); err != nil {
-				r.Note = fmt.Sprintf("peer unknown (layout not known for this build: mca_pml_ob1.so %s, and %v)", shortID(build), err)
+				r.Note = fmt.Sprintf("peer unknown (the ob1 request layout of %s build %s is in no table and was not inferred: %v; `mpiprobe probes -p %d` lists each field and why)", path.Base(found.Path), shortID(build), err, p.pid)
 				return r
 			}
 		}
@@ -89,7 +89,7 @@ func newRequestReader(p *process) mpiabi.RequestReader {
 		}
 		r.Req, r.UCP, r.OK = l, u, true
 	default:
-		r.Note = "peer unknown (layout not known for this build)"
+		r.Note = "peer unknown (requests are found through communicators, which are not read: " + p.commUnknown() + ")"
 	}
 	return r
 }
