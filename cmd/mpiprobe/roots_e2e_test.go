@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/mpiprobe/mpiprobe/internal/mpitest"
+	"github.com/mpiprobe/mpiprobe/internal/text"
 )
 
 // Jobs inside another root: a chroot or unshare --root of another Debian
@@ -400,5 +401,66 @@ func TestRootStatusPsJob(t *testing.T) {
 				t.Errorf("--job %s: want 2 processes traced, files by the ranks' paths:\n%s", jobID, log)
 			}
 		})
+	}
+}
+
+// TestRootStatusUnknownHonest: status on a job of Debian 11's Open MPI
+// 4.1.0 (bullseye root), whose build no table holds, with the last rank in
+// a receive: where the receive's peer is read it is rank 0 (hang.c's
+// recv mode), and where the ob1 request layout defeats inference the
+// thread says so in one line that names the build and where each field's
+// cause is listed, and gives no peer: nothing is guessed.
+func TestRootStatusUnknownHonest(t *testing.T) {
+	impl := mpitest.RootOpenMPI(t, "bullseye")
+	bin := mpitest.BuildMpiprobe(t)
+	pids := hungJob(t, bin, impl, "recv", 2, false)
+	code, out, errs := runOutput(t, bin, nil, "status", "--json", "--window", "500ms", "-p", strconv.Itoa(pids[0])+","+strconv.Itoa(pids[1]))
+	if code != 0 {
+		t.Fatalf("status: exit %d\n%s", code, errs)
+	}
+	var st struct {
+		Ranks []struct {
+			Rank    int `json:"rank"`
+			Threads []struct {
+				Call string `json:"call"`
+				Peer *int   `json:"peer"`
+			} `json:"threads"`
+		} `json:"ranks"`
+		Notes []string `json:"notes"`
+	}
+	if err := json.Unmarshal([]byte(out), &st); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	_, human, _ := runOutput(t, bin, nil, "status", "--window", "500ms", "-p", strconv.Itoa(pids[0])+","+strconv.Itoa(pids[1]))
+	t.Logf("status:\n%s", human)
+	seen := false
+	for _, r := range st.Ranks {
+		for _, th := range r.Threads {
+			if th.Call != "MPI_Recv" {
+				continue
+			}
+			seen = true
+			if th.Peer != nil && *th.Peer != 0 {
+				t.Errorf("rank %d: peer %d, want 0 or none", r.Rank, *th.Peer)
+			}
+			if th.Peer != nil {
+				continue
+			}
+			// No peer: the note says why, within the shown line's
+			// length (text.MaxLine) up to where to look.
+			why := regexp.MustCompile("peer unknown \\(mca_pml_ob1.so build [0-9a-f]{12}: .*`mpiprobe probes -p [0-9]+`")
+			found := false
+			for _, n := range st.Notes {
+				if loc := why.FindStringIndex(n); loc != nil && loc[1] <= text.MaxLine && !strings.Contains(n, "\n") {
+					found = true
+				}
+			}
+			if !found {
+				t.Errorf("rank %d: no peer, and no note names the build and where to look within %d characters: %q", r.Rank, text.MaxLine, st.Notes)
+			}
+		}
+	}
+	if !seen {
+		t.Errorf("no rank in MPI_Recv:\n%s", out)
 	}
 }

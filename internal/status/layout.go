@@ -49,14 +49,15 @@ func (p *process) commLayout(env map[string]string, m discover.Mapped, build str
 // not known and what would help: a debug file would not (the layout is
 // read from the table of verified builds or inferred from the code and
 // the live objects), so it names the build and where each field's cause
-// is listed.
+// is listed, then what inference stopped at.
 func (p *process) commUnknown() string {
-	why := "no MPI C library is mapped"
-	if p.lib != "" {
-		why = fmt.Sprintf("%s build %s is in no table of verified builds", path.Base(p.lib), shortID(p.build))
-		if p.commErr != nil {
-			why += " and inference failed: " + p.commErr.Error()
-		}
+	if p.lib == "" {
+		return "no MPI C library is mapped"
 	}
-	return fmt.Sprintf("%s; `mpiprobe probes -p %d` lists each field and why, and the build id, reported, can join the table", why, p.pid)
+	// The fix first: a shown line is cut at text.MaxLine.
+	s := fmt.Sprintf("%s build %s: its communicator layout is in no table and was not inferred; `mpiprobe probes -p %d` lists each field and why", path.Base(p.lib), shortID(p.build), p.pid)
+	if p.commErr != nil {
+		s += ": " + p.commErr.Error()
+	}
+	return s
 }

@@ -59,7 +59,8 @@ func newRequestReader(p *process) mpiabi.RequestReader {
 		if !known {
 			var err error
 			if l, err = p.ob1Layout(found, build); err != nil {
-				r.Note = fmt.Sprintf("peer unknown (the ob1 request layout of %s build %s is in no table and was not inferred: %v; `mpiprobe probes -p %d` lists each field and why)", path.Base(found.Path), shortID(build), err, p.pid)
+				// The fix first: a shown line is cut at text.MaxLine.
+				r.Note = fmt.Sprintf("peer unknown (%s build %s: its ob1 request layout is in no table and was not inferred; `mpiprobe probes -p %d` lists each field and why: %v)", path.Base(found.Path), shortID(build), p.pid, err)
 				return r
 			}
 		}
