@@ -228,12 +228,9 @@ func (a *Attacher) attachFile(t Target) ([]link.Link, []Status, error) {
 	freeList := sync.OnceValues(func() (cookieLayout, error) {
 		id, _ := elfx.BuildID(file)
 		l, src, err := mpiabi.ResolveFreeListLayout(file, id, t.DebugDirs(a.DebugDirs), t.Sibling(mpiabi.LibMPIName))
-		if me := (*elfx.MissingDebugError)(nil); errors.As(err, &me) {
-			// The package of the file, in the dpkg database of its root.
-			me.Package = elfx.DebugPackage(t.Root, t.Display)
-		}
 		if err != nil {
-			return cookieLayout{}, err
+			// The package of the file, in the dpkg database of its root.
+			return cookieLayout{}, elfx.WithPackage(err, t.Root, t.Display)
 		}
 		op, err := l.Operand()
 		return cookieLayout{operand: op, note: mpiabi.FreeListStruct + " from " + src}, err

@@ -2,6 +2,7 @@ package elfx
 
 import (
 	"debug/elf"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -65,6 +66,17 @@ func DebugPackage(root, file string) string {
 		}
 	}
 	return ""
+}
+
+// WithPackage returns err with the Debian package of file (as the
+// processes of root see it, DebugPackage) named, when err is a
+// MissingDebugError (as returned, not yet wrapped in a message, which
+// would keep the text it had); any other error as it is.
+func WithPackage(err error, root, file string) error {
+	if me := (*MissingDebugError)(nil); errors.As(err, &me) {
+		me.Package = DebugPackage(root, file)
+	}
+	return err
 }
 
 // MissingDebugError says that what a build's code and tables did not give

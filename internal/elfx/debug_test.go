@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/mpiprobe/mpiprobe/internal/mpitest"
 )
 
 // TestDebugPackage finds the package of a library in a root's dpkg
@@ -42,5 +44,20 @@ func TestDebugPackage(t *testing.T) {
 	want := "layout of opal_free_list_t not known for this build (its code did not decide it): install its debug file /usr/lib/debug/.build-id/01/23456789.debug (Debian package libopenmpi40-dbgsym) or pass --debug-dir"
 	if e.Error() != want || strings.Contains(e.Error(), "\n") {
 		t.Errorf("%q\nwant %q", e.Error(), want)
+	}
+	named := WithPackage(&MissingDebugError{What: "x", BuildID: "0123456789", Dir: DefaultDebugDir}, root, "/usr/lib/x86_64-linux-gnu/libmpi.so.40.40.7")
+	if !strings.Contains(named.Error(), "(Debian package libopenmpi40-dbgsym)") {
+		t.Errorf("WithPackage: %q names no package", named)
+	}
+	if WithPackage(nil, root, "/x") != nil {
+		t.Errorf("WithPackage(nil) is not nil")
+	}
+	// The host's own Open MPI, as Debian installs it.
+	pal, err := filepath.EvalSymlinks("/usr/lib/x86_64-linux-gnu/libopen-pal.so.40")
+	if err != nil {
+		mpitest.Require(t, "Debian's libopenmpi3: "+err.Error())
+	}
+	if got := DebugPackage("/", pal); got != "libopenmpi3-dbgsym" {
+		t.Errorf("DebugPackage(/, %s) = %q, want libopenmpi3-dbgsym", pal, got)
 	}
 }

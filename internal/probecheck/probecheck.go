@@ -87,7 +87,7 @@ func Layouts(pfs procfs.FS, pid int, debugDirs []string) ([]mpiabi.LayoutStatus,
 			continue
 		}
 		if t.Library == probes.OMPIPal {
-			out = append(out, mpiabi.FreeListLayoutStatus(f, t.Display, t.DebugDirs(debugDirs), t.Sibling(mpiabi.LibMPIName)))
+			out = append(out, mpiabi.FreeListLayoutStatus(f, t.Display, t.DebugDirs(debugDirs), t.Sibling(mpiabi.LibMPIName), t.Root))
 			_ = f.Close()
 			continue
 		}
