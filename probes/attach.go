@@ -229,7 +229,8 @@ func (a *Attacher) attachFile(t Target) ([]link.Link, []Status, error) {
 		id, _ := elfx.BuildID(file)
 		l, src, err := mpiabi.ResolveFreeListLayout(file, id, t.DebugDirs(a.DebugDirs), t.Sibling(mpiabi.LibMPIName))
 		if err != nil {
-			return cookieLayout{}, err
+			// The package of the file, in the dpkg database of its root.
+			return cookieLayout{}, elfx.WithPackage(err, t.Root, t.Display)
 		}
 		op, err := l.Operand()
 		return cookieLayout{operand: op, note: mpiabi.FreeListStruct + " from " + src}, err

@@ -32,6 +32,8 @@ type agentSummary struct {
 		Ranks []struct {
 			Rank jsonRankNum `json:"rank"`
 			PID  int         `json:"pid"`
+			Comm string      `json:"comm"`
+			Host string      `json:"host"`
 			End  struct {
 				State      string `json:"state"`
 				Code       int    `json:"code"`

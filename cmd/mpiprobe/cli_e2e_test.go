@@ -254,6 +254,20 @@ type psJSON struct {
 	} `json:"jobs"`
 }
 
+// runPs runs mpiprobe ps --json and returns what it wrote, read and as is.
+func runPs(t *testing.T, bin string) (psJSON, string) {
+	t.Helper()
+	code, stdout, stderr := runOutput(t, bin, nil, "ps", "--json")
+	if code != 0 {
+		t.Fatalf("ps --json: exit %d\n%s", code, stderr)
+	}
+	var l psJSON
+	if err := json.Unmarshal([]byte(stdout), &l); err != nil {
+		t.Fatalf("ps --json: %v\n%s", err, stdout)
+	}
+	return l, stdout
+}
+
 // TestPs runs a 2-rank Open MPI job and a 2-rank MPICH job: mpiprobe ps
 // must list each under its job id (the one --job takes) with ranks 0 and
 // 1 and the library, and name an mpiprobe session attached to one of them.
@@ -281,14 +295,7 @@ func TestPs(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 
-	code, stdout, stderr := runOutput(t, bin, nil, "ps", "--json")
-	if code != 0 {
-		t.Fatalf("ps --json: exit %d\n%s", code, stderr)
-	}
-	var l psJSON
-	if err := json.Unmarshal([]byte(stdout), &l); err != nil {
-		t.Fatalf("ps --json: %v\n%s", err, stdout)
-	}
+	l, stdout := runPs(t, bin)
 	if !l.TracedKnown {
 		t.Errorf("ps as root cannot tell what is traced:\n%s", stdout)
 	}
@@ -329,7 +336,7 @@ func TestPs(t *testing.T) {
 		}
 	}
 
-	code, stdout, _ = runOutput(t, bin, nil, "ps")
+	code, stdout, _ := runOutput(t, bin, nil, "ps")
 	if code != 0 || !strings.Contains(stdout, "session "+strconv.Itoa(sess.Process.Pid)) || !strings.Contains(stdout, "TRACED BY") {
 		t.Errorf("ps: exit %d\n%s", code, stdout)
 	}

@@ -1,16 +1,21 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/mpiprobe/mpiprobe/internal/mpitest"
+	"github.com/mpiprobe/mpiprobe/internal/text"
 )
 
 // Jobs inside another root: a chroot or unshare --root of another Debian
@@ -109,13 +114,7 @@ func TestRootTrace(t *testing.T) {
 			bin := mpitest.BuildMpiprobe(t)
 			prog := mpitest.Build(t, impl, "loops")
 			const iters, ms = 5, 10
-			var opts []string
-			if strings.HasPrefix(impl.Name, "openmpi") {
-				// The root has no network of its own to pair: keep the
-				// TCP BTL's complaint out.
-				opts = []string{"--mca", "btl", "self,vader"}
-			}
-			s, _ := traceAndShow(t, bin, nil, append([]string{"--"}, impl.Command(2, opts, prog, strconv.Itoa(iters), strconv.Itoa(ms))...)...)
+			s, _ := traceAndShow(t, bin, nil, append([]string{"--"}, impl.Command(2, rootOpts(impl), prog, strconv.Itoa(iters), strconv.Itoa(ms))...)...)
 			checkLoopsTrace(t, s, iters)
 		})
 	}
@@ -208,4 +207,260 @@ func TestRootTraceWithoutHostMPI(t *testing.T) {
 	const iters = 5
 	s, _ := traceAndShow(t, bin, nil, append([]string{"--"}, impl.Command(2, []string{"--mca", "btl", "self,vader"}, prog, strconv.Itoa(iters), "10")...)...)
 	checkLoopsTrace(t, s, iters)
+}
+
+// rootImpls are the MPIs of the Debian 13 root, each started once
+// through chroot and once through unshare --root.
+func rootImpls() []struct {
+	name string
+	impl func(t *testing.T) mpitest.Impl
+} {
+	return []struct {
+		name string
+		impl func(t *testing.T) mpitest.Impl
+	}{
+		{"openmpi-trixie", func(t *testing.T) mpitest.Impl { return mpitest.RootOpenMPI(t, "trixie") }},
+		{"mpich-trixie", func(t *testing.T) mpitest.Impl { return mpitest.RootMPICH(t, "trixie") }},
+		{"openmpi-trixie-unshare", func(t *testing.T) mpitest.Impl { return mpitest.RootOpenMPI(t, "trixie").Unshared() }},
+		{"mpich-trixie-unshare", func(t *testing.T) mpitest.Impl { return mpitest.RootMPICH(t, "trixie").Unshared() }},
+	}
+}
+
+// rootOpts are the launcher options of a job in a root: the root has no
+// network of its own to pair, so Open MPI's TCP BTL is kept out.
+func rootOpts(impl mpitest.Impl) []string {
+	if strings.HasPrefix(impl.Name, "openmpi") {
+		return []string{"--mca", "btl", "self,vader"}
+	}
+	return nil
+}
+
+// TestRootCollectiveCounts: `mpiprobe --collectives -- chroot ROOT
+// launcher colls` (and unshare --root) counts every collective exactly per
+// communicator, as TestCollectiveCounts on the host's builds: the root's
+// libmpi is found only as the ranks start, and the collective probes are
+// attached there too.
+func TestRootCollectiveCounts(t *testing.T) {
+	for _, tc := range rootImpls() {
+		t.Run(tc.name, func(t *testing.T) {
+			impl := tc.impl(t)
+			bin := mpitest.BuildMpiprobe(t)
+			prog := mpitest.Build(t, impl, "colls")
+			const rounds = 3
+			// A layout inferred once a rank is past MPI_Init keys the
+			// communicators freed before then by their handles: colls.c
+			// waits first.
+			checkCollectiveCounts(t, bin, impl, rootOpts(impl), prog, 4, rounds, []string{strconv.Itoa(rounds), "300"})
+		})
+	}
+}
+
+// TestAgentRoot: the node-wide agent, started before a job that runs in
+// the Debian 13 root (chroot, and unshare --root), finds its ranks, probes
+// the Open MPI 5.0.7 they map in the root and counts the flood's queued
+// sends exactly: the root's libraries are attached when its first
+// process starts, before any rank calls MPI. The job's summary names the
+// ranks by their job and rank, and what the agent says names the
+// libraries by the ranks' paths, never the host's path into the root.
+func TestAgentRoot(t *testing.T) {
+	for _, unshared := range []bool{false, true} {
+		name := "chroot"
+		if unshared {
+			name = "unshare"
+		}
+		t.Run(name, func(t *testing.T) {
+			impl := mpitest.RootOpenMPI(t, "trixie")
+			if unshared {
+				impl = impl.Unshared()
+			}
+			bin := mpitest.BuildMpiprobe(t)
+			flood := mpitest.Build(t, impl, "flood")
+			d := mpitest.NewAgentDirs(t)
+			// -v: each library attached is logged, by its path.
+			ag := mpitest.StartAgent(t, bin, d, "", "sh", "-c", `exec "$@" -v`, "sh")
+			const rounds = 4
+			job := mpitest.StartJob(t, impl.Command(2, floodMCA(true), flood, "-n", strconv.Itoa(floodMessages), "-d", "600", "-r", strconv.Itoa(rounds)), flood, 2, impl.Lib)
+			jobID := jobOf(t, job.Ranks[0])
+			job.Wait(t)
+			s := finishedSummaries(t, d, ag, job.Ranks)[0]
+			log := ag.Log(t)
+			j := s.Jobs[0]
+			if j.Job != jobID || len(j.Ranks) != 2 {
+				t.Fatalf("summary of job %q with %d ranks, want job %q with 2\n%s", j.Job, len(j.Ranks), jobID, log)
+			}
+			var news, drains uint64
+			for _, r := range j.Ranks {
+				want := map[int]string{job.Ranks[0]: "0", job.Ranks[1]: "1"}[r.PID]
+				if string(r.Rank) != want || r.Host == "" || !strings.HasPrefix(r.Comm, "flood") || r.End.State != "exited" {
+					t.Errorf("pid %d: rank %s host %q comm %q end %s, want rank %s of a flood that exited", r.PID, r.Rank, r.Host, r.Comm, r.End.State, want)
+				}
+				for _, e := range r.Events {
+					if r.Rank == "0" && e.Event == "ob1.send_pending.new" {
+						news = e.Count
+					}
+					if r.Rank == "0" && e.Event == "ob1.send_pending.drain" {
+						drains = e.Count
+					}
+				}
+			}
+			checkRootFlood(t, impl, news, drains, log)
+			if !regexp.MustCompile(`msg="library attached" file=/usr/lib/x86_64-linux-gnu/libmpi\.so\.40`).MatchString(log) {
+				t.Errorf("the agent names no libmpi.so.40 by the rank's path:\n%s", log)
+			}
+			// Files by the ranks' paths; the root itself is named as a root.
+			if strings.Contains(log, "file="+impl.Root) {
+				t.Errorf("the agent names a file through the host's %s, not as the ranks see it:\n%s", impl.Root, log)
+			}
+			ag.Stop(t, syscall.SIGTERM)
+		})
+	}
+}
+
+// TestRootStatusPsJob: a job hung in the Debian 13 root (chroot and
+// unshare --root, Open MPI and MPICH) is found by `mpiprobe ps`, under the
+// job id --job takes, with the library by the rank's path; `status --job`
+// and `status -p` find its ranks, their libraries and the MPI call each is
+// in; `mpiprobe --job` attaches to its ranks. No path is shown through
+// the host's path into the root.
+func TestRootStatusPsJob(t *testing.T) {
+	for _, tc := range rootImpls() {
+		t.Run(tc.name, func(t *testing.T) {
+			impl := tc.impl(t)
+			bin := mpitest.BuildMpiprobe(t)
+			pids := hungJob(t, bin, impl, "skip", 2, false)
+
+			// ps: the ranks under one job, with the root's library.
+			l, stdout := runPs(t, bin)
+			jobID := ""
+			var ranks []string
+			for _, pj := range l.Jobs {
+				for _, p := range pj.Processes {
+					if !slices.Contains(pids, p.PID) {
+						continue
+					}
+					jobID = pj.Job
+					ranks = append(ranks, string(p.Rank))
+					if !strings.HasPrefix(p.Library, "/usr/lib/x86_64-linux-gnu/") || p.MPI == "" {
+						t.Errorf("ps: pid %d: mpi %q library %q, want the library by the rank's path", p.PID, p.MPI, p.Library)
+					}
+				}
+			}
+			slices.Sort(ranks)
+			if jobID == "" || strings.Join(ranks, ",") != "0,1" {
+				t.Fatalf("ps: ranks %v of job %q, want 0,1 of one job\n%s", ranks, jobID, stdout)
+			}
+			code, text, stderr := runOutput(t, bin, nil, "ps")
+			if code != 0 || strings.Contains(text, impl.Root) {
+				t.Errorf("ps: exit %d, paths through the host's %s?\n%s%s", code, impl.Root, text, stderr)
+			}
+
+			// status --job and -p: every rank, in the barrier of hang.c's
+			// skip mode but the last, which computes.
+			for _, args := range [][]string{{"--job", jobID}, {"-p", strconv.Itoa(pids[0]) + "," + strconv.Itoa(pids[1])}} {
+				argv := append([]string{"status", "--json", "--window", "500ms"}, args...)
+				code, out, errs := runOutput(t, bin, nil, argv...)
+				if code != 0 {
+					t.Fatalf("%s: exit %d\n%s", strings.Join(argv, " "), code, errs)
+				}
+				var st statusJSON
+				if err := json.Unmarshal([]byte(out), &st); err != nil {
+					t.Fatalf("%s: %v\n%s", strings.Join(argv, " "), err, out)
+				}
+				calls := map[int]string{}
+				for _, r := range st.Ranks {
+					calls[r.Rank] = r.Call
+				}
+				if len(st.Ranks) != 2 || calls[0] != "MPI_Barrier" || calls[1] != "" {
+					t.Errorf("%s: ranks %v, want rank 0 in MPI_Barrier and rank 1 computing\n%s\n%s", strings.Join(argv, " "), calls, out, errs)
+				}
+				if strings.Contains(out, impl.Root) || strings.Contains(errs, impl.Root) {
+					t.Errorf("%s: a path through the host's %s:\n%s\n%s", strings.Join(argv, " "), impl.Root, out, errs)
+				}
+				_, human, _ := runOutput(t, bin, nil, append([]string{"status", "--window", "500ms"}, args...)...)
+				t.Logf("%s:\n%s", strings.Join(argv, " "), human)
+				if strings.Contains(human, impl.Root) {
+					t.Errorf("status %s: a path through the host's %s:\n%s", strings.Join(args, " "), impl.Root, human)
+				}
+			}
+
+			// mpiprobe --job: attaches to both ranks in the root.
+			var errBuf mpitest.Buffer
+			sess := exec.Command(bin, "--job", jobID, "-v")
+			sess.Stderr = &errBuf
+			if err := sess.Start(); err != nil {
+				t.Fatal(err)
+			}
+			deadline := time.Now().Add(60 * time.Second)
+			for !strings.Contains(errBuf.String(), "msg=tracing") && time.Now().Before(deadline) {
+				time.Sleep(50 * time.Millisecond)
+			}
+			_ = sess.Process.Signal(syscall.SIGINT)
+			_ = sess.Wait()
+			log := errBuf.String()
+			if !strings.Contains(log, "msg=tracing processes=2 ") || strings.Contains(log, "file="+impl.Root) {
+				t.Errorf("--job %s: want 2 processes traced, files by the ranks' paths:\n%s", jobID, log)
+			}
+		})
+	}
+}
+
+// TestRootStatusUnknownHonest: status on a job of Debian 11's Open MPI
+// 4.1.0 (bullseye root), whose build no table holds, with the last rank in
+// a receive: where the receive's peer is read it is rank 0 (hang.c's
+// recv mode), and where the ob1 request layout defeats inference the
+// thread says so in one line that names the build and where each field's
+// cause is listed, and gives no peer: nothing is guessed.
+func TestRootStatusUnknownHonest(t *testing.T) {
+	impl := mpitest.RootOpenMPI(t, "bullseye")
+	bin := mpitest.BuildMpiprobe(t)
+	pids := hungJob(t, bin, impl, "recv", 2, false)
+	code, out, errs := runOutput(t, bin, nil, "status", "--json", "--window", "500ms", "-p", strconv.Itoa(pids[0])+","+strconv.Itoa(pids[1]))
+	if code != 0 {
+		t.Fatalf("status: exit %d\n%s", code, errs)
+	}
+	var st struct {
+		Ranks []struct {
+			Rank    int `json:"rank"`
+			Threads []struct {
+				Call string `json:"call"`
+				Peer *int   `json:"peer"`
+			} `json:"threads"`
+		} `json:"ranks"`
+		Notes []string `json:"notes"`
+	}
+	if err := json.Unmarshal([]byte(out), &st); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	_, human, _ := runOutput(t, bin, nil, "status", "--window", "500ms", "-p", strconv.Itoa(pids[0])+","+strconv.Itoa(pids[1]))
+	t.Logf("status:\n%s", human)
+	seen := false
+	for _, r := range st.Ranks {
+		for _, th := range r.Threads {
+			if th.Call != "MPI_Recv" {
+				continue
+			}
+			seen = true
+			if th.Peer != nil && *th.Peer != 0 {
+				t.Errorf("rank %d: peer %d, want 0 or none", r.Rank, *th.Peer)
+			}
+			if th.Peer != nil {
+				continue
+			}
+			// No peer: the note says why, within the shown line's
+			// length (text.MaxLine) up to where to look.
+			why := regexp.MustCompile("peer unknown \\(mca_pml_ob1.so build [0-9a-f]{12}: .*`mpiprobe probes -p [0-9]+`")
+			found := false
+			for _, n := range st.Notes {
+				if loc := why.FindStringIndex(n); loc != nil && loc[1] <= text.MaxLine && !strings.Contains(n, "\n") {
+					found = true
+				}
+			}
+			if !found {
+				t.Errorf("rank %d: no peer, and no note names the build and where to look within %d characters: %q", r.Rank, text.MaxLine, st.Notes)
+			}
+		}
+	}
+	if !seen {
+		t.Errorf("no rank in MPI_Recv:\n%s", out)
+	}
 }

@@ -62,87 +62,95 @@ func TestCollectiveCounts(t *testing.T) {
 						// milliseconds: it waits first.
 						args = append(args, "300")
 					}
-					code, stdout, stderr := runOutput(t, bin, nil, append([]string{"--collectives", "--json", "--"},
-						impl.Command(np, nil, prog, args...)...)...)
-					if code != 0 {
-						t.Fatalf("exit %d\n%s", code, stderr)
-					}
-					var sum summaryJSON
-					if err := json.Unmarshal([]byte(stdout[strings.Index(stdout, "{"):]), &sum); err != nil {
-						t.Fatalf("%v\n%s", err, stdout)
-					}
-					if len(sum.Jobs) != 1 || len(sum.Jobs[0].Ranks) != np {
-						t.Fatalf("want 1 job of %d ranks:\n%s", np, stdout)
-					}
-					// What colls.c's round_on makes per round on one communicator.
-					perRound := map[string]uint64{
-						"MPI_Barrier": 1, "MPI_Bcast": 2, "MPI_Allreduce": 3, "MPI_Reduce": 1, "MPI_Gather": 1,
-						"MPI_Allgather": 1, "MPI_Alltoall": 1, "MPI_Scan": 1, "MPI_Ibarrier": 1, "MPI_Iallreduce": 2,
-					}
-					want := func(world bool) map[string]uint64 {
-						m := map[string]uint64{}
-						for k, v := range perRound {
-							m[k] = v * rounds
-						}
-						if world {
-							m["MPI_Allreduce"] += rounds // the extra allreduce of main's loop
-						}
-						return m
-					}
-					ids := map[string]map[uint64]bool{} // kind -> context ids seen
-					for _, r := range sum.Jobs[0].Ranks {
-						kinds := map[string]int{}
-						for _, c := range r.Collectives {
-							if c.Local {
-								t.Errorf("rank %s: communicator %d flagged local: the library build should be known", r.Rank, c.ID)
-							}
-							kind := "dup"
-							switch {
-							case c.Name == "WORLD":
-								kind = "world"
-							case c.Size == np/2:
-								kind = "half"
-							case c.Size != np:
-								t.Errorf("rank %s: unexpected communicator %+v", r.Rank, c)
-								continue
-							}
-							kinds[kind]++
-							if ids[kind] == nil {
-								ids[kind] = map[uint64]bool{}
-							}
-							ids[kind][c.ID] = true
-							got := map[string]uint64{}
-							for _, cl := range c.Calls {
-								got[cl.Name] = cl.Calls
-								// colls.c completes every nonblocking collective
-								// with MPI_Wait or MPI_Waitall.
-								nb := strings.HasPrefix(cl.Name, "MPI_I")
-								if nb && (cl.Completed != cl.Calls || cl.Pending != 0) {
-									t.Errorf("rank %s, %s: %s started %d, completed %d, pending %d", r.Rank, kind, cl.Name, cl.Calls, cl.Completed, cl.Pending)
-								}
-								if !nb && (cl.Completed != 0 || cl.Pending != 0) {
-									t.Errorf("rank %s, %s: blocking %s has completions %d, pending %d", r.Rank, kind, cl.Name, cl.Completed, cl.Pending)
-								}
-							}
-							if w := want(kind == "world"); !mapsEqual(got, w) {
-								t.Errorf("rank %s, %s (id %d, size %d): counts %v, want %v", r.Rank, kind, c.ID, c.Size, got, w)
-							}
-							if c.Rank == nil || *c.Rank < 0 || *c.Rank >= c.Size {
-								t.Errorf("rank %s, %s: rank in communicator %v, size %d", r.Rank, kind, c.Rank, c.Size)
-							}
-						}
-						if kinds["world"] != 1 || kinds["dup"] != 1 || kinds["half"] != 1 {
-							t.Errorf("rank %s: communicators %v, want one WORLD, one dup and one half", r.Rank, kinds)
-						}
-					}
-					for kind, set := range ids {
-						if len(set) != 1 {
-							t.Errorf("%s: context ids differ across ranks: %v", kind, set)
-						}
-					}
+					checkCollectiveCounts(t, bin, impl, nil, prog, np, rounds, args)
 				})
 			}
 		})
+	}
+}
+
+// checkCollectiveCounts runs colls.c (prog, with args, rounds rounds) at
+// np ranks of impl (launcher options opts) under --collectives and checks every collective's
+// count on WORLD, the dup and the rank's half, on every rank.
+func checkCollectiveCounts(t *testing.T, bin string, impl mpitest.Impl, opts []string, prog string, np, rounds int, args []string) {
+	t.Helper()
+	code, stdout, stderr := runOutput(t, bin, nil, append([]string{"--collectives", "--json", "--"},
+		impl.Command(np, opts, prog, args...)...)...)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s", code, stderr)
+	}
+	var sum summaryJSON
+	if err := json.Unmarshal([]byte(stdout[strings.Index(stdout, "{"):]), &sum); err != nil {
+		t.Fatalf("%v\n%s", err, stdout)
+	}
+	if len(sum.Jobs) != 1 || len(sum.Jobs[0].Ranks) != np {
+		t.Fatalf("want 1 job of %d ranks:\n%s", np, stdout)
+	}
+	// What colls.c's round_on makes per round on one communicator.
+	perRound := map[string]uint64{
+		"MPI_Barrier": 1, "MPI_Bcast": 2, "MPI_Allreduce": 3, "MPI_Reduce": 1, "MPI_Gather": 1,
+		"MPI_Allgather": 1, "MPI_Alltoall": 1, "MPI_Scan": 1, "MPI_Ibarrier": 1, "MPI_Iallreduce": 2,
+	}
+	want := func(world bool) map[string]uint64 {
+		m := map[string]uint64{}
+		for k, v := range perRound {
+			m[k] = v * uint64(rounds)
+		}
+		if world {
+			m["MPI_Allreduce"] += uint64(rounds) // the extra allreduce of main's loop
+		}
+		return m
+	}
+	ids := map[string]map[uint64]bool{} // kind -> context ids seen
+	for _, r := range sum.Jobs[0].Ranks {
+		kinds := map[string]int{}
+		for _, c := range r.Collectives {
+			if c.Local {
+				t.Errorf("rank %s: communicator %d flagged local: the library build should be known", r.Rank, c.ID)
+			}
+			kind := "dup"
+			switch {
+			case c.Name == "WORLD":
+				kind = "world"
+			case c.Size == np/2:
+				kind = "half"
+			case c.Size != np:
+				t.Errorf("rank %s: unexpected communicator %+v", r.Rank, c)
+				continue
+			}
+			kinds[kind]++
+			if ids[kind] == nil {
+				ids[kind] = map[uint64]bool{}
+			}
+			ids[kind][c.ID] = true
+			got := map[string]uint64{}
+			for _, cl := range c.Calls {
+				got[cl.Name] = cl.Calls
+				// colls.c completes every nonblocking collective
+				// with MPI_Wait or MPI_Waitall.
+				nb := strings.HasPrefix(cl.Name, "MPI_I")
+				if nb && (cl.Completed != cl.Calls || cl.Pending != 0) {
+					t.Errorf("rank %s, %s: %s started %d, completed %d, pending %d", r.Rank, kind, cl.Name, cl.Calls, cl.Completed, cl.Pending)
+				}
+				if !nb && (cl.Completed != 0 || cl.Pending != 0) {
+					t.Errorf("rank %s, %s: blocking %s has completions %d, pending %d", r.Rank, kind, cl.Name, cl.Completed, cl.Pending)
+				}
+			}
+			if w := want(kind == "world"); !mapsEqual(got, w) {
+				t.Errorf("rank %s, %s (id %d, size %d): counts %v, want %v", r.Rank, kind, c.ID, c.Size, got, w)
+			}
+			if c.Rank == nil || *c.Rank < 0 || *c.Rank >= c.Size {
+				t.Errorf("rank %s, %s: rank in communicator %v, size %d", r.Rank, kind, c.Rank, c.Size)
+			}
+		}
+		if kinds["world"] != 1 || kinds["dup"] != 1 || kinds["half"] != 1 {
+			t.Errorf("rank %s: communicators %v, want one WORLD, one dup and one half", r.Rank, kinds)
+		}
+	}
+	for kind, set := range ids {
+		if len(set) != 1 {
+			t.Errorf("%s: context ids differ across ranks: %v", kind, set)
+		}
 	}
 }
 

@@ -111,6 +111,10 @@ type agent struct {
 	finished uint64
 	files    map[[2]uint64]bool  // library files attached (device, inode), for metrics
 	pending  map[int][]time.Time // scans due for processes that exec'd
+	// roots are the root directories whose linker cache was looked at
+	// (device, inode): the agent's own, then each new one a process ran
+	// a program in (execRoot).
+	roots    map[[2]uint64]bool
 	lastScan time.Time
 	lastRun  time.Time
 	lastSave time.Time
@@ -262,6 +266,11 @@ func newAgent(cfg Config) (*agent, error) {
 		drops:   make([]uint64, len(kernel.DropReasons())),
 		files:   map[[2]uint64]bool{},
 		pending: map[int][]time.Time{},
+		roots:   map[[2]uint64]bool{},
+	}
+	// The agent's own root is looked at when it starts (SystemTargets).
+	if r, err := discover.RootOf(cfg.Proc, os.Getpid()); err == nil {
+		a.roots[[2]uint64{r.Dev, r.Inode}] = true
 	}
 	a.snap = counters.New(a.cat, a.tb.Wall)
 	for _, e := range a.cat.Events {
@@ -450,10 +459,40 @@ func (a *agent) procEvent(e bpf.MpiprobeProcEvent) {
 	case kernel.ProcExec:
 		// A new program: its libraries are mapped by the dynamic linker
 		// right after exec, so look at it shortly, and once more later.
+		a.execRoot(pid)
 		now := a.cfg.Clock.Now()
 		a.pending[pid] = []time.Time{now.Add(200 * time.Millisecond), now.Add(2 * time.Second)}
 	case kernel.ProcExit:
 		a.ended(pid, kernel.DecodeExit(e.ExitCode, a.tb.Wall(e.TsNs)))
+	}
+}
+
+// execRoot looks at the root of process pid, which has just run a new
+// program, when no process ran one in that root before (a chroot, a
+// container, unshare --root): the MPI libraries of the root's linker cache
+// are attached at once, with the process held, as at the agent's start
+// for its own root. The look at the process's maps comes 200 ms later,
+// when a job's ranks may have started sending already.
+func (a *agent) execRoot(pid int) {
+	r, err := discover.RootOf(a.cfg.Proc, pid)
+	if err != nil {
+		return // gone already
+	}
+	key := [2]uint64{r.Dev, r.Inode}
+	if a.roots[key] {
+		return
+	}
+	a.roots[key] = true
+	if discover.Hold(a.cfg.Proc, pid, unix.Kill) {
+		defer func() { _ = unix.Kill(pid, unix.SIGCONT) }()
+	}
+	targets, err := discover.RootTargets(a.cfg.Proc, pid, a.libs)
+	if err != nil {
+		a.cfg.Log.Warn("libraries of a process's root", "pid", pid, "root", r.Link, "err", err)
+	}
+	a.cfg.Log.Debug("a process runs in another root", "pid", pid, "root", r.Link, "libraries", len(targets))
+	if err := a.attach(targets, nil); err != nil {
+		a.cfg.Log.Error("cannot attach", "pid", pid, "err", err)
 	}
 }
 

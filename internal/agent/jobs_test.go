@@ -111,13 +111,26 @@ func TestStartupOf(t *testing.T) {
 }
 
 func TestLinkNames(t *testing.T) {
-	tg := probes.Target{Dev: 2049, Inode: 123456}
-	name := linkName("c", tg, 7)
-	prefix, dev, ino, ok := parseLinkName(name)
-	if !ok || prefix != "c" || dev != 2049 || ino != 123456 {
-		t.Fatalf("parseLinkName(%q) = %q %d %d %v", name, prefix, dev, ino, ok)
+	// One file as two libraries (Open MPI 5.0's libmpi is also ob1): the
+	// names differ, and each gives the file back.
+	mpi := probes.Target{Library: probes.OMPILibMPI, Dev: 2049, Inode: 123456}
+	ob1 := mpi
+	ob1.Library = probes.OMPIPmlOb1
+	pal := mpi
+	pal.Library = probes.Library("libopen-pal")
+	if strings.Contains(linkName("c", pal, 0), ".") {
+		t.Errorf("link name %q has a dot, which the BPF file system refuses", linkName("c", pal, 0))
 	}
-	for _, bad := range []string{"", "c-1-2", "c-x-2-3", "-1-2-3", "c-1-2-3-4", "c-1-2-x"} {
+	if linkName("c", mpi, 0) == linkName("c", ob1, 0) {
+		t.Errorf("libmpi and ob1 of one file share the link name %q", linkName("c", mpi, 0))
+	}
+	for _, name := range []string{linkName("c", mpi, 7), linkName("c", ob1, 7), linkName("c", pal, 7), "c-2049-123456-7"} {
+		prefix, dev, ino, ok := parseLinkName(name)
+		if !ok || prefix != "c" || dev != 2049 || ino != 123456 {
+			t.Fatalf("parseLinkName(%q) = %q %d %d %v", name, prefix, dev, ino, ok)
+		}
+	}
+	for _, bad := range []string{"", "c-1-2", "c-x-2-3", "-1-2-3", "c-1-2-3-4", "c-1-2-x", "c-1-2-libmpi_x"} {
 		if _, _, _, ok := parseLinkName(bad); ok {
 			t.Errorf("parseLinkName(%q) accepted", bad)
 		}

@@ -177,9 +177,12 @@ func (k *pinned) attachTracepoints() error {
 	return nil
 }
 
-// linkName names the i-th pinned link of a library file.
+// linkName names the i-th pinned link of a library file attached as its
+// library: one file can be several (Open MPI 5.0's libmpi is also its ob1
+// and coll components), and each one's links need names of their own.
 func linkName(prefix string, t probes.Target, i int) string {
-	return fmt.Sprintf("%s-%d-%d-%d", prefix, t.Dev, t.Inode, i)
+	// The BPF file system takes no dot in a name.
+	return fmt.Sprintf("%s-%d-%d-%s_%d", prefix, t.Dev, t.Inode, strings.ReplaceAll(string(t.Library), "-", "_"), i)
 }
 
 // parseLinkName is the inverse of linkName.
@@ -191,7 +194,9 @@ func parseLinkName(name string) (prefix string, dev, ino uint64, ok bool) {
 	var err1, err2, err3 error
 	dev, err1 = strconv.ParseUint(f[1], 10, 64)
 	ino, err2 = strconv.ParseUint(f[2], 10, 64)
-	_, err3 = strconv.Atoi(f[3])
+	// LIBRARY_I, or I alone as agents named them before one file could
+	// be several libraries.
+	_, err3 = strconv.Atoi(f[3][strings.LastIndexByte(f[3], '_')+1:])
 	if err1 != nil || err2 != nil || err3 != nil || f[0] == "" {
 		return "", 0, 0, false
 	}

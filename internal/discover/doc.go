@@ -26,6 +26,7 @@
 // linker cache and ExecTargets those of its $LD_LIBRARY_PATH and program
 // prefix, each resolved inside the root (ResolveIn): what the session
 // attaches when a process of its command runs a new program, before the
-// program can call MPI; SystemTargets is only that look's fast path for
-// mpiprobe's own root.
+// program can call MPI (the agent does so for the first process of each
+// root of the node), with the process held meanwhile (Hold);
+// SystemTargets is only that look's fast path for mpiprobe's own root.
 package discover

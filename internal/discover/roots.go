@@ -41,6 +41,20 @@ func RootOf(pfs procfs.FS, pid int) (Root, error) {
 	return Root{Link: link, Dev: st.Dev, Inode: st.Ino}, nil
 }
 
+// Hold stops process pid (SIGSTOP, sent with signal) while the libraries
+// it is about to map are attached: attaching takes tens of milliseconds,
+// in which a launcher's ranks could start and call MPI unseen. A process
+// stopped already (by a debugger, by job control) or gone is left alone.
+// It reports whether it stopped the process: then the caller sends
+// SIGCONT once it has attached.
+func Hold(pfs procfs.FS, pid int, signal func(pid int, sig unix.Signal) error) bool {
+	st, err := pfs.Stat(pid)
+	if err != nil || st.Ended() || st.State == 'T' || st.State == 't' {
+		return false
+	}
+	return signal(pid, unix.SIGSTOP) == nil
+}
+
 // InRoot returns the path p, as mpiprobe's /proc shows it for a process
 // whose root is root (the path of a mapped file in /proc/PID/maps, of
 // /proc/PID/exe), as that process sees it: the kernel shows a file of a

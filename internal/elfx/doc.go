@@ -3,8 +3,10 @@
 // default symbol version (Symbols), the conversion between virtual
 // addresses, file offsets and a mapping's load bias (Segments), struct
 // field offsets from DWARF (StructFields) with the lookup of separate debug
-// files by build id (DebugFile, OpenDebugFile), and the call sites of one
-// function inside another (Sites).
+// files by build id (DebugFile, OpenDebugFile) and, when what a build
+// lacks would be read from them, the one line naming that file and the
+// Debian package that installs it (MissingDebugError, DebugPackage), and
+// the call sites of one function inside another (Sites).
 //
 // Everything here reads files that a traced process maps, which mpiprobe
 // does not control: every reader returns an error for malformed input and

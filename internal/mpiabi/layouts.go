@@ -75,22 +75,20 @@ func ResolveFreeListLayout(f *elf.File, buildID string, debugDirs []string, libm
 			}
 		}
 	}
-	if l, seen, err := freeListLayoutFromCode(f); err == nil {
+	l, seen, codeErr := freeListLayoutFromCode(f)
+	if codeErr == nil {
 		how := "fl_frag_class by declaration order"
 		if seen {
 			how = "fl_frag_class by declaration order, loaded there too"
 		}
 		return l, "the code of opal_free_list_grow_st (" + how + ")", nil
 	}
-	id := buildID
-	if id == "" {
-		id = "none"
-	}
 	dir := elfx.DefaultDebugDir
 	if len(debugDirs) > 0 {
 		dir = debugDirs[0]
 	}
-	return FreeListLayout{}, "", fmt.Errorf("layout of %s unknown for this build (build id %s): install its debug symbols under %s/.build-id/ or pass --debug-dir", FreeListStruct, id, dir)
+	return FreeListLayout{}, "", &elfx.MissingDebugError{What: "layout of " + FreeListStruct, BuildID: buildID, Dir: dir,
+		Cause: "in no table, no DWARF, and its code did not decide it: " + codeErr.Error()}
 }
 
 // freeListLayoutFromDWARF reads the layout of opal_free_list_t from an ELF

@@ -104,6 +104,7 @@ func TestResolveFreeListLayout(t *testing.T) {
 	}
 
 	noPal := openELF(t, unrelated)
+	undecidable := openELF(t, withCode(t, debianPal, "opal_free_list_grow_st", 0xcc))
 	tests := []struct {
 		name      string
 		file      *elf.File
@@ -123,14 +124,20 @@ func TestResolveFreeListLayout(t *testing.T) {
 		// code gives the table's layout.
 		{"inferred from the code", pal, otherID, []string{t.TempDir()}, "",
 			"the code of opal_free_list_grow_st (fl_frag_class by declaration order, loaded there too)", ""},
-		// A file with neither the struct in its DWARF nor the function.
-		{"nothing to read it from", noPal, otherID, []string{t.TempDir()}, "", "",
-			"layout of opal_free_list_t unknown for this build (build id " + otherID + "): install its debug symbols"},
+		// A file with neither the struct in its DWARF nor the function:
+		// the one line names the debug file that would give it.
+		{"nothing to read it from", noPal, otherID, []string{"/srv/debug"}, "", "",
+			"layout of opal_free_list_t not known for this build (in no table, no DWARF, and its code did not decide it: no opal_free_list_grow_st): install its debug file /srv/debug/.build-id/01/23456789abcdef0123456789abcdef01234567.debug or pass --debug-dir"},
 		{"a libmpi beside it without the struct", noPal, otherID, []string{t.TempDir()}, unrelated, "",
-			"layout of opal_free_list_t unknown for this build"},
+			"layout of opal_free_list_t not known for this build"},
 		{"no libmpi beside it", noPal, otherID, []string{t.TempDir()}, filepath.Join(t.TempDir(), "libmpi.so.40"), "",
-			"layout of opal_free_list_t unknown for this build"},
-		{"no build id", noPal, "", []string{debugDir}, "", "", "(build id none)"},
+			"layout of opal_free_list_t not known for this build"},
+		// Debian's own libopen-pal under another build id, with the code
+		// of opal_free_list_grow_st made undecidable (int3 throughout):
+		// nothing is guessed.
+		{"code undecidable", undecidable, otherID, nil, "", "",
+			"its code did not decide it: "},
+		{"no build id", noPal, "", []string{debugDir}, "", "", "the file has no build id to find its debug file by"},
 		{"debug file without the struct", pal, otherID, []string{wrongDir}, lib, "", "no complete opal_free_list_t in its DWARF"},
 	}
 	for _, tt := range tests {
@@ -153,4 +160,40 @@ func TestResolveFreeListLayout(t *testing.T) {
 			}
 		})
 	}
+}
+
+// withCode writes a copy of the library file src in which every byte of
+// function fn's code is b, and returns its path.
+func withCode(t *testing.T, src, fn string, b byte) string {
+	t.Helper()
+	f := openELF(t, src)
+	syms, err := elfx.Defined(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, ok := syms[fn]
+	if !ok || s.Size == 0 {
+		t.Fatalf("%s defines no %s", src, fn)
+	}
+	var off uint64
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_LOAD && s.Value >= p.Vaddr && s.Value+s.Size <= p.Vaddr+p.Filesz {
+			off = s.Value - p.Vaddr + p.Off
+		}
+	}
+	if off == 0 {
+		t.Fatalf("%s: %s is in no loaded segment", src, fn)
+	}
+	raw, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range s.Size {
+		raw[off+i] = b
+	}
+	out := filepath.Join(t.TempDir(), filepath.Base(src))
+	if err := os.WriteFile(out, raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return out
 }

@@ -50,11 +50,14 @@ func CommLayoutStatus(f *elf.File, fl Flavour, display string, p LiveProcess) (L
 // libopen-pal file as the attacher does: the verified table, else DWARF
 // (the file's own, its debug file, or the libmpi.so beside it), else
 // inferred from its code, else unknown. debugDirs and libmpi are as for
-// ResolveFreeListLayout.
-func FreeListLayoutStatus(f *elf.File, display string, debugDirs []string, libmpi string) LayoutStatus {
+// ResolveFreeListLayout; root is the root directory of the file's
+// processes, whose dpkg database names the debug package when the layout
+// is unknown (elfx.WithPackage).
+func FreeListLayoutStatus(f *elf.File, display string, debugDirs []string, libmpi, root string) LayoutStatus {
 	st := LayoutStatus{File: display, Struct: FreeListStruct}
 	st.BuildID, _ = elfx.BuildID(f)
 	l, src, err := ResolveFreeListLayout(f, st.BuildID, debugDirs, libmpi)
+	err = elfx.WithPackage(err, root, display)
 	how, note := layout.DebugInfo, src
 	switch {
 	case err != nil:

@@ -87,7 +87,7 @@ func Layouts(pfs procfs.FS, pid int, debugDirs []string) ([]mpiabi.LayoutStatus,
 			continue
 		}
 		if t.Library == probes.OMPIPal {
-			out = append(out, mpiabi.FreeListLayoutStatus(f, t.Display, t.DebugDirs(debugDirs), t.Sibling(mpiabi.LibMPIName)))
+			out = append(out, mpiabi.FreeListLayoutStatus(f, t.Display, t.DebugDirs(debugDirs), t.Sibling(mpiabi.LibMPIName), t.Root))
 			_ = f.Close()
 			continue
 		}
@@ -132,7 +132,7 @@ func ob1Status(pfs procfs.FS, pid int, maps []procfs.Mapping, lib *elf.File, p m
 		ob1, display = f, m.Path
 	}
 	if comm.Kind != mpiabi.LayoutOMPI {
-		st.File, st.Reason = display, "the communicator layout is not known"
+		st.File, st.Reason = display, "not inferred: the request's fields are found through the communicator layout, which is not known for this build (its row above says why)"
 		return st
 	}
 	return mpiabi.OB1LayoutStatus(lib, ob1, display, p, comm)

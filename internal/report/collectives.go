@@ -100,7 +100,7 @@ func writeCollectives(ew *errWriter, j agg.Job) {
 			head += " (one id for several communicators of this size, e.g. the halves of a split)"
 		}
 		if k.comm.Local {
-			head += " (unknown library build: rank-local handle)"
+			head += " (rank-local handle: the communicator layout of this build was not inferred, the warning at the start says why)"
 		}
 		ew.printf("%s\n", head)
 		names := make([]string, 0, len(cm.colls))

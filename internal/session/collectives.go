@@ -25,10 +25,11 @@ type collTracker struct {
 	done map[int][]collstate.Entry
 	// the last reading of everything, at the end of the session
 	last []collstate.Entry
-	// mu guards att once the layout watch runs; watch infers the
-	// layouts of unknown builds
-	mu    sync.Mutex
-	watch *layoutWatch
+	// mu guards att once a layout watch runs; each watch infers the
+	// layouts of the unknown builds attached at once (at the start, then
+	// each batch the follower finds in a command's processes)
+	mu      sync.Mutex
+	watches []*layoutWatch
 }
 
 // startCollectives attaches collective tracking to the MPI C libraries
@@ -53,11 +54,13 @@ func (s *session) startCollectives(targets []probes.Target, live []int) (*collTr
 		_ = ct.att.Close()
 		return nil, err
 	}
-	if ct.att.Links() == 0 {
+	// A command's ranks may map an MPI of their own, found as they start
+	// (add): then nothing attached ahead is no error.
+	if ct.att.Links() == 0 && len(s.cfg.Command) == 0 {
 		_ = ct.att.Close()
 		return nil, fmt.Errorf("no MPI C library to track collectives in %s: --collectives knows Open MPI's libmpi.so.40 and MPICH's libmpich.so.12", describeTargets(targets))
 	}
-	ct.watch = s.startLayoutWatch(ct.att, &ct.mu, ct.maps, live)
+	ct.watches = append(ct.watches, s.startLayoutWatch(ct.att, &ct.mu, ct.maps, ct.att.Libraries(), live))
 	if err := kernel.MountBPFFS(filepath.Dir(collstate.PinRoot)); err != nil {
 		s.cfg.Log.Warn("collective history is not shared with `mpiprobe status`", "err", err)
 		return ct, nil
@@ -70,6 +73,22 @@ func (s *session) startCollectives(targets []probes.Target, live []int) (*collTr
 	}
 	ct.pinDir = dir
 	return ct, nil
+}
+
+// add attaches collective tracking to library files a command's processes
+// map that were not known at the start (another root, a private
+// directory: the follower finds them), and infers the layouts of their
+// unknown builds as startCollectives does.
+func (ct *collTracker) add(targets []probes.Target) error {
+	ct.mu.Lock()
+	before := len(ct.att.Libraries())
+	err := ct.att.Add(targets)
+	libs := ct.att.Libraries()[before:]
+	ct.mu.Unlock()
+	if len(libs) > 0 {
+		ct.watches = append(ct.watches, ct.s.startLayoutWatch(ct.att, &ct.mu, ct.maps, libs, ct.s.running()))
+	}
+	return err
 }
 
 // bpfLayout converts a layout for the coll_layouts map.
@@ -125,8 +144,8 @@ func (ct *collTracker) result() []agg.CommCalls {
 }
 
 func (ct *collTracker) close() {
-	if ct.watch != nil {
-		ct.watch.close()
+	for _, w := range ct.watches {
+		w.close()
 	}
 	if ct.pinDir != "" {
 		if err := collstate.Unpin(ct.maps, ct.pinDir); err != nil {

@@ -112,16 +112,8 @@ func (f *follower) exec(pid int) {
 	f.due[pid] = due
 }
 
-// hold stops process pid while its libraries are attached, unless it is
-// stopped already (a debugger's, a job control's) or gone; it reports
-// whether it stopped it.
-func (f *follower) hold(pid int) bool {
-	st, err := f.s.cfg.Proc.Stat(pid)
-	if err != nil || st.Ended() || st.State == 'T' || st.State == 't' {
-		return false
-	}
-	return f.signal(pid, unix.SIGSTOP) == nil
-}
+// hold stops process pid while its libraries are attached (discover.Hold).
+func (f *follower) hold(pid int) bool { return discover.Hold(f.s.cfg.Proc, pid, f.signal) }
 
 // next returns when the next look at a process is due; ok is false when
 // none is.

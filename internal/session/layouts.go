@@ -263,15 +263,12 @@ func describeFields(fs []mpiabi.LayoutField) string {
 	return s
 }
 
-// startLayoutWatch infers the layouts of the unknown builds: at once from
-// the processes already running (pids), then, in the background, from
-// every traced process until each library has its layout or the session
-// ends.
-func (s *session) startLayoutWatch(att *probes.CollAttacher, mu *sync.Mutex, maps collstate.Maps, pids []int) *layoutWatch {
+// startLayoutWatch infers the layouts of the unknown builds among libs
+// (libraries of att): at once from the processes already running (pids),
+// then, in the background, from every traced process until each library
+// has its layout or the session ends.
+func (s *session) startLayoutWatch(att *probes.CollAttacher, mu *sync.Mutex, maps collstate.Maps, libs []probes.CollLibrary, pids []int) *layoutWatch {
 	w := &layoutWatch{s: s, att: att, mu: mu, maps: maps, stop: make(chan struct{}), done: make(chan struct{}), procs: map[int]*watchedProc{}, unmapped: map[int]unmappedProc{}}
-	mu.Lock()
-	libs := att.Libraries()
-	mu.Unlock()
 	pending, errs := pendingLayouts(libs)
 	for _, err := range errs {
 		s.cfg.Log.Warn("communicator layout not inferred", "err", err)
@@ -340,7 +337,7 @@ func (w *layoutWatch) giveUp(pending []*pendingLib) {
 		if p.lastErr != nil {
 			reason = p.lastErr.Error()
 		}
-		w.s.cfg.Log.Warn("unknown MPI library build and its communicator layout was not inferred: communicators are keyed by their local handle and cannot be matched across ranks",
+		w.s.cfg.Log.Warn("communicator layout not inferred for this build (no table holds it): communicators are keyed by their local handle and cannot be matched across ranks; `mpiprobe probes -p PID` on a rank lists each field and why",
 			"file", p.lib.Display, "build_id", p.lib.BuildID, "reason", reason)
 		_ = p.file.Close()
 	}

@@ -57,6 +57,8 @@ type process struct {
 	comms mpiabi.CommReader
 	// lib is the MPI C library's path and build id.
 	lib, build string
+	// commErr says why the communicator layout is not known (comms).
+	commErr error
 	// ompiName is the process's Open MPI name from its environment
 	// (mpiabi.OMPIName), 0 if none.
 	ompiName uint64
@@ -73,10 +75,13 @@ func openProcess(fs procfs.FS, dp discover.Proc, env map[string]string, files *t
 	if err != nil {
 		return nil, err
 	}
-	p := &process{pid: pid, maps: dp.Maps, mem: mem, open: symbolize.ProcOpener(fs, pid), files: files}
+	// A rank in another root (chroot, unshare --root) is shown, and its
+	// files opened (symbolize.ProcOpener), by its own paths.
+	maps := discover.SeenMaps(fs, pid, dp.Maps)
+	p := &process{pid: pid, maps: maps, mem: mem, open: symbolize.ProcOpener(fs, pid), files: files}
 	p.comms = mpiabi.CommReader{Mem: p.read}
 	p.ompiName = mpiabi.OMPIName(env)
-	for _, m := range dp.Libs {
+	for _, m := range discover.Discover(maps) {
 		if m.Library != probes.OMPILibMPI && m.Library != probes.MPICHLib {
 			continue
 		}
@@ -84,9 +89,13 @@ func openProcess(fs procfs.FS, dp discover.Proc, env map[string]string, files *t
 		fi := p.file(mp)
 		p.lib, p.build = mp.Path, fi.build
 		if bias, ok := p.bias(mp); ok {
-			if l, ok := p.commLayout(env, m, fi.build, bias); ok {
+			l, err := p.commLayout(env, m, fi.build, bias)
+			if err == nil {
 				p.comms.Layout, p.comms.Bias = l, bias
 			}
+			p.commErr = err
+		} else {
+			p.commErr = fmt.Errorf("the load bias of %s is not found in its mapping", path.Base(mp.Path))
 		}
 		break
 	}

@@ -30,7 +30,7 @@ func rankState(cfg Config, pid int, id identity.Identity, p *process, w window, 
 	if p != nil {
 		r.Library = p.libName()
 		if p.comms.Layout.Kind == mpiabi.LayoutUnknown {
-			r.Note = fmt.Sprintf("unknown %s build %s: communicators are not read", p.libName(), shortID(p.build))
+			r.Note = "communicators are not read: " + p.commUnknown()
 		}
 	}
 	if gone(pid) {

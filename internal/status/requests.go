@@ -59,7 +59,8 @@ func newRequestReader(p *process) mpiabi.RequestReader {
 		if !known {
 			var err error
 			if l, err = p.ob1Layout(found, build); err != nil {
-				r.Note = fmt.Sprintf("peer unknown (layout not known for this build: mca_pml_ob1.so %s, and %v)", shortID(build), err)
+				// The fix first: a shown line is cut at text.MaxLine.
+				r.Note = fmt.Sprintf("peer unknown (%s build %s: its ob1 request layout is in no table and was not inferred; `mpiprobe probes -p %d` lists each field and why: %v)", path.Base(found.Path), shortID(build), p.pid, err)
 				return r
 			}
 		}
@@ -89,7 +90,7 @@ func newRequestReader(p *process) mpiabi.RequestReader {
 		}
 		r.Req, r.UCP, r.OK = l, u, true
 	default:
-		r.Note = "peer unknown (layout not known for this build)"
+		r.Note = "peer unknown (requests are found through communicators, which are not read: " + p.commUnknown() + ")"
 	}
 	return r
 }

@@ -663,7 +663,7 @@ func (d *diag) localVerdict(g *group) []string {
 		atLeast = atLeast || d.byN[n].call.AtLeast
 		in[n] = true
 	}
-	clauses := []string{fmt.Sprintf("%s %s in %s (communicator not comparable: unknown library build) for %s",
+	clauses := []string{fmt.Sprintf("%s %s in %s (communicator not comparable: its layout is not known for this build; the ranks' notes say why) for %s",
 		subject(g.ranks), verb(len(g.ranks) > 1, "is", "are"), text.Line(g.name), forText(since, atLeast))}
 	var items itemList
 	for _, r := range d.ranks {

@@ -302,7 +302,7 @@ func TestDiagnoseLocalHandles(t *testing.T) {
 				h := agg.Comm{ID: 0x7f1200 + uint64(i)*0x100, Size: 8, Local: true}
 				return Rank{In: coll("MPI_Allreduce", h, 42, 12.3+float64(i))}
 			}),
-			verdict: "ranks 0-6 are in MPI_Allreduce (communicator not comparable: unknown library build) for 12.3 s; rank 7 is in MPI_Recv from rank 3",
+			verdict: "ranks 0-6 are in MPI_Allreduce (communicator not comparable: its layout is not known for this build; the ranks' notes say why) for 12.3 s; rank 7 is in MPI_Recv from rank 3",
 		},
 		{
 			name: "equal local handles are still not compared",
@@ -313,7 +313,7 @@ func TestDiagnoseLocalHandles(t *testing.T) {
 				}
 				return Rank{In: coll("MPI_Bcast", h, 1, 12)}
 			}),
-			verdict: "ranks 0-1 are in MPI_Bcast (communicator not comparable: unknown library build) for 12.0 s; rank 2 is in MPI_Bcast #1 on comm 0x7f12 (size 4, local handle)",
+			verdict: "ranks 0-1 are in MPI_Bcast (communicator not comparable: its layout is not known for this build; the ranks' notes say why) for 12.0 s; rank 2 is in MPI_Bcast #1 on comm 0x7f12 (size 4, local handle)",
 		},
 		{
 			name: "named WORLD stays comparable with a local handle",
@@ -329,7 +329,7 @@ func TestDiagnoseLocalHandles(t *testing.T) {
 				h := agg.Comm{ID: 0x10, Size: 2, Local: true}
 				return Rank{In: coll("MPI_Allreduce", h, 0, 12), Counts: counts(world(4), "MPI_Init", 1)}
 			}),
-			verdict: "ranks 0-1 are in MPI_Allreduce (communicator not comparable: unknown library build) for 12.0 s; 2 of 4 ranks of WORLD are not observed here (ranks 2-3)",
+			verdict: "ranks 0-1 are in MPI_Allreduce (communicator not comparable: its layout is not known for this build; the ranks' notes say why) for 12.0 s; 2 of 4 ranks of WORLD are not observed here (ranks 2-3)",
 		},
 	})
 }
@@ -747,7 +747,7 @@ func TestDiagnoseAtLeast(t *testing.T) {
 				{Rank: 0, In: lower(coll("MPI_Barrier", agg.Comm{ID: 0x7f00, Size: 2, Local: true}, 0, 6))},
 				{Rank: 1, In: lower(coll("MPI_Barrier", agg.Comm{ID: 0x7f08, Size: 2, Local: true}, 0, 6))},
 			},
-			verdict: "ranks 0-1 are in MPI_Barrier (communicator not comparable: unknown library build) for at least 6.0 s",
+			verdict: "ranks 0-1 are in MPI_Barrier (communicator not comparable: its layout is not known for this build; the ranks' notes say why) for at least 6.0 s",
 		},
 		{
 			name: "point to point",
