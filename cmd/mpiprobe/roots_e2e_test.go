@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -208,4 +209,37 @@ func TestRootTraceWithoutHostMPI(t *testing.T) {
 	const iters = 5
 	s, _ := traceAndShow(t, bin, nil, append([]string{"--"}, impl.Command(2, []string{"--mca", "btl", "self,vader"}, prog, strconv.Itoa(iters), "10")...)...)
 	checkLoopsTrace(t, s, iters)
+}
+
+// TestRootCollectives: `mpiprobe --collectives -- chroot ROOT mpirun ...`
+// tracks the collectives of the root's Open MPI, a library mpiprobe finds
+// only as the launcher starts: each rank's MPI_Allreduce calls are counted
+// exactly, on a communicator of its own.
+func TestRootCollectives(t *testing.T) {
+	impl := mpitest.RootOpenMPI(t, "trixie")
+	bin := mpitest.BuildMpiprobe(t)
+	prog := mpitest.Build(t, impl, "allreduce")
+	const iters = 2000
+	res := runMpiprobe(t, bin, append([]string{"--collectives", "--"}, impl.Command(2, []string{"--mca", "btl", "self,vader"}, prog, strconv.Itoa(iters))...)...)
+	var sum summaryJSON
+	if err := json.Unmarshal([]byte(res.stdout), &sum); err != nil {
+		t.Fatal(err)
+	}
+	if len(sum.Jobs) != 1 || len(sum.Jobs[0].Ranks) != 2 {
+		t.Fatalf("want 1 job of 2 ranks:\n%s", res.stdout)
+	}
+	for _, r := range sum.Jobs[0].Ranks {
+		var n uint64
+		for _, c := range r.Collectives {
+			for _, call := range c.Calls {
+				if call.Name == "MPI_Allreduce" {
+					n += call.Calls
+				}
+			}
+		}
+		// 1000 warm-up calls, then the loop.
+		if n != iters+1000 {
+			t.Errorf("rank %s: %d MPI_Allreduce counted, the program makes %d\n%s", r.Rank, n, iters+1000, res.stderr)
+		}
+	}
 }

@@ -72,6 +72,16 @@ func (s *session) startCollectives(targets []probes.Target, live []int) (*collTr
 	return ct, nil
 }
 
+// add attaches collective tracking to the MPI C libraries among targets
+// found once the session runs (by the follower). Their communicators are
+// named where the library's layout is known before any rank runs
+// (mpiabi.StaticCommLayout), and keyed by their local handles otherwise.
+func (ct *collTracker) add(targets []probes.Target) error {
+	ct.mu.Lock()
+	defer ct.mu.Unlock()
+	return ct.att.Add(targets)
+}
+
 // bpfLayout converts a layout for the coll_layouts map.
 func bpfLayout(l mpiabi.CommLayout) bpf.MpiprobeCollLayout {
 	return bpf.MpiprobeCollLayout{
