@@ -98,7 +98,15 @@ func forEachBuild(b *testing.B, iters int, bench func(b *testing.B, bin string, 
 	mpitest.RequireE2E(b)
 	bin := mpitest.BuildMpiprobe(b)
 	for _, eb := range entryBuilds {
-		b.Run(eb.name, func(b *testing.B) { bench(b, bin, newEntryJob(b, eb, iters)) })
+		b.Run(eb.name, func(b *testing.B) {
+			// A benchmark's skip is silent without -v: say it.
+			defer func() {
+				if b.Skipped() {
+					fmt.Printf("%s: skipped, not measured (go test -v names what is missing)\n", eb.name)
+				}
+			}()
+			bench(b, bin, newEntryJob(b, eb, iters))
+		})
 	}
 }
 
