@@ -34,7 +34,7 @@ const allreducePairs = 31
 // allreduceIters is the length of the MPI_Allreduce loop.
 const allreduceIters = 2000000
 
-var secondsLine = regexp.MustCompile(`(?m)^(?:allreduce iters=\d+|flood) seconds=([0-9.]+)$`)
+var secondsLine = regexp.MustCompile(`(?m)^(?:allreduce iters=\d+|flood) seconds=([0-9.]+)(?: cpu=([0-9.]+))?$`)
 
 // workloadSeconds runs a command and returns the time the MPI program
 // reports for its own loop, so that mpiprobe's start-up is not counted.
@@ -90,11 +90,24 @@ func summaryEvents(b *testing.B, file string) uint64 {
 // workloadSecondsOf reads the seconds= line of a workload's output.
 func workloadSecondsOf(b *testing.B, out []byte) float64 {
 	b.Helper()
+	return secondsField(b, out, 1)
+}
+
+// workloadCPUOf reads the loop's CPU seconds in its thread from the
+// allreduce program's output (cpu=).
+func workloadCPUOf(b *testing.B, out []byte) float64 {
+	b.Helper()
+	return secondsField(b, out, 2)
+}
+
+// secondsField returns the value of group k of secondsLine in out.
+func secondsField(b *testing.B, out []byte, k int) float64 {
+	b.Helper()
 	m := secondsLine.FindSubmatch(out)
-	if m == nil {
-		b.Fatalf("no seconds= line in:\n%s", out)
+	if m == nil || len(m[k]) == 0 {
+		b.Fatalf("no seconds= line (or no cpu= in it) in:\n%s", out)
 	}
-	s, err := strconv.ParseFloat(string(m[1]), 64)
+	s, err := strconv.ParseFloat(string(m[k]), 64)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -209,7 +222,7 @@ func BenchmarkPerHitCost(b *testing.B) {
 	if err := objs.Traced.Put(uint32(os.Getpid()), uint32(bpf.MpiprobeTracedFlagTRACED_FOLLOW)); err != nil {
 		b.Fatal(err)
 	}
-	ex := openLibmpi(b)
+	ex := openLibmpi(b, impl)
 	cookie, err := probes.Cookie(0, probes.Condition{Src: probes.Arg(1), Cmp: probes.Ne, Value: -1})
 	if err != nil {
 		b.Fatal(err)
@@ -237,16 +250,22 @@ func BenchmarkPerHitCost(b *testing.B) {
 	b.ReportMetric(t.added(1), "µs-empty-uprobe")
 }
 
-// findLibmpi returns Open MPI's libmpi.so.40 as the dynamic linker finds it.
-func findLibmpi() (string, error) {
-	out, err := exec.Command("ldconfig", "-p").Output()
+// findLibmpi returns the libmpi.so.40 of impl's Open MPI as its dynamic
+// linker finds it (ldconfig inside impl's root, if any), by the path this
+// process opens it at.
+func findLibmpi(impl mpitest.Impl) (string, error) {
+	argv := []string{"ldconfig", "-p"}
+	if impl.Root != "" {
+		argv = append([]string{"chroot", impl.Root}, argv...)
+	}
+	out, err := exec.Command(argv[0], argv[1:]...).Output()
 	if err != nil {
-		return "", err
+		return "", fmt.Errorf("%s: %w", strings.Join(argv, " "), err)
 	}
 	for _, p := range discover.ParseLdconfig(out) {
 		if lib, _ := discover.Classify(p); lib == probes.OMPILibMPI {
-			return p, nil
+			return impl.HostPath(p), nil
 		}
 	}
-	return "", fmt.Errorf("libmpi.so.40 not found by ldconfig")
+	return "", fmt.Errorf("libmpi.so.40 not found by %s", strings.Join(argv, " "))
 }

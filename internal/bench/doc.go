@@ -14,9 +14,18 @@
 //   - BenchmarkTraceRecording: trace mode's cost per MPI_Allreduce call
 //     taken apart (floor, thread state and arguments, record and reader,
 //     every function and the real recorder) beside --collectives and,
-//     when MPIPROBE_MPIP names libmpiP.so, mpiP, as ratios to the floor
-//     (on single and on uprobe_multi links) within each round; see
-//     docs/trace-cost.md.
+//     when MPIPROBE_MPIP (MPIPROBE_MPIP_TRIXIE) names libmpiP.so, mpiP, as
+//     ratios to the floor (on single and on uprobe_multi links) within
+//     each round; see docs/trace-cost.md.
+//   - BenchmarkCollectives: --collectives against the same floor and mpiP.
+//
+// Those two run a sub-benchmark per Open MPI build: Debian 12's on the
+// host, and Debian 13's, built with CET, in its root (.ci/roots; skipped,
+// saying so, where it is missing). The floor of each is an empty uprobe
+// and uretprobe where mpiprobe puts its own (x86.EntryPoint: past a CET
+// build's endbr64); the same pair at the function's first instruction is
+// measured beside it. The loop runs at one rank and is timed in CPU time,
+// so that the waits of a loaded machine stay out (docs/bench.md).
 //   - BenchmarkLocalCalls: what trace mode costs MPI_Wtime and
 //     MPI_Comm_rank, against probes at their entry.
 //   - BenchmarkEndbrStep: what an empty uprobe costs per hit on the endbr64

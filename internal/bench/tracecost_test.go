@@ -28,14 +28,16 @@ import (
 type traceParts struct {
 	drained, full *bpf.MpiprobeObjects
 	ex            *link.Executable
+	entry         uint64 // where past PMPI_Allreduce mpiprobe probes it
 	allreduce     uint64 // PMPI_Allreduce's call index 0, with its arguments
 	noArgs        uint64 // the same without arguments
 }
 
-// newTraceParts loads the two sets; they are closed when the benchmark ends.
-func newTraceParts(b *testing.B) *traceParts {
+// newTraceParts loads the two sets for j's library; they are closed when
+// the benchmark ends.
+func newTraceParts(b *testing.B, j *entryJob) *traceParts {
 	b.Helper()
-	p := &traceParts{ex: openLibmpi(b)}
+	p := &traceParts{ex: j.ex, entry: j.entry}
 	pidMax, _ := procfs.FS{}.PidMax()
 	slots := session.TraceThreadSlots(pidMax)
 	for _, size := range []uint32{64 << 20, 4096} {
@@ -67,15 +69,16 @@ func newTraceParts(b *testing.B) *traceParts {
 }
 
 // attach puts trace_enter and trace_exit of objs on PMPI_Allreduce with
-// cookie; with drain, a goroutine reads and discards the ring buffer's
-// records meanwhile. It returns the detach.
+// cookie, where mpiprobe puts them; with drain, a goroutine reads and
+// discards the ring buffer's records meanwhile. It returns the detach.
 func (p *traceParts) attach(b *testing.B, objs *bpf.MpiprobeObjects, cookie uint64, drain bool) func() {
 	b.Helper()
-	in, err := p.ex.Uprobe("PMPI_Allreduce", objs.TraceEnter, &link.UprobeOptions{Cookie: cookie})
+	opts := &link.UprobeOptions{Cookie: cookie, Offset: p.entry}
+	in, err := p.ex.Uprobe("PMPI_Allreduce", objs.TraceEnter, opts)
 	if err != nil {
 		b.Fatal(err)
 	}
-	out, err := p.ex.Uretprobe("PMPI_Allreduce", objs.TraceExit, &link.UprobeOptions{Cookie: cookie})
+	out, err := p.ex.Uretprobe("PMPI_Allreduce", objs.TraceExit, opts)
 	if err != nil {
 		in.Close()
 		b.Fatal(err)
@@ -108,19 +111,6 @@ func (p *traceParts) attach(b *testing.B, objs *bpf.MpiprobeObjects, cookie uint
 	}
 }
 
-// mpiPLib is the mpiP profiler's library (libmpiP.so) that
-// BenchmarkTraceRecording runs side by side with trace mode when given:
-// mpiP is not packaged by Debian.
-func mpiPLib() string { return os.Getenv("MPIPROBE_MPIP") }
-
-// withPreload returns an Open MPI job's command line with LD_PRELOAD=lib
-// exported to its ranks, and mpiP's reports sent to the temporary
-// directory rather than the benchmark's working directory.
-func withPreload(argv []string, lib string) []string {
-	out := []string{argv[0], "-x", "LD_PRELOAD=" + lib, "-x", "MPIP=-f " + os.TempDir()}
-	return append(out, argv[1:]...)
-}
-
 // localCallIters is the length of each loop of testdata/localcalls.c.
 const localCallIters = 200000
 
@@ -136,8 +126,8 @@ func BenchmarkLocalCalls(b *testing.B) {
 	impl, prog := localCallsJob(b)
 	argv := impl.Command(2, []string{"--mca", "pml", "ob1", "--mca", "btl", "self,vader"}, prog, strconv.Itoa(localCallIters))
 	objs := loadObjects(b)
-	ex := openLibmpi(b)
-	offsets := entryOffsets(b, "PMPI_Wtime", "PMPI_Comm_rank")
+	ex := openLibmpi(b, impl)
+	offsets := entryOffsets(b, impl, "PMPI_Wtime", "PMPI_Comm_rank")
 	names := []string{"no probe", "empty uprobe+uretprobe at entry", "empty uprobe at trace's entry point", "mpiprobe trace"}
 	var wtime, rank [][]float64 = make([][]float64, len(names)), make([][]float64, len(names))
 	for range b.N {
@@ -193,9 +183,9 @@ func spreadColumn(p perCall) column {
 
 // entryOffsets returns where trace mode puts the entry probe of each
 // libmpi function (x86.EntryPoint, entry-only).
-func entryOffsets(b *testing.B, syms ...string) map[string]uint64 {
+func entryOffsets(b *testing.B, impl mpitest.Impl, syms ...string) map[string]uint64 {
 	b.Helper()
-	lib, err := findLibmpi()
+	lib, err := findLibmpi(impl)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/mpiprobe/mpiprobe/bpf"
 	"github.com/mpiprobe/mpiprobe/internal/kernel"
+	"github.com/mpiprobe/mpiprobe/internal/mpitest"
 	"github.com/mpiprobe/mpiprobe/internal/text"
 )
 
@@ -53,9 +54,14 @@ type perCall struct {
 // benchmark iteration, run(v) returning the loop seconds of one run of
 // variant v.
 func runPerCall(b *testing.B, names []string, iters int, order runOrder, run func(v int) float64) perCall {
+	return runRounds(b, names, iters, pairs, order, run)
+}
+
+// runRounds is runPerCall with rounds rounds per benchmark iteration.
+func runRounds(b *testing.B, names []string, iters, rounds int, order runOrder, run func(v int) float64) perCall {
 	times := make([][]float64, len(names))
 	for range b.N {
-		interleave(times, pairs, order, run)
+		interleave(times, rounds, order, run)
 	}
 	return perCall{names: names, times: times, iters: iters}
 }
@@ -162,11 +168,11 @@ func loadObjects(b *testing.B) *bpf.MpiprobeObjects {
 	return objs
 }
 
-// openLibmpi opens Open MPI's libmpi.so.40, as the dynamic linker finds it,
-// for attaching uprobes.
-func openLibmpi(b *testing.B) *link.Executable {
+// openLibmpi opens the libmpi.so.40 of impl's Open MPI, as its dynamic
+// linker finds it, for attaching uprobes.
+func openLibmpi(b *testing.B, impl mpitest.Impl) *link.Executable {
 	b.Helper()
-	libmpi, err := findLibmpi()
+	libmpi, err := findLibmpi(impl)
 	if err != nil {
 		b.Fatal(err)
 	}

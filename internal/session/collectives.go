@@ -2,11 +2,12 @@ package session
 
 import (
 	"fmt"
-	"github.com/mpiprobe/mpiprobe/internal/mpiabi"
 	"os"
 	"path/filepath"
 	"strconv"
 	"sync"
+
+	"github.com/mpiprobe/mpiprobe/internal/mpiabi"
 
 	"github.com/mpiprobe/mpiprobe/agg"
 	"github.com/mpiprobe/mpiprobe/bpf"
