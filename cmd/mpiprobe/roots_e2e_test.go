@@ -19,6 +19,26 @@ import (
 // the command that enters the root; the ranks map libraries mpiprobe's own
 // ldconfig knows nothing of.
 
+// rootBuild is the Open MPI or MPICH of one root.
+type rootBuild struct {
+	name string
+	impl func(t *testing.T) mpitest.Impl
+	// loaded is in the path of a library each rank maps once MPI_Init
+	// has loaded its components.
+	loaded string
+}
+
+// rootBuilds lists the four builds of the roots: Debian 13's Open MPI
+// 5.0.7 and MPICH 4.2.1, Debian 11's Open MPI 4.1.0 and MPICH 3.4.1.
+func rootBuilds() []rootBuild {
+	return []rootBuild{
+		{"openmpi-trixie", func(t *testing.T) mpitest.Impl { return mpitest.RootOpenMPI(t, "trixie") }, "libmpi.so.40"},
+		{"mpich-trixie", func(t *testing.T) mpitest.Impl { return mpitest.RootMPICH(t, "trixie") }, "libmpich"},
+		{"openmpi-bullseye", func(t *testing.T) mpitest.Impl { return mpitest.RootOpenMPI(t, "bullseye") }, "mca_pml_ob1"},
+		{"mpich-bullseye", func(t *testing.T) mpitest.Impl { return mpitest.RootMPICH(t, "bullseye") }, "libmpich"},
+	}
+}
+
 // rootFlood runs the send-pending flood of TestFloodWarnsByCT inside the
 // root of impl under `mpiprobe -- ...` and returns rank 0's new pending
 // sends and passes over the queue.
@@ -93,16 +113,7 @@ func checkRootFlood(t *testing.T, impl mpitest.Impl, news, drains uint64, stderr
 // exactly the program's calls, with their source lines, for the Open MPI
 // and MPICH of each root, and once through unshare --root.
 func TestRootTrace(t *testing.T) {
-	cases := []struct {
-		name string
-		impl func(t *testing.T) mpitest.Impl
-	}{
-		{"openmpi-trixie", func(t *testing.T) mpitest.Impl { return mpitest.RootOpenMPI(t, "trixie") }},
-		{"mpich-trixie", func(t *testing.T) mpitest.Impl { return mpitest.RootMPICH(t, "trixie") }},
-		{"openmpi-bullseye", func(t *testing.T) mpitest.Impl { return mpitest.RootOpenMPI(t, "bullseye") }},
-		{"mpich-bullseye", func(t *testing.T) mpitest.Impl { return mpitest.RootMPICH(t, "bullseye") }},
-		{"mpich-trixie-unshare", func(t *testing.T) mpitest.Impl { return mpitest.RootMPICH(t, "trixie").Unshared() }},
-	}
+	cases := append(rootBuilds(), rootBuild{"mpich-trixie-unshare", func(t *testing.T) mpitest.Impl { return mpitest.RootMPICH(t, "trixie").Unshared() }, "libmpich"})
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			impl := tc.impl(t)
@@ -126,23 +137,13 @@ func TestRootTrace(t *testing.T) {
 // root, and finds the components inside the root. The listing is logged:
 // which events attach in each build.
 func TestRootProbesList(t *testing.T) {
-	cases := []struct {
-		name string
-		impl func(t *testing.T) mpitest.Impl
-		lib  string
-	}{
-		{"openmpi-trixie", func(t *testing.T) mpitest.Impl { return mpitest.RootOpenMPI(t, "trixie") }, "libmpi.so.40"},
-		{"mpich-trixie", func(t *testing.T) mpitest.Impl { return mpitest.RootMPICH(t, "trixie") }, "libmpich"},
-		{"openmpi-bullseye", func(t *testing.T) mpitest.Impl { return mpitest.RootOpenMPI(t, "bullseye") }, "mca_pml_ob1"},
-		{"mpich-bullseye", func(t *testing.T) mpitest.Impl { return mpitest.RootMPICH(t, "bullseye") }, "libmpich"},
-	}
-	for _, tc := range cases {
+	for _, tc := range rootBuilds() {
 		t.Run(tc.name, func(t *testing.T) {
 			impl := tc.impl(t)
 			bin := mpitest.BuildMpiprobe(t)
 			flood := mpitest.Build(t, impl, "flood")
 			// -p: the ranks pause after MPI_Init, with their components loaded.
-			job := mpitest.StartJob(t, impl.Command(2, nil, flood, "-n", "10", "-p", "60000"), flood, 2, tc.lib)
+			job := mpitest.StartJob(t, impl.Command(2, nil, flood, "-n", "10", "-p", "60000"), flood, 2, tc.loaded)
 			time.Sleep(500 * time.Millisecond)
 			code, out, stderr := runOutput(t, bin, nil, "probes", "-p", strconv.Itoa(job.Ranks[0]))
 			if code != 0 {

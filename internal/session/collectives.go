@@ -53,7 +53,9 @@ func (s *session) startCollectives(targets []probes.Target, live []int) (*collTr
 		_ = ct.att.Close()
 		return nil, err
 	}
-	if ct.att.Links() == 0 {
+	// A command's ranks may map an MPI of their own, found as they start
+	// (add): then nothing attached ahead is no error.
+	if ct.att.Links() == 0 && len(s.cfg.Command) == 0 {
 		_ = ct.att.Close()
 		return nil, fmt.Errorf("no MPI C library to track collectives in %s: --collectives knows Open MPI's libmpi.so.40 and MPICH's libmpich.so.12", describeTargets(targets))
 	}
@@ -80,6 +82,20 @@ func bpfLayout(l mpiabi.CommLayout) bpf.MpiprobeCollLayout {
 		Builtin: l.Builtin, Direct: l.Direct, Mem: l.Mem,
 		IndShift: l.IndShift, IndBlockMask: l.IndBlockMask, IndIndexMask: l.IndIndexMask,
 	}
+}
+
+// add attaches collective tracking to the MPI C libraries among targets
+// that a process of the command maps from elsewhere (another root, a
+// private directory: the follower finds them as it starts), and has the
+// layouts of those of unknown builds inferred.
+func (ct *collTracker) add(targets []probes.Target) error {
+	ct.mu.Lock()
+	before := len(ct.att.Libraries())
+	err := ct.att.Add(targets)
+	fresh := ct.att.Libraries()[before:]
+	ct.mu.Unlock()
+	ct.watch.watch(fresh)
+	return err
 }
 
 // ended keeps the final counts of a process that exited and frees its slots.

@@ -308,7 +308,11 @@ func (s *session) run(ctx context.Context) error {
 		}
 		reportStatus()
 		if len(cfg.Command) > 0 {
-			follow = newFollower(s, att.Add, func([]probes.Target) { reportStatus() })
+			add := att.Add
+			if s.coll != nil {
+				add = func(ts []probes.Target) error { return errors.Join(att.Add(ts), s.coll.add(ts)) }
+			}
+			follow = newFollower(s, add, func([]probes.Target) { reportStatus() })
 		}
 		// A command's ranks may map an MPI of their own, found as they
 		// start (follower): then nothing attached ahead is no error.
