@@ -97,7 +97,8 @@ func (i Impl) HostPath(p string) string {
 
 // buildInRoot compiles src inside the root into a directory made in the
 // root's /tmp, removed when the test ends, and returns the program's path
-// as the ranks see it.
+// as the ranks see it. The headers beside src (testdata/deadlock's
+// corpus.h) are copied with it.
 func (i Impl) buildInRoot(t testing.TB, compiler, src, name string) string {
 	t.Helper()
 	dir, err := os.MkdirTemp(filepath.Join(i.Root, "tmp"), "mpiprobe-test-")
@@ -105,16 +106,24 @@ func (i Impl) buildInRoot(t testing.TB, compiler, src, name string) string {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = os.RemoveAll(dir) })
-	b, err := os.ReadFile(src)
+	headers, err := filepath.Glob(filepath.Join(filepath.Dir(src), "*.h"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	in := "/tmp/" + filepath.Base(dir)
-	if err := os.WriteFile(filepath.Join(dir, filepath.Base(src)), b, 0o644); err != nil {
-		t.Fatal(err)
+	for _, f := range append(headers, src) {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, filepath.Base(f)), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
+	in := "/tmp/" + filepath.Base(dir)
 	out := in + "/" + name + "." + i.Name
-	cmd := exec.Command("chroot", i.Root, compiler, "-O2", "-g", "-o", out, in+"/"+filepath.Base(src))
+	// -pthread: Debian 11's glibc keeps the threads in libpthread, which
+	// its MPICH's wrapper does not link (hang.c, the corpus's threads).
+	cmd := exec.Command("chroot", i.Root, compiler, "-O2", "-g", "-pthread", "-o", out, in+"/"+filepath.Base(src))
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("chroot %s %s: %v\n%s", i.Root, strings.Join(cmd.Args[2:], " "), err, b)
 	}
