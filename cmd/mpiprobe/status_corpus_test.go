@@ -446,14 +446,14 @@ func TestDeadlockCorpusInRoots(t *testing.T) {
 		t.Run(rb.name, func(t *testing.T) {
 			impl := rb.impl(t)
 			bin := mpitest.BuildMpiprobe(t)
-			_, errFC := os.Stat(impl.HostPath("/usr/bin/gfortran"))
+			fortran := impl.CompilesFortran()
 			start := time.Now()
 			ran, failed := runCorpus(t, bin, impl, cases, func(c corpusCase) string {
 				switch {
 				case strings.HasSuffix(rb.name, "-bullseye") && !slices.Contains(bullseyeCorpus(), c.name):
 					return "-"
-				case strings.HasSuffix(c.src, ".f90") && errFC != nil:
-					return "the root has no Fortran compiler (.ci/roots installs gcc only)"
+				case strings.HasSuffix(c.src, ".f90") && !fortran:
+					return impl.FC + " does not work in the root (.ci/roots installs no gfortran)"
 				}
 				return ""
 			})

@@ -86,6 +86,14 @@ func (i Impl) inRootCommand(name string, args ...string) *exec.Cmd {
 	return exec.Command(argv[0], argv[1:]...)
 }
 
+// CompilesFortran says whether the implementation's Fortran wrapper
+// works where its programs are built: a root may lack gfortran, or have
+// it without the wrapper's data (Debian 11's Open MPI without
+// libopenmpi-dev's Fortran part).
+func (i Impl) CompilesFortran() bool {
+	return i.inRootCommand(i.FC, "--version").Run() == nil
+}
+
 // HostPath returns the path by which the test opens a file that the
 // implementation's processes see at p.
 func (i Impl) HostPath(p string) string {
