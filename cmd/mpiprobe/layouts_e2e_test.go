@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mpiprobe/mpiprobe/internal/layout"
 	"github.com/mpiprobe/mpiprobe/internal/mpiabi"
-
 	"github.com/mpiprobe/mpiprobe/internal/mpitest"
 )
 
@@ -105,4 +105,39 @@ func layoutsOf(t *testing.T, bin, pid string, off bool) map[string][]mpiabi.Layo
 		}
 	}
 	return res
+}
+
+// TestRootLayoutsInferred runs `mpiprobe probes --json -p PID` on a rank
+// of each root build (Debian 13's Open MPI 5.0.7 and MPICH 4.2.1, Debian
+// 11's Open MPI 4.1.0 and MPICH 3.4.1) with the tables off: every field
+// of the communicator layout, and of ob1's request layout, is inferred.
+// The exception is MPICH's rank map, which ch3 (Debian 11's MPICH) has
+// not: its connection table is inferred instead. Open MPI 5.0 keeps the
+// communicator's name behind a pointer; 4.1.0's ob1 stores the request's
+// peer, tag and communicator from XMM registers.
+func TestRootLayoutsInferred(t *testing.T) {
+	for _, rb := range rootBuilds() {
+		t.Run(rb.name, func(t *testing.T) {
+			impl := rb.impl(t)
+			bin := mpitest.BuildMpiprobe(t)
+			pid := strconv.Itoa(hungJob(t, bin, impl, "skip", 2, false)[0])
+			layouts := layoutsOf(t, bin, pid, true)
+			structs := []string{mpiabi.CommLayoutStruct}
+			if strings.HasPrefix(rb.name, "openmpi") {
+				structs = append(structs, mpiabi.OB1LayoutStruct)
+			}
+			for _, name := range structs {
+				fields := layouts[name]
+				if len(fields) == 0 {
+					t.Errorf("%s: no fields listed", name)
+				}
+				ch3 := slices.ContainsFunc(fields, func(f mpiabi.LayoutField) bool { return f.Name == layout.FieldVCRT && f.Found() })
+				for _, f := range fields {
+					if !f.Found() && !(ch3 && f.Name == layout.FieldRankMap) {
+						t.Errorf("%s %s: not inferred (%s)", name, f.Name, f.Note)
+					}
+				}
+			}
+		})
+	}
 }

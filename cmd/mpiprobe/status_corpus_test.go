@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mpiprobe/mpiprobe/internal/mpiabi"
 	"github.com/mpiprobe/mpiprobe/internal/mpitest"
 )
 
@@ -289,21 +290,8 @@ func TestDeadlockCorpus(t *testing.T) {
 	for _, impl := range []mpitest.Impl{mpitest.OpenMPI(), mpitest.MPICH()} {
 		t.Run(impl.Name, func(t *testing.T) {
 			mpitest.RequireE2E(t, impl)
-			pass, ran := 0, 0
-			var failed []string
-			for _, c := range cases {
-				started := false
-				ok := t.Run(c.name, func(t *testing.T) { started = true; runCorpusCase(t, bin, impl, c) })
-				if !started {
-					continue // left out by -run
-				}
-				ran++
-				if ok {
-					pass++
-				} else {
-					failed = append(failed, c.name)
-				}
-			}
+			ran, failed := runCorpus(t, bin, impl, cases, nil)
+			pass := ran - len(failed)
 			table = append(table, fmt.Sprintf("%-8s %2d/%2d match (%.0f%%); failing: %s", impl.Name, pass, ran,
 				100*float64(pass)/float64(max(ran, 1)), strings.Join(failed, ", ")))
 		})
@@ -311,15 +299,37 @@ func TestDeadlockCorpus(t *testing.T) {
 	t.Logf("deadlock corpus:\n%s", strings.Join(table, "\n"))
 }
 
+// runCorpus runs each of cases on impl as a subtest, but those leftOut
+// (when given) names a reason for, logged, or leaves out silently with
+// "-"; it returns how many ran and the names of those that failed.
+func runCorpus(t *testing.T, bin string, impl mpitest.Impl, cases []corpusCase, leftOut func(corpusCase) string) (int, []string) {
+	t.Helper()
+	ran := 0
+	var failed []string
+	for _, c := range cases {
+		if leftOut != nil {
+			if why := leftOut(c); why == "-" {
+				continue
+			} else if why != "" {
+				t.Logf("%s: not run: %s", c.name, why)
+				continue
+			}
+		}
+		started := false
+		ok := t.Run(c.name, func(t *testing.T) { started = true; runCorpusCase(t, bin, impl, c) })
+		if !started {
+			continue // left out by -run
+		}
+		ran++
+		if !ok {
+			failed = append(failed, c.name)
+		}
+	}
+	return ran, failed
+}
+
 func runCorpusCase(t *testing.T, bin string, impl mpitest.Impl, c corpusCase) {
-	compiler := impl.CC
-	if strings.HasSuffix(c.src, ".f90") {
-		compiler = impl.FC
-	}
-	prog := filepath.Join(t.TempDir(), c.name+"."+impl.Name)
-	if b, err := exec.Command(compiler, "-O2", "-g", "-o", prog, c.src).CombinedOutput(); err != nil {
-		t.Fatalf("%s: %v\n%s", compiler, err, b)
-	}
+	prog := mpitest.BuildSource(t, impl, c.src)
 	argv := impl.Command(c.np, nil, prog)
 	if c.history {
 		argv = append([]string{bin, "--collectives", "--"}, argv...)
@@ -368,7 +378,7 @@ func runCorpusCase(t *testing.T, bin string, impl mpitest.Impl, c corpusCase) {
 	var problems []string
 	for try := 1; try <= 3; try++ {
 		st, raw := runStatus(t, bin, ranks, "--window", "500ms")
-		problems = corpusProblems(st, c, impl.Name)
+		problems = corpusProblems(st, c, libraryOf(impl))
 		if len(problems) == 0 {
 			if try > 1 {
 				t.Logf("matched at sample %d of 3", try)
@@ -383,6 +393,13 @@ func runCorpusCase(t *testing.T, bin string, impl mpitest.Impl, c corpusCase) {
 	for _, p := range problems {
 		t.Error(p)
 	}
+}
+
+// libraryOf names the library of impl as the corpus headers do
+// ("openmpi", "mpich"), whatever root it comes from.
+func libraryOf(impl mpitest.Impl) string {
+	lib, _, _ := strings.Cut(impl.Name, "-")
+	return lib
 }
 
 // corpusProblems lists how st differs from what corpus case c expects
@@ -432,25 +449,58 @@ func TestDeadlockCorpusOfUnknownBuilds(t *testing.T) {
 		t.Run(impl.Name, func(t *testing.T) {
 			mpitest.RequireE2E(t, impl)
 			impl := mpitest.UnknownBuild(t, impl)
-			var failed []string
-			ran := 0
-			for _, c := range readCorpus(t) {
-				if why, ok := tableOnly[impl.Name][c.name]; ok {
-					t.Logf("%s: not run: %s", c.name, why)
-					continue
-				}
-				started := false
-				ok := t.Run(c.name, func(t *testing.T) { started = true; runCorpusCase(t, bin, impl, c) })
-				if !started {
-					continue // left out by -run
-				}
-				ran++
-				if !ok {
-					failed = append(failed, c.name)
-				}
-			}
+			ran, failed := runCorpus(t, bin, impl, readCorpus(t), func(c corpusCase) string { return tableOnly[impl.Name][c.name] })
 			t.Logf("corpus on %s (unknown to the tables): %d/%d match; failing: %s",
 				impl.Lib, ran-len(failed), ran, strings.Join(failed, ", "))
 		})
 	}
+}
+
+// TestDeadlockCorpusInRoots runs the corpus on the Open MPI and MPICH of
+// the other Debian releases' roots (.ci/roots: Debian 13's Open MPI 5.0.7
+// and MPICH 4.2.1, CET builds; Debian 11's Open MPI 4.1.0 and MPICH
+// 3.4.1), jobs started by chroot as a container's, with the tables of
+// verified builds off: every layout status reads (communicators, requests,
+// frame slots) is inferred from the ranks and the code, and each verdict
+// must state the facts the program's header expects, as on the host's
+// build. Debian 13's builds run the whole corpus; Debian 11's a subset
+// (bullseyeCorpus) that reaches every layout status reads there, to keep
+// CI's run short.
+func TestDeadlockCorpusInRoots(t *testing.T) {
+	t.Setenv(mpiabi.NoVerifiedLayoutsEnv, "1")
+	cases := readCorpus(t)
+	var table []string
+	for _, rb := range rootBuilds() {
+		t.Run(rb.name, func(t *testing.T) {
+			impl := rb.impl(t)
+			bin := mpitest.BuildMpiprobe(t)
+			fortran := impl.CompilesFortran()
+			start := time.Now()
+			ran, failed := runCorpus(t, bin, impl, cases, func(c corpusCase) string {
+				switch {
+				case strings.HasSuffix(rb.name, "-bullseye") && !slices.Contains(bullseyeCorpus(), c.name):
+					return "-"
+				case strings.HasSuffix(c.src, ".f90") && !fortran:
+					return impl.FC + " does not work in the root (.ci/roots installs no gfortran)"
+				}
+				return ""
+			})
+			took := time.Since(start).Round(time.Second)
+			line := fmt.Sprintf("%-17s %2d/%2d match in %v; failing: %s", rb.name, ran-len(failed), ran, took, strings.Join(failed, ", "))
+			t.Log(line)
+			table = append(table, line)
+		})
+	}
+	t.Logf("deadlock corpus in the roots, tables off:\n%s", strings.Join(table, "\n"))
+}
+
+// bullseyeCorpus is the part of the corpus run on Debian 11's builds,
+// one program for each layout status reads there: cycles of receives, of
+// synchronous sends and of a receive and a wait (the peer and tag of
+// requests and frames), a wrong tag, a probe, a missing and a swapped
+// collective, one on a communicator other than WORLD (its identity and
+// size), and one whose verdict needs --collectives' history.
+func bullseyeCorpus() []string {
+	return []string{"ring_recv_cycle", "ssend_cycle", "irecv_wait_cycle", "wrong_tag", "probe_barrier",
+		"missing_barrier_finalize", "swapped_barrier_allreduce", "dup_vs_world", "reduce_root_same_line"}
 }

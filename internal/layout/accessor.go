@@ -29,6 +29,10 @@ type Copy struct {
 	Arg   int     // the destination argument of the accessor
 	Chain []int64 // where the source is, as for Access
 	Len   int64   // the constant length passed, 0 if not constant
+	// Ptr says that the source is the pointer read at Chain, not the
+	// bytes there: Open MPI 5.0 keeps the name in a buffer of its own
+	// (opal_string_copy(name, comm->c_name, len)).
+	Ptr bool
 }
 
 // Op is one step in turning the accessor's handle argument into an object
@@ -614,8 +618,8 @@ func sameChain(a, b []int64) bool {
 // follows a call into the library's own code with the arguments it passes.
 func (a *analyzer) call(st *state, target uint64, direct bool, depth int) val {
 	dst, src, n := st.regs[argRegs[0]], st.regs[argRegs[1]], st.regs[argRegs[2]]
-	if dst.k == kArg && src.k == kAddr {
-		c := Copy{Arg: dst.arg, Chain: src.chain}
+	if dst.k == kArg && (src.k == kAddr || src.k == kLoad) {
+		c := Copy{Arg: dst.arg, Chain: src.chain, Ptr: src.k == kLoad}
 		if n.k == kImm {
 			c.Len = n.imm
 		}

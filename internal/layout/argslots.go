@@ -118,6 +118,7 @@ type flowVal struct {
 // (MPIR_Assert_fail).
 type flowState struct {
 	regs  [16]flowVal
+	xmm   [16]xmmReg // see xmmflow.go
 	slots map[int64]flowVal
 	wiped bool // a string instruction may have written anywhere in the frame
 }
@@ -165,6 +166,13 @@ func (s *flowState) meet(o *flowState, may bool) bool {
 	for i := range s.regs {
 		if m := merge(s.regs[i], o.regs[i], i); m != s.regs[i] {
 			s.regs[i], changed = m, true
+		}
+	}
+	for i := range s.xmm {
+		for j, l := range s.xmm[i] {
+			if l != o.xmm[i][j] && l != (xmmLane{}) {
+				s.xmm[i][j], changed = xmmLane{}, true
+			}
 		}
 	}
 	for off, v := range s.slots {
@@ -301,6 +309,7 @@ func transfer(st *flowState, in x86asm.Inst, pc uint64) []uint64 {
 		for _, r := range callerSaved {
 			st.regs[r] = flowVal{}
 		}
+		st.xmm = [16]xmmReg{} // all caller-saved
 		return []uint64{next}
 	}
 	step(st, in)
@@ -319,6 +328,9 @@ func condJump(in x86asm.Inst, pc uint64) []uint64 {
 
 // step applies a non-branching instruction.
 func step(st *flowState, in x86asm.Inst) {
+	if st.stepXMM(in) {
+		return
+	}
 	switch in.Op {
 	case x86asm.PUSH:
 		v := flowVal{}

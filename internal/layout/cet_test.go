@@ -107,3 +107,22 @@ func TestObjectStoresCET(t *testing.T) {
 		}
 	}
 }
+
+// TestAnalyzeOMPI5Name: Open MPI 5.0.7 (Debian 13) keeps a communicator's
+// name in a buffer of its own: PMPI_Comm_get_name copies from the pointer
+// at +0xa0 (opal_string_copy(name, comm->c_name, 64)), where 4.x copied
+// the array in the object. The copy is found as one through a pointer.
+func TestAnalyzeOMPI5Name(t *testing.T) {
+	path := trixieFile(t, "usr/lib/x86_64-linux-gnu/libmpi.so.40")
+	code, addr, _ := elfCode(t, path, "PMPI_Comm_get_name")
+	got := Analyze(code, addr, 0).Copies
+	want := Copy{Arg: 1, Chain: []int64{0xa0}, Len: 64, Ptr: true}
+	if len(got) == 0 {
+		t.Fatalf("PMPI_Comm_get_name: no copy, want %+v", want)
+	}
+	for _, c := range got { // one per path that reaches the copy
+		if !reflect.DeepEqual(c, want) {
+			t.Errorf("PMPI_Comm_get_name copies %+v, want %+v", got, want)
+		}
+	}
+}

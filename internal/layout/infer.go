@@ -45,6 +45,7 @@ const (
 	FieldSize        = "size"
 	FieldName        = "name"
 	FieldNameLen     = "name length"
+	FieldNamePtr     = "name by pointer"
 	FieldBuiltin     = "builtin objects"
 	FieldDirect      = "direct objects"
 	FieldDirectCount = "direct count"
@@ -246,15 +247,28 @@ func InferOMPI(in OMPI) (Result, error) {
 	r.add(cls)
 	r.add(Field{Name: FieldClassOff, Value: uint64(clsOff), How: cls.How, Note: cls.Note})
 
-	var nameAcc []int64
+	var nameAcc, namePtrAcc []int64
 	var lens []int64
 	for _, c := range in.Name.Copies {
 		if c.Arg == 1 && len(c.Chain) == 1 {
-			nameAcc = append(nameAcc, c.Chain[0])
+			if c.Ptr {
+				namePtrAcc = append(namePtrAcc, c.Chain[0])
+			} else {
+				nameAcc = append(nameAcc, c.Chain[0])
+			}
 			lens = append(lens, c.Len)
 		}
 	}
+	objectsNamed := len(nameOffsets(in.World, in.Self)) > 0
 	name := decide(FieldName, nameOffsets(in.World, in.Self), nameAcc)
+	if !name.Found() {
+		// Open MPI 5.0: a pointer to the name.
+		ptrs := namePointers(in.World, in.Self, in.Mem)
+		if ptr := decide(FieldName, ptrs, namePtrAcc); ptr.Found() {
+			name, objectsNamed = ptr, len(ptrs) > 0
+			r.add(Field{Name: FieldNamePtr, Value: 1, How: ptr.How, Note: "the communicator points to its name"})
+		}
+	}
 	r.add(name)
 	nl := Field{Name: FieldNameLen, Value: ompiNameLen, How: ObjectsOnly, Note: "MPI_MAX_OBJECT_NAME of Open MPI's mpi.h"}
 	if l := uniq(lens); len(l) == 1 && l[0] > 0 && l[0] <= 256 {
@@ -264,7 +278,7 @@ func InferOMPI(in OMPI) (Result, error) {
 
 	rank := decide(FieldRank, anyU32s(in.World, in.Self, in.Known.WorldRank, 0, ^uint32(0), 4), stored(in.Rank, 1, 1))
 	r.add(rank)
-	if len(nameOffsets(in.World, in.Self)) == 0 && rank.How != ObjectsAccessor {
+	if !objectsNamed && rank.How != ObjectsAccessor {
 		// Neither the names nor the rank are where they should be: the
 		// objects are still being set up.
 		return Result{}, errNotReady

@@ -48,6 +48,23 @@ func nameOffsets(world, self []byte) []int64 {
 	return out
 }
 
+// namePointers returns the offsets at which world and self point to
+// their names (Open MPI 5.0's c_name).
+func namePointers(world, self []byte, mem procfs.Memory) []int64 {
+	var out []int64
+	if mem == nil {
+		return nil
+	}
+	w, s := append([]byte(worldName), 0), append([]byte(selfName), 0)
+	for _, pp := range pointerPairs(world, self) {
+		bw, bs := make([]byte, len(w)), make([]byte, len(s))
+		if mem(pp.a, bw) == nil && mem(pp.b, bs) == nil && bytes.Equal(bw, w) && bytes.Equal(bs, s) {
+			out = append(out, pp.off)
+		}
+	}
+	return out
+}
+
 // GroupSize is a place for the group size: the offset of the group
 // pointer in the communicator and of the size in the group.
 type GroupSize struct{ Group, Size int64 }

@@ -49,16 +49,25 @@ func ObjectStores(code Code, entry uint64, size, stackArgs int) ([]Store, error)
 	for _, pc := range pcs {
 		b := code(pc, maxInstLn)
 		in, err := x86asm.Decode(b, 64)
-		if err != nil || in.Op != x86asm.MOV {
+		if err != nil {
 			continue
 		}
 		m, ok := in.Args[0].(x86asm.Mem)
-		if !ok {
+		if !ok || !a.states[pc].objectBase(m) {
 			continue
 		}
-		s, ok := a.states[pc].objectStore(m, in.Args[1], in.MemBytes)
-		if ok && !slices.Contains(out, s) {
-			out = append(out, s)
+		var found []Store
+		if in.Op == x86asm.MOV {
+			if s, ok := a.states[pc].objectStore(m, in.Args[1], in.MemBytes); ok {
+				found = append(found, s)
+			}
+		} else {
+			found = a.states[pc].xmmStores(in, m)
+		}
+		for _, s := range found {
+			if !slices.Contains(out, s) {
+				out = append(out, s)
+			}
 		}
 		if len(out) >= maxStores {
 			break
@@ -67,20 +76,23 @@ func ObjectStores(code Code, entry uint64, size, stackArgs int) ([]Store, error)
 	return out, nil
 }
 
+// objectBase says whether m addresses an object other than the frame
+// and the arguments': its base register holds neither.
+func (st *flowState) objectBase(m x86asm.Mem) bool {
+	f := x86.Family(m.Base)
+	if f < 0 || m.Index != 0 || m.Segment != 0 || !x86.Is64(m.Base) {
+		return false
+	}
+	k := st.regs[f].k
+	return k != fArg && k != fStack
+}
+
 // maxStores bounds the stores kept per function: it reads untrusted code.
 const maxStores = 256
 
-// objectStore describes a store of src to m when m lies in an object
-// other than the frame and the arguments' and src is an argument or a
-// constant.
+// objectStore describes a store of src to m, an object's (objectBase),
+// when src is an argument or a constant.
 func (st *flowState) objectStore(m x86asm.Mem, src x86asm.Arg, n int) (Store, bool) {
-	f := x86.Family(m.Base)
-	if f < 0 || m.Index != 0 || m.Segment != 0 || !x86.Is64(m.Base) {
-		return Store{}, false
-	}
-	if k := st.regs[f].k; k == fArg || k == fStack {
-		return Store{}, false
-	}
 	s := Store{Arg: -1, Off: m.Disp, Bytes: n}
 	switch x := src.(type) {
 	case x86asm.Imm:

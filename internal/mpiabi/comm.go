@@ -30,8 +30,10 @@ type CommLayout struct {
 	// SizeOff is the offset of the group size: in the group object that
 	// GroupOff points to (Open MPI), or in the communicator (MPICH).
 	SizeOff, GroupOff uint32
-	// NameOff and NameLen locate the communicator's name (MPI_Comm_set_name).
+	// NameOff and NameLen locate the communicator's name (MPI_Comm_set_name);
+	// with NamePtr, NameOff holds a pointer to it (Open MPI 5.0).
 	NameOff, NameLen uint32
+	NamePtr          bool
 	// ClassAddr (Open MPI) is the address of ompi_communicator_t_class,
 	// which every communicator object holds at ClassOff (0, or 8 in a
 	// debug build, whose objects start with a magic number).

@@ -108,8 +108,16 @@ func (r CommReader) UserName(addr uint64) string {
 	if l.NameLen == 0 {
 		return ""
 	}
+	at := addr + uint64(l.NameOff)
+	if l.NamePtr {
+		p, ok := r.Mem.U64(at)
+		if !ok {
+			return ""
+		}
+		at = p
+	}
 	b := make([]byte, l.NameLen)
-	if r.Mem(addr+uint64(l.NameOff), b) != nil {
+	if at == 0 || r.Mem(at, b) != nil {
 		return ""
 	}
 	if i := bytes.IndexByte(b, 0); i >= 0 {

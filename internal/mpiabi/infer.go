@@ -376,6 +376,7 @@ func toCommLayout(fl Flavour, r layout.Result) (CommLayout, error) {
 	}
 	if n := r.Get(layout.FieldName); n.Found() {
 		l.NameOff, l.NameLen = uint32(n.Value), u32(layout.FieldNameLen)
+		l.NamePtr = r.Get(layout.FieldNamePtr).Found()
 	}
 	if m := r.Get(layout.FieldRankMap); fl == MPICH && m.Found() {
 		l.MapOff = uint32(m.Value)

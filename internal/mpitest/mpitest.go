@@ -160,11 +160,24 @@ func RepoRoot(t testing.TB) string {
 func Build(t testing.TB, impl Impl, name string) string {
 	t.Helper()
 	src := filepath.Join(RepoRoot(t), "testdata", name+".c")
-	compiler := impl.CC
 	if _, err := os.Stat(src); err != nil {
 		src = filepath.Join(RepoRoot(t), "testdata", name+".f90")
+	}
+	return BuildSource(t, impl, src)
+}
+
+// BuildSource compiles the program src (a .c file with the
+// implementation's mpicc, else with its mpifort), which may include the
+// headers beside it, into a temporary directory (inside the
+// implementation's root, if it has one) and returns the binary's path as
+// the ranks see it.
+func BuildSource(t testing.TB, impl Impl, src string) string {
+	t.Helper()
+	compiler := impl.CC
+	if filepath.Ext(src) != ".c" {
 		compiler = impl.FC
 	}
+	name := strings.TrimSuffix(filepath.Base(src), filepath.Ext(src))
 	if impl.Root != "" {
 		return impl.buildInRoot(t, compiler, src, name)
 	}

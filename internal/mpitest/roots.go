@@ -86,6 +86,14 @@ func (i Impl) inRootCommand(name string, args ...string) *exec.Cmd {
 	return exec.Command(argv[0], argv[1:]...)
 }
 
+// CompilesFortran says whether the implementation's Fortran wrapper
+// works where its programs are built: a root may lack gfortran, or have
+// it without the wrapper's data (Debian 11's Open MPI without
+// libopenmpi-dev's Fortran part).
+func (i Impl) CompilesFortran() bool {
+	return i.inRootCommand(i.FC, "--version").Run() == nil
+}
+
 // HostPath returns the path by which the test opens a file that the
 // implementation's processes see at p.
 func (i Impl) HostPath(p string) string {
@@ -97,7 +105,8 @@ func (i Impl) HostPath(p string) string {
 
 // buildInRoot compiles src inside the root into a directory made in the
 // root's /tmp, removed when the test ends, and returns the program's path
-// as the ranks see it.
+// as the ranks see it. The headers beside src (testdata/deadlock's
+// corpus.h) are copied with it.
 func (i Impl) buildInRoot(t testing.TB, compiler, src, name string) string {
 	t.Helper()
 	dir, err := os.MkdirTemp(filepath.Join(i.Root, "tmp"), "mpiprobe-test-")
@@ -105,16 +114,24 @@ func (i Impl) buildInRoot(t testing.TB, compiler, src, name string) string {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = os.RemoveAll(dir) })
-	b, err := os.ReadFile(src)
+	headers, err := filepath.Glob(filepath.Join(filepath.Dir(src), "*.h"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	in := "/tmp/" + filepath.Base(dir)
-	if err := os.WriteFile(filepath.Join(dir, filepath.Base(src)), b, 0o644); err != nil {
-		t.Fatal(err)
+	for _, f := range append(headers, src) {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, filepath.Base(f)), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
+	in := "/tmp/" + filepath.Base(dir)
 	out := in + "/" + name + "." + i.Name
-	cmd := exec.Command("chroot", i.Root, compiler, "-O2", "-g", "-o", out, in+"/"+filepath.Base(src))
+	// -pthread: Debian 11's glibc keeps the threads in libpthread, which
+	// its MPICH's wrapper does not link (hang.c, the corpus's threads).
+	cmd := exec.Command("chroot", i.Root, compiler, "-O2", "-g", "-pthread", "-o", out, in+"/"+filepath.Base(src))
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("chroot %s %s: %v\n%s", i.Root, strings.Join(cmd.Args[2:], " "), err, b)
 	}

@@ -2,12 +2,11 @@ package session
 
 import (
 	"fmt"
+	"github.com/mpiprobe/mpiprobe/internal/mpiabi"
 	"os"
 	"path/filepath"
 	"strconv"
 	"sync"
-
-	"github.com/mpiprobe/mpiprobe/internal/mpiabi"
 
 	"github.com/mpiprobe/mpiprobe/agg"
 	"github.com/mpiprobe/mpiprobe/bpf"
@@ -26,11 +25,10 @@ type collTracker struct {
 	done map[int][]collstate.Entry
 	// the last reading of everything, at the end of the session
 	last []collstate.Entry
-	// mu guards att once a layout watch runs; each watch infers the
-	// layouts of the unknown builds attached at once (at the start, then
-	// each batch the follower finds in a command's processes)
-	mu      sync.Mutex
-	watches []*layoutWatch
+	// mu guards att once the layout watch runs; watch infers the
+	// layouts of unknown builds
+	mu    sync.Mutex
+	watch *layoutWatch
 }
 
 // startCollectives attaches collective tracking to the MPI C libraries
@@ -61,7 +59,7 @@ func (s *session) startCollectives(targets []probes.Target, live []int) (*collTr
 		_ = ct.att.Close()
 		return nil, fmt.Errorf("no MPI C library to track collectives in %s: --collectives knows Open MPI's libmpi.so.40 and MPICH's libmpich.so.12", describeTargets(targets))
 	}
-	ct.watches = append(ct.watches, s.startLayoutWatch(ct.att, &ct.mu, ct.maps, ct.att.Libraries(), live))
+	ct.watch = s.startLayoutWatch(ct.att, &ct.mu, ct.maps, live)
 	if err := kernel.MountBPFFS(filepath.Dir(collstate.PinRoot)); err != nil {
 		s.cfg.Log.Warn("collective history is not shared with `mpiprobe status`", "err", err)
 		return ct, nil
@@ -76,22 +74,6 @@ func (s *session) startCollectives(targets []probes.Target, live []int) (*collTr
 	return ct, nil
 }
 
-// add attaches collective tracking to library files a command's processes
-// map that were not known at the start (another root, a private
-// directory: the follower finds them), and infers the layouts of their
-// unknown builds as startCollectives does.
-func (ct *collTracker) add(targets []probes.Target) error {
-	ct.mu.Lock()
-	before := len(ct.att.Libraries())
-	err := ct.att.Add(targets)
-	libs := ct.att.Libraries()[before:]
-	ct.mu.Unlock()
-	if len(libs) > 0 {
-		ct.watches = append(ct.watches, ct.s.startLayoutWatch(ct.att, &ct.mu, ct.maps, libs, ct.s.running()))
-	}
-	return err
-}
-
 // bpfLayout converts a layout for the coll_layouts map.
 func bpfLayout(l mpiabi.CommLayout) bpf.MpiprobeCollLayout {
 	return bpf.MpiprobeCollLayout{
@@ -100,6 +82,20 @@ func bpfLayout(l mpiabi.CommLayout) bpf.MpiprobeCollLayout {
 		Builtin: l.Builtin, Direct: l.Direct, Mem: l.Mem,
 		IndShift: l.IndShift, IndBlockMask: l.IndBlockMask, IndIndexMask: l.IndIndexMask,
 	}
+}
+
+// add attaches collective tracking to the MPI C libraries among targets
+// that a process of the command maps from elsewhere (another root, a
+// private directory: the follower finds them as it starts), and has the
+// layouts of those of unknown builds inferred.
+func (ct *collTracker) add(targets []probes.Target) error {
+	ct.mu.Lock()
+	before := len(ct.att.Libraries())
+	err := ct.att.Add(targets)
+	fresh := ct.att.Libraries()[before:]
+	ct.mu.Unlock()
+	ct.watch.watch(fresh)
+	return err
 }
 
 // ended keeps the final counts of a process that exited and frees its slots.
@@ -145,8 +141,8 @@ func (ct *collTracker) result() []agg.CommCalls {
 }
 
 func (ct *collTracker) close() {
-	for _, w := range ct.watches {
-		w.close()
+	if ct.watch != nil {
+		ct.watch.close()
 	}
 	if ct.pinDir != "" {
 		if err := collstate.Unpin(ct.maps, ct.pinDir); err != nil {

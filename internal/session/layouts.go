@@ -34,6 +34,8 @@ type layoutWatch struct {
 	maps collstate.Maps
 	stop chan struct{}
 	done chan struct{}
+	// more hands the goroutine libraries attached since it started
+	more chan []*pendingLib
 	// procs caches what was read of each process (the watch's
 	// goroutine only)
 	procs map[int]*watchedProc
@@ -263,41 +265,78 @@ func describeFields(fs []mpiabi.LayoutField) string {
 	return s
 }
 
-// startLayoutWatch infers the layouts of the unknown builds among libs
-// (libraries of att): at once from the processes already running (pids),
-// then, in the background, from every traced process until each library
-// has its layout or the session ends.
-func (s *session) startLayoutWatch(att *probes.CollAttacher, mu *sync.Mutex, maps collstate.Maps, libs []probes.CollLibrary, pids []int) *layoutWatch {
-	w := &layoutWatch{s: s, att: att, mu: mu, maps: maps, stop: make(chan struct{}), done: make(chan struct{}), procs: map[int]*watchedProc{}, unmapped: map[int]unmappedProc{}}
-	pending, errs := pendingLayouts(libs)
-	for _, err := range errs {
-		s.cfg.Log.Warn("communicator layout not inferred", "err", err)
-	}
-	pending = w.inferNow(pending, pids)
+// startLayoutWatch infers the layouts of the unknown builds: at once from
+// the processes already running (pids), then, in the background, from
+// every traced process until each library has its layout or the session
+// ends.
+func (s *session) startLayoutWatch(att *probes.CollAttacher, mu *sync.Mutex, maps collstate.Maps, pids []int) *layoutWatch {
+	w := &layoutWatch{s: s, att: att, mu: mu, maps: maps, stop: make(chan struct{}), done: make(chan struct{}),
+		more: make(chan []*pendingLib), procs: map[int]*watchedProc{}, unmapped: map[int]unmappedProc{}}
+	mu.Lock()
+	libs := att.Libraries()
+	mu.Unlock()
+	pending := w.inferNow(w.open(libs), pids)
 	if len(pending) == 0 {
 		w.forgetAll()
-		close(w.done)
-		return w
-	}
-	for _, p := range pending {
-		s.cfg.Log.Info("unknown MPI library build: its communicator layout will be inferred from the first process past MPI_Init",
-			"file", p.lib.Display, "build_id", p.lib.BuildID)
 	}
 	go w.run(pending)
 	return w
 }
 
+// open returns the libraries among libs whose layouts are to be
+// inferred, saying so, and why any cannot be.
+func (w *layoutWatch) open(libs []probes.CollLibrary) []*pendingLib {
+	pending, errs := pendingLayouts(libs)
+	for _, err := range errs {
+		w.s.cfg.Log.Warn("communicator layout not inferred", "err", err)
+	}
+	for _, p := range pending {
+		w.s.cfg.Log.Info("unknown MPI library build: its communicator layout will be inferred from the first process past MPI_Init",
+			"file", p.lib.Display, "build_id", p.lib.BuildID)
+	}
+	return pending
+}
+
+// watch has the layouts of libraries attached since the watch started
+// inferred too.
+func (w *layoutWatch) watch(libs []probes.CollLibrary) {
+	pending := w.open(libs)
+	if len(pending) == 0 {
+		return
+	}
+	select {
+	case w.more <- pending:
+	case <-w.done:
+		w.giveUp(pending)
+	}
+}
+
+// run looks for the layouts of pending, and of the libraries watch hands
+// it, until the session ends: for inferFor since the last library came.
 func (w *layoutWatch) run(pending []*pendingLib) {
 	defer close(w.done)
 	defer w.forgetAll()
 	deadline := time.Now().Add(inferFor)
 	tick := time.NewTicker(inferEvery)
 	defer tick.Stop()
-	for len(pending) > 0 && time.Now().Before(deadline) {
+	for {
+		if len(pending) == 0 || time.Now().After(deadline) {
+			// Nothing to look for: wait for more, without the ticker.
+			w.giveUp(pending)
+			pending = nil
+			select {
+			case <-w.stop:
+				return
+			case more := <-w.more:
+				pending, deadline = more, time.Now().Add(inferFor)
+			}
+		}
 		select {
 		case <-w.stop:
 			w.giveUp(pending)
 			return
+		case more := <-w.more:
+			pending, deadline = append(pending, more...), time.Now().Add(inferFor)
 		case <-tick.C:
 		}
 		var pids []int
@@ -320,7 +359,6 @@ func (w *layoutWatch) run(pending []*pendingLib) {
 		}
 		pending = w.inferNow(pending, pids)
 	}
-	w.giveUp(pending)
 }
 
 // forgetAll drops what the watch kept of every process.
@@ -337,7 +375,7 @@ func (w *layoutWatch) giveUp(pending []*pendingLib) {
 		if p.lastErr != nil {
 			reason = p.lastErr.Error()
 		}
-		w.s.cfg.Log.Warn("communicator layout not inferred for this build (no table holds it): communicators are keyed by their local handle and cannot be matched across ranks; `mpiprobe probes -p PID` on a rank lists each field and why",
+		w.s.cfg.Log.Warn("unknown MPI library build and its communicator layout was not inferred: communicators are keyed by their local handle and cannot be matched across ranks",
 			"file", p.lib.Display, "build_id", p.lib.BuildID, "reason", reason)
 		_ = p.file.Close()
 	}
