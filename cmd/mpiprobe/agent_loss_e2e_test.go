@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -190,6 +191,26 @@ func TestAgentMPIAbort(t *testing.T) {
 		checkAbortSummary(t, impl.Name, finishedSummaries(t, d, ag, job.Ranks)[0], 7)
 	}
 	ag.Stop(t, syscall.SIGTERM)
+}
+
+// TestMPIAbortNamed: `mpiprobe -- launcher` on a job whose rank 0 calls
+// MPI_Abort(7) names it with its code in the summary, under Open MPI and
+// MPICH, and no rank is left "running": MPICH's hydra kills the other rank
+// as it exits itself, and mpiprobe waits for that end (issue 32, item 8).
+func TestMPIAbortNamed(t *testing.T) {
+	bin := mpitest.BuildMpiprobe(t)
+	for _, impl := range []mpitest.Impl{mpitest.OpenMPI(), mpitest.MPICH()} {
+		t.Run(impl.Name, func(t *testing.T) {
+			mpitest.RequireE2E(t, impl)
+			flood := mpitest.Build(t, impl, "flood")
+			res := runMpiprobeExit(t, bin, -1, append([]string{"--"}, impl.Command(2, nil, flood, "-n", "100", "-d", "1000", "-a", "7")...)...)
+			var s agentSummary
+			if err := json.Unmarshal([]byte(res.stdout), &s); err != nil || len(s.Jobs) != 1 || len(s.Jobs[0].Ranks) != 2 {
+				t.Fatalf("want one job of 2 ranks (%v):\n%s\n%s", err, res.stdout, res.stderr)
+			}
+			checkAbortSummary(t, impl.Name, s, 7)
+		})
+	}
 }
 
 // checkAbortSummary checks the summary of a job whose rank 0 aborted with

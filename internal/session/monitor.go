@@ -117,6 +117,9 @@ type session struct {
 	start   time.Time
 	rec     *recorder // trace mode only
 	coll    *collTracker
+	// starts marks MPI_Init, MPI_Finalize and MPI_Abort in the ranks
+	// (counting mode), so that a rank that called MPI_Abort is named.
+	starts *probes.StartupAttacher
 	// live are the running processes being traced (-p, --job) that are
 	// still there.
 	live []discover.Proc
@@ -284,6 +287,11 @@ func (s *session) run(ctx context.Context) error {
 		if err := s.attachLive("attach probes", att.Add); err != nil {
 			return err
 		}
+		s.starts = probes.NewStartupAttacher(s.objs.StartupMark)
+		defer s.starts.Close()
+		if err := s.attachLive("attach the MPI_Abort probes", s.starts.Add); err != nil {
+			cfg.Log.Warn("a rank that calls MPI_Abort will not be named", "err", err)
+		}
 		if cfg.Collectives {
 			ct, err := s.startCollectives(targets, discover.PIDsOf(s.live))
 			if err != nil {
@@ -308,11 +316,11 @@ func (s *session) run(ctx context.Context) error {
 		}
 		reportStatus()
 		if len(cfg.Command) > 0 {
-			add := att.Add
+			add := func(t []probes.Target) error { return errors.Join(att.Add(t), s.starts.Add(t)) }
 			if s.coll != nil {
 				// The collective probes follow the command's processes
 				// as the catalog's do.
-				add = func(t []probes.Target) error { return errors.Join(att.Add(t), s.coll.add(t)) }
+				add = func(t []probes.Target) error { return errors.Join(att.Add(t), s.starts.Add(t), s.coll.add(t)) }
 			}
 			follow = newFollower(s, add, func([]probes.Target) { reportStatus() })
 		}
@@ -698,6 +706,35 @@ func (s *session) exitPending() bool {
 	return false
 }
 
+// ranksRunning says whether a process with a known rank is still counted
+// as running.
+func (s *session) ranksRunning() bool {
+	for _, pid := range s.order {
+		if p := s.procs[pid]; p.End.Kind == agg.Running && p.Identity.Rank != identity.Unknown {
+			return true
+		}
+	}
+	return false
+}
+
+// readAborts marks the processes that called MPI_Abort, with its error
+// code, from the startup marks (counting mode).
+func (s *session) readAborts() {
+	if s.starts == nil {
+		return
+	}
+	for _, pid := range s.order {
+		var st bpf.MpiprobeStartup
+		if err := s.objs.Startups.Lookup(uint32(pid), &st); err != nil {
+			continue
+		}
+		if st.Ns[probes.MarkAbort] != 0 {
+			p := s.procs[pid]
+			p.End.MPIAbort, p.End.AbortCode = true, int(st.AbortCode)
+		}
+	}
+}
+
 // running returns the processes still counted as running.
 func (s *session) running() []int {
 	var out []int
@@ -729,8 +766,16 @@ func (s *session) finish(events <-chan bpf.MpiprobeProcEvent) error {
 	}()
 	// Let exit notifications already in the ring buffer arrive: wait while
 	// a process is gone whose exit has not been read, 200 ms at most (a
-	// fixed wait here was most of a short traced run's added time).
-	deadline := time.After(200 * time.Millisecond)
+	// fixed wait here was most of a short traced run's added time). When
+	// the command has ended, its ranks still running are being torn down
+	// by the launcher (MPICH's hydra kills them after an MPI_Abort, maybe
+	// after its own exit): their end is waited for, 2 s at most, so that
+	// they are not summed up as running.
+	wait := 200 * time.Millisecond
+	if len(s.cfg.Command) > 0 && s.ranksRunning() {
+		wait = 2 * time.Second
+	}
+	deadline := time.After(wait)
 drain:
 	for events != nil {
 		select {
@@ -742,7 +787,7 @@ drain:
 			continue
 		default:
 		}
-		if !s.exitPending() {
+		if !s.exitPending() && (wait < time.Second || !s.ranksRunning()) {
 			break
 		}
 		select {
@@ -757,6 +802,7 @@ drain:
 		}
 	}
 	s.poll()
+	s.readAborts()
 	if len(s.cfg.Command) > 0 && len(s.cmdTargets) == 0 {
 		s.cfg.Log.Warn("no MPI library was found for the command: neither where ldconfig looks (here or in the root its processes ran in) nor in the memory of its processes; name the library with --lib")
 	}
