@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -29,12 +30,27 @@ type corpusCase struct {
 	implExpects map[string][]string
 	// history runs the job under mpiprobe --collectives ("history: yes").
 	history bool
+	// gaps say what the tool gets wrong on this program today, under
+	// every library ("known-gap: ...", key "") or one ("known-gap-mpich:
+	// ..."): its expectations stay true and are checked, a failure is
+	// logged and counted as a known gap, and a pass fails the test so
+	// that the line goes when the gap is closed.
+	gaps map[string]string
+}
+
+// gap is what the tool gets wrong on c under the library impl, or "".
+func (c corpusCase) gap(impl string) string {
+	if g, ok := c.gaps[impl]; ok {
+		return g
+	}
+	return c.gaps[""]
 }
 
 // readCorpus reads the headers of testdata/deadlock: "np: N" and any
 // number of "expect: ..." lines in the leading comment ("//" or "!"), and
 // "expect-openmpi: ..." or "expect-mpich: ..." for what only one library
-// gives.
+// gives, and "known-gap: ..." (or "known-gap-openmpi: ...") for a program
+// the tool gets wrong today.
 // Files with neither are not corpus programs.
 func readCorpus(t *testing.T) []corpusCase {
 	t.Helper()
@@ -63,6 +79,14 @@ func readCorpus(t *testing.T) []corpusCase {
 				}
 				if v, ok := strings.CutPrefix(line, "history:"); ok {
 					c.history = strings.TrimSpace(v) == "yes"
+				}
+				for _, impl := range []string{"", "-openmpi", "-mpich"} {
+					if v, ok := strings.CutPrefix(line, "known-gap"+impl+":"); ok {
+						if c.gaps == nil {
+							c.gaps = map[string]string{}
+						}
+						c.gaps[strings.TrimPrefix(impl, "-")] = strings.TrimSpace(v)
+					}
 				}
 				if v, ok := strings.CutPrefix(line, "expect:"); ok {
 					c.expects = append(c.expects, strings.TrimSpace(v))
@@ -156,10 +180,13 @@ func commMatches(want, name string) bool {
 //	                                       R is a member absent from C, which A,B wait in
 //	finalized rank=R call=C waiting=A,B    the same, R being in MPI_Finalize without C
 //	mismatch ranks=A,B [call=C] [comm=K]   A and B are sides of a mismatch (C one of its calls)
-//	rank R call=C|none [comm=K] [peer=P|any] [tag=T] the rank table's facts for R
+//	rank R call=C|none [comm=K] [peer=P|any] [tag=T] the rank table's facts for R;
+//	                                       call=A|B|none: any one of them (a rank
+//	                                       that polls is in its call only for moments)
+//	state rank=R stopped                   R is shown stopped (ranks[].stopped: by a signal or a debugger)
 //	suspect rank=R                         R is among the ranks that block progress
 //	lead rank=R                            the verdict names R first
-func check(st statusJSON, e string) string {
+func check(st statusJSON, raw, e string) string {
 	kind, f := fields(e)
 	switch kind {
 	case "cycle":
@@ -224,12 +251,9 @@ func check(st statusJSON, e string) string {
 			if rk.Rank != r {
 				continue
 			}
-			want := f["call"]
-			if want == "none" {
-				want = ""
-			}
-			if rk.Call != want {
-				return fmt.Sprintf("rank %d is in %q, want %q", r, rk.Call, want)
+			calls := strings.Split(f["call"], "|")
+			if !slices.Contains(calls, rk.Call) && (rk.Call != "" || !slices.Contains(calls, "none")) {
+				return fmt.Sprintf("rank %d is in %q, want %s", r, rk.Call, f["call"])
 			}
 			if cm, ok := f["comm"]; ok && (rk.Comm == nil || !commMatches(cm, rk.Comm.Name)) {
 				return fmt.Sprintf("rank %d: communicator %+v, want %s", r, rk.Comm, cm)
@@ -258,6 +282,31 @@ func check(st statusJSON, e string) string {
 			return ""
 		}
 		return fmt.Sprintf("rank %d is not in the table", r)
+	case "state":
+		// Only "stopped" is a state status writes: ranks[].stopped says
+		// how ("by SIGSTOP"), absent while the rank runs.
+		r, _ := strconv.Atoi(f["rank"])
+		if want := strings.Fields(e)[len(strings.Fields(e))-1]; want != "stopped" {
+			return "unknown state " + strconv.Quote(want)
+		}
+		var states struct {
+			Ranks []struct {
+				Rank    int    `json:"rank"`
+				Stopped string `json:"stopped"`
+			} `json:"ranks"`
+		}
+		if err := json.Unmarshal([]byte(raw), &states); err != nil {
+			return err.Error()
+		}
+		for _, rk := range states.Ranks {
+			if rk.Rank == r {
+				if rk.Stopped == "" {
+					return fmt.Sprintf("rank %d is not shown stopped", r)
+				}
+				return ""
+			}
+		}
+		return fmt.Sprintf("rank %d is not in the table", r)
 	case "suspect":
 		r, _ := strconv.Atoi(f["rank"])
 		if !slices.Contains(st.Suspects, r) {
@@ -278,7 +327,10 @@ func check(st statusJSON, e string) string {
 // MPI and MPICH, waits until it hangs, runs `mpiprobe status --json` on its
 // ranks and checks the facts its header expects, and that every rank is
 // accounted for (a call, or an expectation that it computes). It logs the
-// share of programs whose verdict matches, per library.
+// share of programs whose verdict matches, per library, and the known gaps
+// (programs whose header says what the tool gets wrong today) with their
+// reasons: a known gap is checked and logged but does not fail the test,
+// and fails it once it matches.
 func TestDeadlockCorpus(t *testing.T) {
 	cases := readCorpus(t)
 	if len(cases) < 25 {
@@ -290,22 +342,41 @@ func TestDeadlockCorpus(t *testing.T) {
 	for _, impl := range []mpitest.Impl{mpitest.OpenMPI(), mpitest.MPICH()} {
 		t.Run(impl.Name, func(t *testing.T) {
 			mpitest.RequireE2E(t, impl)
-			ran, failed := runCorpus(t, bin, impl, cases, nil)
-			pass := ran - len(failed)
-			table = append(table, fmt.Sprintf("%-8s %2d/%2d match (%.0f%%); failing: %s", impl.Name, pass, ran,
-				100*float64(pass)/float64(max(ran, 1)), strings.Join(failed, ", ")))
+			sh := runCorpus(t, bin, impl, cases, nil)
+			table = append(table, fmt.Sprintf("%-8s %s", impl.Name, sh))
+			for _, c := range cases {
+				if slices.Contains(sh.gaps, c.name) {
+					table = append(table, fmt.Sprintf("  gap %-8s %s: %s", impl.Name, c.name, c.gap(libraryOf(impl))))
+				}
+			}
 		})
 	}
 	t.Logf("deadlock corpus:\n%s", strings.Join(table, "\n"))
 }
 
-// runCorpus runs each of cases on impl as a subtest, but those leftOut
+// corpusShare is what a run of the corpus under one library found: the
+// programs run, those whose verdict matched, and the names of the known
+// gaps (failed as their header says) and of the failures.
+type corpusShare struct {
+	ran, pass    int
+	gaps, failed []string
+}
+
+func (sh corpusShare) String() string {
+	return fmt.Sprintf("%2d/%2d match (%.0f%%), %d known gaps; failing: %s", sh.pass, sh.ran,
+		100*float64(sh.pass)/float64(max(sh.ran, 1)), len(sh.gaps), strings.Join(sh.failed, ", "))
+}
+
+// runCorpus runs each of cases under impl as a subtest, but those leftOut
 // (when given) names a reason for, logged, or leaves out silently with
-// "-"; it returns how many ran and the names of those that failed.
-func runCorpus(t *testing.T, bin string, impl mpitest.Impl, cases []corpusCase, leftOut func(corpusCase) string) (int, []string) {
+// "-" (and those -run leaves out). A program fails its subtest on any difference
+// from its expectations, unless its header names a known gap under impl:
+// then the differences are logged and it counts as a gap, and it fails
+// if there are none, so that the known-gap line goes once the gap is
+// closed.
+func runCorpus(t *testing.T, bin string, impl mpitest.Impl, cases []corpusCase, leftOut func(corpusCase) string) corpusShare {
 	t.Helper()
-	ran := 0
-	var failed []string
+	var sh corpusShare
 	for _, c := range cases {
 		if leftOut != nil {
 			if why := leftOut(c); why == "-" {
@@ -315,20 +386,41 @@ func runCorpus(t *testing.T, bin string, impl mpitest.Impl, cases []corpusCase, 
 				continue
 			}
 		}
-		started := false
-		ok := t.Run(c.name, func(t *testing.T) { started = true; runCorpusCase(t, bin, impl, c) })
+		started, gapped := false, false
+		ok := t.Run(c.name, func(t *testing.T) {
+			started = true
+			problems := runCorpusCase(t, bin, impl, c)
+			switch gap := c.gap(libraryOf(impl)); {
+			case gap == "":
+				for _, p := range problems {
+					t.Error(p)
+				}
+			case len(problems) == 0:
+				t.Errorf("every expectation holds, but %s names a known gap (%s): remove that line", c.src, gap)
+			default:
+				gapped = true
+				t.Logf("known gap (%s): %s", gap, strings.Join(problems, "; "))
+			}
+		})
 		if !started {
 			continue // left out by -run
 		}
-		ran++
-		if !ok {
-			failed = append(failed, c.name)
+		sh.ran++
+		switch {
+		case ok && gapped:
+			sh.gaps = append(sh.gaps, c.name)
+		case ok:
+			sh.pass++
+		default:
+			sh.failed = append(sh.failed, c.name)
 		}
 	}
-	return ran, failed
+	return sh
 }
 
-func runCorpusCase(t *testing.T, bin string, impl mpitest.Impl, c corpusCase) {
+// runCorpusCase runs c under impl and returns how the verdict differs
+// from what c expects in each of three samples (none: it matched).
+func runCorpusCase(t *testing.T, bin string, impl mpitest.Impl, c corpusCase) []string {
 	prog := mpitest.BuildSource(t, impl, c.src)
 	argv := impl.Command(c.np, nil, prog)
 	if c.history {
@@ -378,21 +470,19 @@ func runCorpusCase(t *testing.T, bin string, impl mpitest.Impl, c corpusCase) {
 	var problems []string
 	for try := 1; try <= 3; try++ {
 		st, raw := runStatus(t, bin, ranks, "--window", "500ms")
-		problems = corpusProblems(st, c, libraryOf(impl))
+		problems = corpusProblems(st, raw, c, libraryOf(impl))
 		if len(problems) == 0 {
 			if try > 1 {
 				t.Logf("matched at sample %d of 3", try)
 			}
-			return
+			return nil
 		}
 		t.Logf("sample %d: %s\nverdict: %s", try, strings.Join(problems, "; "), st.Verdict)
 		if try == 3 {
 			t.Logf("%s", raw)
 		}
 	}
-	for _, p := range problems {
-		t.Error(p)
-	}
+	return problems
 }
 
 // libraryOf names the library of impl as the corpus headers do
@@ -404,16 +494,16 @@ func libraryOf(impl mpitest.Impl) string {
 
 // corpusProblems lists how st differs from what corpus case c expects
 // under the library impl.
-func corpusProblems(st statusJSON, c corpusCase, impl string) []string {
+func corpusProblems(st statusJSON, raw string, c corpusCase, impl string) []string {
 	var out []string
 	for _, e := range append(slices.Clone(c.expects), c.implExpects[impl]...) {
-		if msg := check(st, e); msg != "" {
+		if msg := check(st, raw, e); msg != "" {
 			out = append(out, fmt.Sprintf("expect %s: %s", e, msg))
 		}
 	}
 	computing := map[string]bool{}
 	for _, e := range c.expects {
-		if k, f := fields(e); k == "rank" && f["call"] == "none" {
+		if k, f := fields(e); k == "rank" && slices.Contains(strings.Split(f["call"], "|"), "none") {
 			computing[f["rank"]] = true
 		}
 	}
@@ -449,9 +539,15 @@ func TestDeadlockCorpusOfUnknownBuilds(t *testing.T) {
 		t.Run(impl.Name, func(t *testing.T) {
 			mpitest.RequireE2E(t, impl)
 			impl := mpitest.UnknownBuild(t, impl)
-			ran, failed := runCorpus(t, bin, impl, readCorpus(t), func(c corpusCase) string { return tableOnly[impl.Name][c.name] })
-			t.Logf("corpus on %s (unknown to the tables): %d/%d match; failing: %s",
-				impl.Lib, ran-len(failed), ran, strings.Join(failed, ", "))
+			var cases []corpusCase
+			for _, c := range readCorpus(t) {
+				if why, ok := tableOnly[impl.Name][c.name]; ok {
+					t.Logf("%s: not run: %s", c.name, why)
+					continue
+				}
+				cases = append(cases, c)
+			}
+			t.Logf("corpus on %s (unknown to the tables): %s", impl.Lib, runCorpus(t, bin, impl, cases, nil))
 		})
 	}
 }
@@ -476,7 +572,7 @@ func TestDeadlockCorpusInRoots(t *testing.T) {
 			bin := mpitest.BuildMpiprobe(t)
 			fortran := impl.CompilesFortran()
 			start := time.Now()
-			ran, failed := runCorpus(t, bin, impl, cases, func(c corpusCase) string {
+			sh := runCorpus(t, bin, impl, cases, func(c corpusCase) string {
 				switch {
 				case strings.HasSuffix(rb.name, "-bullseye") && !slices.Contains(bullseyeCorpus(), c.name):
 					return "-"
@@ -486,7 +582,7 @@ func TestDeadlockCorpusInRoots(t *testing.T) {
 				return ""
 			})
 			took := time.Since(start).Round(time.Second)
-			line := fmt.Sprintf("%-17s %2d/%2d match in %v; failing: %s", rb.name, ran-len(failed), ran, took, strings.Join(failed, ", "))
+			line := fmt.Sprintf("%-17s %s, in %v", rb.name, sh, took)
 			t.Log(line)
 			table = append(table, line)
 		})

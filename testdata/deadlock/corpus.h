@@ -1,6 +1,7 @@
-// Shared start of the deadlock corpus: MPI_Init, the rank and size in
-// WORLD, a barrier, then rank 0 prints "hung" so that the test knows every
-// rank is about to enter the calls that hang. Not a program of its own.
+// Shared start of the deadlock corpus: MPI_Init (or MPI_Init_thread), the
+// rank and size in WORLD, a barrier, then rank 0 prints "hung" so that the
+// test knows every rank is about to enter the calls that hang. Not a
+// program of its own.
 #ifndef CORPUS_H
 #define CORPUS_H
 #include <mpi.h>
@@ -10,9 +11,10 @@
 
 static int rank, size;
 
-static void start(int *argc, char ***argv)
+// announce sets rank and size, waits for every rank and has rank 0 print
+// "hung".
+static void announce(void)
 {
-	MPI_Init(argc, argv);
 	MPI_Comm_rank(MPI_COMM_WORLD, &rank);
 	MPI_Comm_size(MPI_COMM_WORLD, &size);
 	MPI_Barrier(MPI_COMM_WORLD);
@@ -20,6 +22,26 @@ static void start(int *argc, char ***argv)
 		printf("hung\n");
 		fflush(stdout);
 	}
+}
+
+static void start(int *argc, char ***argv)
+{
+	MPI_Init(argc, argv);
+	announce();
+}
+
+// start_multiple is start for a program whose threads call MPI
+// concurrently: MPI_Init_thread with MPI_THREAD_MULTIPLE, which it
+// requires.
+static void start_multiple(int *argc, char ***argv)
+{
+	int provided;
+	MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided);
+	if (provided < MPI_THREAD_MULTIPLE) {
+		fprintf(stderr, "MPI_THREAD_MULTIPLE not provided\n");
+		MPI_Abort(MPI_COMM_WORLD, 1);
+	}
+	announce();
 }
 
 // compute stands for work outside MPI that never ends.

@@ -17,18 +17,10 @@ static void *receiver(void *arg)
 
 int main(int argc, char **argv)
 {
-	int provided, v;
+	int v;
 	pthread_t th;
-	MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
-	if (provided < MPI_THREAD_MULTIPLE) {
-		fprintf(stderr, "MPI_THREAD_MULTIPLE not provided\n");
-		MPI_Abort(MPI_COMM_WORLD, 1);
-	}
-	MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-	MPI_Barrier(MPI_COMM_WORLD);
+	start_multiple(&argc, &argv);
 	if (rank == 0) {
-		printf("hung\n");
-		fflush(stdout);
 		pthread_create(&th, NULL, receiver, NULL);
 		MPI_Barrier(MPI_COMM_WORLD);
 		pthread_join(th, NULL);

@@ -15,19 +15,9 @@ static void *receiver(void *arg)
 
 int main(int argc, char **argv)
 {
-	int provided, v = 1;
+	int v = 1;
 	pthread_t th;
-	MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
-	if (provided < MPI_THREAD_MULTIPLE) {
-		fprintf(stderr, "MPI_THREAD_MULTIPLE not provided\n");
-		MPI_Abort(MPI_COMM_WORLD, 1);
-	}
-	MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-	MPI_Barrier(MPI_COMM_WORLD);
-	if (rank == 0) {
-		printf("hung\n");
-		fflush(stdout);
-	}
+	start_multiple(&argc, &argv);
 	pthread_create(&th, NULL, receiver, NULL);
 	pthread_join(th, NULL);
 	MPI_Send(&v, 1, MPI_INT, 1 - rank, 16, MPI_COMM_WORLD);
