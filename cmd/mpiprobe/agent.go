@@ -48,7 +48,7 @@ func newAgentCmd() *cobra.Command {
 		Long: "Watches every MPI process on this node: attaches once to every MPI library, keeps a summary per job\n" +
 			"in the state dir (mpiprobe jobs, mpiprobe report JOBID), logs to the journal and serves metrics.\n" +
 			"Run it under systemd (dist/mpiprobe.service, installed by make install); see docs/agent.md.",
-		Args:  noArgs("the agent finds MPI processes itself"),
+		Args: noArgs("the agent finds MPI processes itself"),
 		RunE: func(c *cobra.Command, _ []string) error {
 			ctx, stop := signalContext(c.Context())
 			defer stop()
