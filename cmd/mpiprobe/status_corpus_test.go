@@ -373,7 +373,8 @@ func (sh corpusShare) String() string {
 // from its expectations, unless its header names a known gap under impl:
 // then the differences are logged and it counts as a gap, and it fails
 // if there are none, so that the known-gap line goes once the gap is
-// closed.
+// closed. The gaps are those of the host's builds: on a root's build a
+// gap that does not show counts as a match.
 func runCorpus(t *testing.T, bin string, impl mpitest.Impl, cases []corpusCase, leftOut func(corpusCase) string) corpusShare {
 	t.Helper()
 	var sh corpusShare
@@ -395,6 +396,10 @@ func runCorpus(t *testing.T, bin string, impl mpitest.Impl, cases []corpusCase, 
 				for _, p := range problems {
 					t.Error(p)
 				}
+			case len(problems) == 0 && impl.Root != "":
+				// The gaps are judged on the host's builds: a build
+				// of a root may not have it.
+				t.Logf("the host's known gap (%s) does not show on this build", gap)
 			case len(problems) == 0:
 				t.Errorf("every expectation holds, but %s names a known gap (%s): remove that line", c.src, gap)
 			default:
