@@ -660,12 +660,14 @@ func TestFreeListLayoutOfAnUnknownBuild(t *testing.T) {
 	c.atLeast("0", "ob1.send_pending.new", 1, why+": the rest of the catalog still counts")
 	unavailable := 0
 	for _, line := range strings.Split(c.stderr, "\n") {
-		if strings.Contains(line, "event unavailable") && strings.Contains(line, "build id "+pal.BuildID) {
+		// The line names the debug file that would give the layout,
+		// by its build id: .build-id/7a/1b93....debug.
+		if strings.Contains(line, "event unavailable") && strings.Contains(line, "/.build-id/"+pal.BuildID[:2]+"/"+pal.BuildID[2:]+".debug") {
 			unavailable++
 		}
 	}
 	if unavailable != 2 {
-		c.failf("%d log lines say a free-list event is unavailable for build id %s, want 2 (one per event, once):\n%s", unavailable, pal.BuildID, c.stderr)
+		c.failf("%d log lines say a free-list event is unavailable and name the debug file of build id %s, want 2 (one per event, once):\n%s", unavailable, pal.BuildID, c.stderr)
 	}
 }
 

@@ -424,11 +424,9 @@ func TestRootStatusUnknownHonest(t *testing.T) {
 	}
 	var st struct {
 		Ranks []struct {
-			Rank    int `json:"rank"`
-			Threads []struct {
-				Call string `json:"call"`
-				Peer *int   `json:"peer"`
-			} `json:"threads"`
+			Rank int    `json:"rank"`
+			Call string `json:"call"`
+			Peer *int   `json:"peer"`
 		} `json:"ranks"`
 		Notes []string `json:"notes"`
 	}
@@ -439,7 +437,10 @@ func TestRootStatusUnknownHonest(t *testing.T) {
 	t.Logf("status:\n%s", human)
 	seen := false
 	for _, r := range st.Ranks {
-		for _, th := range r.Threads {
+		for _, th := range []struct {
+			Call string
+			Peer *int
+		}{{r.Call, r.Peer}} {
 			if th.Call != "MPI_Recv" {
 				continue
 			}

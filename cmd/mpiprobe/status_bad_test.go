@@ -157,7 +157,7 @@ func TestUnknownBuild(t *testing.T) {
 	prog := mpitest.Build(t, impl, "colls")
 	// "300": colls sleeps after MPI_Init, so that the layout is inferred
 	// before it frees its communicators (a freed one keeps its handle).
-	code, stdout, stderr := runOutput(t, bin, nil, append([]string{"--collectives", "--json", "--lib", ompi.Lib, "--"}, ompi.Command(2, nil, prog, "1", "300")...)...)
+	code, stdout, stderr := runOutput(t, bin, nil, append([]string{"-v", "--collectives", "--json", "--lib", ompi.Lib, "--"}, ompi.Command(2, nil, prog, "1", "300")...)...)
 	if code != 0 {
 		t.Fatalf("exit %d\n%s", code, stderr)
 	}

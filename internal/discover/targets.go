@@ -117,9 +117,10 @@ func jobPIDs(pfs procfs.FS, r identity.Reader, job, host string) ([]int, error) 
 	switch {
 	case len(out) > 0:
 		return out, nil
-	case cr.denied > 0:
+	case cr.denied > 0 && os.Geteuid() != 0:
 		// A rank's job is in its environment, which only its user and
 		// root may read: another user's job is invisible, not absent.
+		// (Root too is denied some, in other user namespaces: no hint.)
 		return nil, fmt.Errorf("no rank of job %q among the processes this user can read (the environment of %d processes of other users, where the job id is, needs root): run mpiprobe as root (sudo)", job, cr.denied)
 	}
 	return nil, fmt.Errorf("no rank of job %q runs on this node: check the id (mpiprobe ps lists the jobs of this node)", job)

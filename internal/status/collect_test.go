@@ -44,7 +44,7 @@ func TestHangRank(t *testing.T) {
 				{TID: 101, Call: "MPI_Wait", Via: "MPI_Wait", Comm: &split, Since: 5 * time.Second, AtLeast: true, Site: "worker+0x4"},
 				{TID: 102, Call: "MPI_Recv", Since: 2 * time.Second},
 			}},
-			want: hang.Rank{Rank: 0, PID: 100, In: &hang.Call{
+			want: hang.Rank{Rank: 0, PID: 100, Threaded: true, In: &hang.Call{
 				Name: "MPI_Wait", Comm: &split, Peer: -1, Since: 5 * time.Second, AtLeast: true, Site: "worker+0x4"}},
 		},
 		{
@@ -53,7 +53,7 @@ func TestHangRank(t *testing.T) {
 				{TID: 100, Call: "MPI_Barrier", Since: time.Second},
 				{TID: 101, Call: "MPI_Bcast", Since: time.Second},
 			}},
-			want: hang.Rank{Rank: 0, PID: 100, In: &hang.Call{Name: "MPI_Barrier", Peer: -1, Since: time.Second}},
+			want: hang.Rank{Rank: 0, PID: 100, Threaded: true, In: &hang.Call{Name: "MPI_Barrier", Peer: -1, Since: time.Second}},
 		},
 		{
 			name: "a moving thread has no time inside",
@@ -68,7 +68,7 @@ func TestHangRank(t *testing.T) {
 				{TID: 100, Call: "MPI_Test", Moving: true},
 				{TID: 101, Call: "MPI_Iprobe", Moving: true},
 			}},
-			want: hang.Rank{Rank: 0, PID: 100, In: &hang.Call{Name: "MPI_Test", Peer: -1}},
+			want: hang.Rank{Rank: 0, PID: 100, Threaded: true, In: &hang.Call{Name: "MPI_Test", Peer: -1}},
 		},
 		{
 			name: "counts merged per communicator",

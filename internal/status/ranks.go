@@ -204,6 +204,7 @@ func hangRank(r Rank) hang.Rank {
 	}
 	h.Unreadable = r.Unreadable
 	if best != nil {
+		h.Threaded = best.TID != r.PID || len(r.Threads) > 1
 		call := &hang.Call{Name: best.Call, Comm: best.Comm, Seq: best.Seq, Peer: -1,
 			Since: best.Since, AtLeast: best.AtLeast, Site: best.Site, Args: best.Args, Members: best.Members}
 		if len(best.Waits) > 0 {

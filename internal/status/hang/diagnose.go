@@ -53,6 +53,10 @@ type Rank struct {
 	// not be unwound); "" when In says it. An unreadable rank is never
 	// taken as computing.
 	Unreadable string
+	// Threaded says another thread of the rank may act while In blocks:
+	// In is not its main thread's call, or several of its threads are in
+	// MPI calls. Such a rank is never part of a knot.
+	Threaded bool
 	// Stopped says how the rank is stopped ("by SIGSTOP", "by its
 	// debugger"); "" while it runs. A stopped rank makes no progress: In
 	// is where it stopped, not a call it waits in, and the verdict names
@@ -116,18 +120,20 @@ type Report struct {
 
 // rstate is Diagnose's view of one rank.
 type rstate struct {
-	n       int
-	unread  string // why the state is unknown ("" if known)
-	call    *Call  // nil when computing or ended
-	ended   bool   // the rank has ended (its call, if any, is ignored)
-	how     string // how it ended, cleaned
-	stopped string // how it is stopped, cleaned ("" while it runs)
-	resume  string // how to resume it, cleaned
-	blocked bool   // inside call for minWait or more
-	coll    bool   // call is a collective on a known communicator
-	key     commKey
-	seq     uint64                        // Seq of the collective, from the call or else from Counts
-	counts  map[commKey]map[string]uint64 // nil: no history
+	n      int
+	unread string // why the state is unknown ("" if known)
+	// threaded: another thread may act while call blocks
+	threaded bool
+	call     *Call  // nil when computing or ended
+	ended    bool   // the rank has ended (its call, if any, is ignored)
+	how      string // how it ended, cleaned
+	stopped  string // how it is stopped, cleaned ("" while it runs)
+	resume   string // how to resume it, cleaned
+	blocked  bool   // inside call for minWait or more
+	coll     bool   // call is a collective on a known communicator
+	key      commKey
+	seq      uint64                        // Seq of the collective, from the call or else from Counts
+	counts   map[commKey]map[string]uint64 // nil: no history
 }
 
 // diag holds the normalised input of Diagnose.
@@ -285,7 +291,7 @@ func newDiag(in []Rank, minWait time.Duration) *diag {
 		if _, dup := d.byN[src.Rank]; dup {
 			continue // the first entry of a rank wins
 		}
-		r := &rstate{n: src.Rank, unread: text.Line(src.Unreadable), stopped: text.Line(src.Stopped), resume: text.Line(src.Resume)}
+		r := &rstate{n: src.Rank, unread: text.Line(src.Unreadable), stopped: text.Line(src.Stopped), resume: text.Line(src.Resume), threaded: src.Threaded}
 		if src.Ended != "" {
 			r.ended, r.how = true, text.Line(src.Ended)
 		} else {

@@ -59,7 +59,7 @@ var orWaits = setOf("waitany", "waitsome")
 func (d *diag) knot() Knot {
 	waits := map[int][]KnotWait{}
 	for _, r := range d.ranks {
-		if !r.blocked || r.ended || r.unread != "" || r.finished() {
+		if !r.blocked || r.ended || r.unread != "" || r.finished() || r.threaded {
 			continue
 		}
 		if ws, ok := d.waitsOfRank(r); ok {
