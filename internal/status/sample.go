@@ -7,6 +7,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/mpiprobe/mpiprobe/internal/mpiabi"
 	"github.com/mpiprobe/mpiprobe/internal/status/unwind"
 	"github.com/mpiprobe/mpiprobe/internal/symbolize"
 )
@@ -22,8 +23,9 @@ type window struct {
 }
 
 // watch samples every thread's stack, waits cfg.Window, and samples
-// again; threads that seem to have left their call, and communicator
-// votes that tie, are sampled more (confirmLeft, resolveComms).
+// again; threads that seem to have left their call, communicator votes
+// that tie, and MPICH calls whose frame gave no peer are sampled more
+// (confirmLeft, resolveComms, resolveFramePeers).
 func watch(ctx context.Context, cfg Config, k *live, procs map[int]*process, resolver *symbolize.Resolver) (window, error) {
 	var w window
 	var err error
@@ -45,6 +47,7 @@ func watch(ctx context.Context, cfg Config, k *live, procs map[int]*process, res
 	}
 	confirmLeft(k, procs, resolver, w.first, w.last, w.calls)
 	resolveComms(k, procs, resolver, w.first, w.last)
+	resolveFramePeers(k, procs, resolver, w.last)
 	w.now = monotonic()
 	return w, nil
 }
@@ -167,6 +170,54 @@ func resolveComms(k *live, procs map[int]*process, res *symbolize.Resolver, firs
 			}
 		}
 	}
+}
+
+// framePeerTries bounds the extra samples resolveFramePeers takes.
+const framePeerTries = 20
+
+// resolveFramePeers samples again, up to framePeerTries times, the
+// threads in a call that keeps its peer only in its frame (MPICH's
+// MPI_Probe, MPI_Ssend: frameargs.go) whose last sample read none. The
+// slots are known at the return addresses of the calls the function
+// makes; a sample that caught the thread in the function's own code
+// (MPI_Probe's loop between ucp_tag_probe_nb and progress: one sample in
+// eight on Debian 12's MPICH here) reads nothing. A later sample in the
+// same call from the same site that reads a peer replaces the last.
+func resolveFramePeers(k *live, procs map[int]*process, res *symbolize.Resolver, last map[int]map[int]thread) {
+	type id struct{ pid, tid int }
+	open := map[id]bool{}
+	for pid, ts := range last {
+		p := procs[pid]
+		for tid, t := range ts {
+			if p != nil && p.p2p.OK && p.p2p.Kind() == mpiabi.LayoutMPICH && mpiabi.FrameArgCall(t.in.Call) && !peerRead(t.waits) {
+				open[id{pid, tid}] = true
+			}
+		}
+	}
+	for try := 1; try <= framePeerTries && len(open) > 0; try++ {
+		time.Sleep(time.Millisecond)
+		again, err := sampleOnce(k, procs, res)
+		if err != nil {
+			return
+		}
+		for i := range open {
+			t, a := last[i.pid][i.tid], again[i.pid][i.tid]
+			if a.in.Call == t.in.Call && a.in.SitePC == t.in.SitePC && peerRead(a.waits) {
+				last[i.pid][i.tid] = a
+				delete(open, i)
+			}
+		}
+	}
+}
+
+// peerRead reports whether a request of ws names its peer.
+func peerRead(ws []mpiabi.Request) bool {
+	for _, w := range ws {
+		if w.Peer != mpiabi.PeerUnknown || w.CommPeer >= 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // torn reports whether a thread's stack could not be followed.
