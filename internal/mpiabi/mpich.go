@@ -154,6 +154,7 @@ func (r RequestReader) MPICHRequest(addr, comm uint64) (Request, bool) {
 	ctx := uint32(tag >> 48)
 	src := int(tag >> 32 & 0xffff)
 	var c Comm
+	var commObj uint64
 	haveComm, world, myRank := false, false, -1
 	// The communicator: the stack's, else WORLD, when its context id is
 	// the request's.
@@ -167,7 +168,7 @@ func (r RequestReader) MPICHRequest(addr, comm uint64) (Request, bool) {
 		}
 		if cid, ok := r.u32(cm + uint64(r.Comms.Layout.CIDOff)); ok && cid&r.Comms.Layout.CIDMask == ctx {
 			if c, myRank, ok = r.Comms.Comm(cm); ok {
-				haveComm, world = true, c.Name == "WORLD"
+				haveComm, world, commObj = true, c.Name == "WORLD", cm
 				w.Comm = &c
 			}
 		}
@@ -192,7 +193,13 @@ func (r RequestReader) MPICHRequest(addr, comm uint64) (Request, bool) {
 	case world:
 		w.Peer = src
 	default:
+		// Another communicator: its rank map names the source's WORLD
+		// rank (an intercommunicator's map is its remote group, which
+		// a receive's source counts in).
 		w.CommPeer = src
+		if m := r.Comms.MPICHMembers(commObj); haveComm && src < len(m) {
+			w.Peer, w.CommPeer = m[src], -1
+		}
 	}
 	return w, true
 }

@@ -3,7 +3,6 @@
 // rank 2) across it and rank 2 from remote rank 0 (WORLD rank 0): a
 // cycle. Ranks 1 and 3 wait in a barrier on WORLD that 0 and 2 never
 // join.
-// known-gap-mpich: the peer of a receive on an intercommunicator is not mapped to its WORLD rank (peer -1), so the cycle 0->2->0 is missed
 // np: 4
 // expect: rank 0 call=MPI_Recv comm=other peer=2 tag=31
 // expect: rank 2 call=MPI_Recv comm=other peer=0 tag=31

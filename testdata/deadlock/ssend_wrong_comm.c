@@ -2,7 +2,6 @@
 // receives from rank 0 with the same tag on a duplicate of WORLD: the
 // message cannot match across communicators, so the send never completes
 // and the receive never gets it.
-// known-gap-mpich: the peer of a receive on a duplicate of WORLD is not mapped to its WORLD rank (peer -1), so the cycle is missed
 // np: 2
 // expect: rank 0 call=MPI_Ssend comm=WORLD peer=1 tag=121
 // expect: rank 1 call=MPI_Recv comm=other peer=0 tag=121
