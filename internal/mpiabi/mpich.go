@@ -98,11 +98,20 @@ func (r RequestReader) MPICHRequest(addr, comm uint64) (Request, bool) {
 	}
 	kind, ok1 := r.u32(addr + uint64(l.KindOff))
 	ccp, ok2 := r.u64(addr + uint64(l.CCPtrOff))
-	if !ok1 || !ok2 || (kind != l.KindSend && kind != l.KindRecv) {
+	if !ok1 || !ok2 {
 		return Request{}, false
 	}
 	if cc, ok := r.u32(ccp); !ok || cc == 0 {
 		return Request{}, false // complete
+	}
+	if kind != l.KindSend && kind != l.KindRecv {
+		// A started persistent request (MPI_Recv_init, MPI_Send_init,
+		// then MPI_Start) completes with the request MPI_Start made:
+		// its completion counter pointer points to that one's counter.
+		if real, ok := r.behind(addr, ccp); ok {
+			return r.MPICHRequest(real, comm)
+		}
+		return Request{}, false
 	}
 	send := kind == l.KindSend
 	if r.CH3 != nil {
@@ -202,6 +211,34 @@ func (r RequestReader) MPICHRequest(addr, comm uint64) (Request, bool) {
 		}
 	}
 	return w, true
+}
+
+// ccSearch bounds how far before its completion counter a request's
+// header may start (0x18 in Debian's 4.0.2: handle, ref_count, kind,
+// cc_ptr, then cc).
+const ccSearch = 0x40
+
+// behind returns the request whose completion counter, at ccp, the
+// request at addr shares: a point-to-point request other than addr whose
+// own counter pointer is ccp. Nothing else is taken for it.
+func (r RequestReader) behind(addr, ccp uint64) (uint64, bool) {
+	l := r.Req
+	for d := uint64(8); d <= ccSearch && d <= ccp; d += 8 {
+		real := ccp - d
+		if real == addr {
+			continue
+		}
+		h, ok := r.u32(real)
+		if !ok || (h>>26)&0xf != l.HandleKind || h>>30 == 0 {
+			continue
+		}
+		kind, ok1 := r.u32(real + uint64(l.KindOff))
+		own, ok2 := r.u64(real + uint64(l.CCPtrOff))
+		if ok1 && ok2 && own == ccp && (kind == l.KindSend || kind == l.KindRecv) {
+			return real, true
+		}
+	}
+	return 0, false
 }
 
 // ucpSearch bounds where an MPICH request of a build the table does not

@@ -92,6 +92,33 @@ func TestUCPLearnt(t *testing.T) {
 	if w, ok := r.MPICHRequest(send0, 0); !ok || w.Tag != 9 || w.Peer != 1 {
 		t.Errorf("rank 0's send once learnt: %+v (read %v), want to rank 1 tag 9", w, ok)
 	}
+
+	// Persistent requests (kind 4, MPI_Recv_init): once started, the
+	// completion counter pointer is the started receive's counter, and
+	// the receive behind it is read; not started, or pointing at a word
+	// no request owns, it is no request.
+	persistent := func(addr, ccp uint64) {
+		m.put(addr, make([]byte, 0x40))
+		m.put32(addr, 0xac000000|uint32(addr&0xff))
+		m.put32(addr+8, 4)
+		m.put64(addr+0x10, ccp)
+		m.put32(addr+0x18, 0)
+	}
+	const started, idle, stray, strayCC = 0x6005000, 0x6006000, 0x6007000, 0x6008018
+	persistent(started, recv+0x18)
+	if w, ok := r.MPICHRequest(started, 0); !ok || w.Peer != 1 || w.Tag != 7 || !w.Known || w.Send {
+		t.Errorf("a started persistent receive: %+v (read %v), want the receive from 1 tag 7 behind it", w, ok)
+	}
+	persistent(idle, idle+0x18)
+	if w, ok := r.MPICHRequest(idle, 0); ok {
+		t.Errorf("a persistent receive not started: %+v, want none", w)
+	}
+	m.put(strayCC-0x18, make([]byte, 0x40))
+	m.put32(strayCC, 1)
+	persistent(stray, strayCC)
+	if w, ok := r.MPICHRequest(stray, 0); ok {
+		t.Errorf("a persistent request whose counter no request owns: %+v, want none", w)
+	}
 }
 
 // TestUCPMasks checks receive masks as MPICH builds them: read from live

@@ -179,7 +179,7 @@ func UnknownBuild(t testing.TB, impl Impl) Impl {
 		Require(t, err.Error())
 	}
 	dir := t.TempDir()
-	impl.Lib = filepath.Join(dir, name)
+	impl.Lib, impl.Unknown = filepath.Join(dir, name), true
 	t.Logf("%s copied under build id %s", name, CopyWithBuildID(t, real, impl.Lib))
 	t.Setenv("LD_LIBRARY_PATH", dir)
 	if impl.Name != "openmpi" {

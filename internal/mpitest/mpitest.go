@@ -40,6 +40,9 @@ type Impl struct {
 	// that root, through Via ("chroot", or "unshare" for unshare --mount
 	// --root). Paths of programs are then the ranks' own (HostPath opens them).
 	Root, Via string
+	// Unknown says Lib is a copy whose build id no table of mpiprobe's
+	// holds (UnknownBuild): its layouts are inferred.
+	Unknown bool
 }
 
 // OpenMPI is Debian's Open MPI (openmpi-bin, libopenmpi-dev), or the

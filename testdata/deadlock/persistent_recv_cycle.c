@@ -1,7 +1,6 @@
 // Persistent point-to-point in a halo-exchange loop: each rank sets up a
 // receive and a send to the other (MPI_Recv_init, MPI_Send_init), but
 // starts and waits for the receive before it starts the send.
-// known-gap-mpich: a persistent request's peer and tag are not read under MPICH, so MPI_Wait has no peer and the cycle is missed
 // np: 2
 // expect: rank 0 call=MPI_Wait peer=1 tag=83
 // expect: rank 1 call=MPI_Wait peer=0 tag=83
