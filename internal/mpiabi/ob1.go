@@ -33,7 +33,8 @@ func (r RequestReader) OMPIRequest(addr uint64) (Request, bool) {
 	if !ok1 || !ok2 || !ok3 || !ok4 || !ok5 || !ok6 || state != l.StateActive || done == l.CompleteDone {
 		return Request{}, false
 	}
-	if (send && typ != l.TypeSend) || (!send && typ != l.TypeRecv && (l.TypeProbe == 0 || typ != l.TypeProbe)) || !r.Comms.IsComm(comm) {
+	probe := (l.TypeProbe != 0 && typ == l.TypeProbe) || (l.TypeMProbe != 0 && typ == l.TypeMProbe)
+	if (send && typ != l.TypeSend) || (!send && typ != l.TypeRecv && !probe) || !r.Comms.IsComm(comm) {
 		return Request{}, false
 	}
 	w := Request{Send: send, Peer: PeerUnknown, CommPeer: -1, Tag: int(int32(tag)), Known: true}

@@ -132,10 +132,10 @@ func inferOB1(libmpi, ob1 *elf.File, p LiveProcess, comm CommLayout) (OB1LayoutR
 	l.CompleteOff, l.CompleteDone = u32(layout.FieldReqComplete), r.Get(layout.FieldReqDone).Value
 	l.StateOff, l.StateActive = u32(layout.FieldReqState), u32(layout.FieldReqActive)
 	l.TypeOff, l.CommOff, l.PeerOff, l.TagOff = u32(layout.FieldReqType), u32(layout.FieldReqComm), u32(layout.FieldReqPeer), u32(layout.FieldReqTag)
-	// MCA_PML_REQUEST_SEND, _RECV and _PROBE of the enum every release
-	// declares, which irecv's constant confirmed.
+	// MCA_PML_REQUEST_SEND, _RECV, _PROBE and _MPROBE of the enum every
+	// release declares, which irecv's constant confirmed.
 	recv := u32(layout.FieldReqRecv)
-	l.TypeSend, l.TypeRecv, l.TypeProbe = recv-1, recv, recv+2
+	l.TypeSend, l.TypeRecv, l.TypeProbe, l.TypeMProbe = recv-1, recv, recv+2, recv+4
 	l.CountOff = comm.SizeOff
 	l.RemoteGroupOff = u32(layout.FieldRemoteGroup)
 	if r.Get(layout.FieldGroupProcs).Found() && r.Get(layout.FieldProcVpid).Found() {

@@ -26,8 +26,9 @@ type OB1Layout struct {
 	// (a rank of req_comm, AnySource for MPI_ANY_SOURCE) and req_tag.
 	TypeOff, TypeSend, TypeRecv uint32
 	// TypeProbe is req_type of the receive request MPI_Probe posts
-	// (MCA_PML_REQUEST_PROBE): it waits for a send as a receive does.
-	TypeProbe                uint32
+	// (MCA_PML_REQUEST_PROBE), TypeMProbe the one MPI_Mprobe posts
+	// (MCA_PML_REQUEST_MPROBE): they wait for a send as a receive does.
+	TypeProbe, TypeMProbe    uint32
 	CommOff, PeerOff, TagOff uint32
 	// AnySource and AnyTag are the library's MPI_ANY_SOURCE and MPI_ANY_TAG.
 	AnySource, AnyTag int32
@@ -51,7 +52,7 @@ var ob1Layouts = map[string]OB1Layout{
 	"cc5a7ec5e99993dcc0c52e06d8a1f2b4699cac25": {
 		RecvClass: 0x23ee0, SendClass: 0x23f20,
 		StateOff: 96, StateActive: 2, CompleteOff: 88, CompleteDone: 1,
-		TypeOff: 168, TypeSend: 1, TypeRecv: 2, TypeProbe: 4,
+		TypeOff: 168, TypeSend: 1, TypeRecv: 2, TypeProbe: 4, TypeMProbe: 6,
 		CommOff: 176, PeerOff: 472, TagOff: 476,
 		AnySource: -1, AnyTag: -1,
 		RemoteGroupOff: 256, CountOff: 16, ProcsOff: 32, VpidOff: 44,
@@ -275,11 +276,11 @@ func OB1LayoutFromDWARF(libmpi, ob1 *elf.File) (OB1Layout, error) {
 		}
 	}
 	l.VpidOff = procName + 4
-	vals, err := elfx.EnumValues(libmpi, "OMPI_REQUEST_ACTIVE", "MCA_PML_REQUEST_SEND", "MCA_PML_REQUEST_RECV", "MCA_PML_REQUEST_PROBE")
+	vals, err := elfx.EnumValues(libmpi, "OMPI_REQUEST_ACTIVE", "MCA_PML_REQUEST_SEND", "MCA_PML_REQUEST_RECV", "MCA_PML_REQUEST_PROBE", "MCA_PML_REQUEST_MPROBE")
 	if err != nil {
 		return OB1Layout{}, fmt.Errorf("libmpi.so: %w", err)
 	}
-	l.StateActive, l.TypeSend, l.TypeRecv, l.TypeProbe = uint32(vals[0]), uint32(vals[1]), uint32(vals[2]), uint32(vals[3])
+	l.StateActive, l.TypeSend, l.TypeRecv, l.TypeProbe, l.TypeMProbe = uint32(vals[0]), uint32(vals[1]), uint32(vals[2]), uint32(vals[3]), uint32(vals[4])
 	l.CompleteDone = 1
 	l.AnySource, l.AnyTag = -1, -1
 	return l, nil

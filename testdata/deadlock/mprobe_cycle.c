@@ -1,6 +1,5 @@
 // Both ranks wait for the other's message in MPI_Mprobe before sending
 // their own: a cycle through matched probes.
-// known-gap-openmpi: MPI_Mprobe's source and tag are not read under Open MPI (peer unknown), so the cycle is missed
 // np: 2
 // expect: rank 0 call=MPI_Mprobe peer=1 tag=63
 // expect: rank 1 call=MPI_Mprobe peer=0 tag=63

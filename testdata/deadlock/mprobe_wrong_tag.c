@@ -1,7 +1,6 @@
 // Matched probe: rank 0 waits in MPI_Mprobe for tag 61 from rank 1 (then
 // MPI_Mrecv); rank 1 sends tag 62 synchronously (MPI_Ssend), which
 // nothing matches.
-// known-gap-openmpi: MPI_Mprobe's source and tag are not read under Open MPI (peer unknown), so the cycle is missed
 // np: 2
 // expect: rank 0 call=MPI_Mprobe peer=1 tag=61
 // expect: rank 1 call=MPI_Ssend peer=0 tag=62
