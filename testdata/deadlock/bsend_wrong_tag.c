@@ -1,7 +1,6 @@
 // Rank 0 sends with MPI_Bsend (tag 111) from an attached buffer, which
 // completes at once, and goes on to a barrier; rank 1 waits for tag 112
 // from rank 0, which never comes, and so never joins the barrier.
-// known-gap: the cycle 0->1->0 through rank 0's barrier is not listed among the cycles (the knot is)
 // np: 2
 // expect: rank 0 call=MPI_Barrier comm=WORLD
 // expect: rank 1 call=MPI_Recv peer=0 tag=112

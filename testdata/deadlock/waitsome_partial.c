@@ -2,7 +2,6 @@
 // as they come (MPI_Waitsome in a loop); rank 1 sends and goes to the
 // barrier, rank 2 goes to the barrier without sending. Rank 0 waits for
 // rank 2's message, rank 2 for rank 0 in the barrier.
-// known-gap: the cycle 0->2->0 through rank 2's barrier is not listed among the cycles (the knot is)
 // np: 3
 // expect: rank 0 call=MPI_Waitsome
 // expect: rank 1 call=MPI_Barrier comm=WORLD

@@ -745,7 +745,7 @@ func (d *diag) cycles() [][]int {
 
 // cycleClauses names the cycles: "ranks 0 and 1 wait on each other".
 func (d *diag) cycleClauses() []string {
-	if hasWaits(d.input) && len(BuildWaitFor(d.input, d.minWait).Cycles) > 0 {
+	if hasWaits(d.input) && len(BuildWaitFor(d.input, d.minWait, nil).Cycles) > 0 {
 		return nil // withWaitFor states them
 	}
 	cs := d.cycles()

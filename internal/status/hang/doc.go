@@ -130,6 +130,15 @@
 //     arguments ([Call.Args]): "mismatch on WORLD (size 2) for 6.0 s:
 //     rank 0 in MPI_Reduce root 0 at x.c:19, rank 1 in MPI_Reduce root 1
 //     at x.c:21". Waiting and Odd stay empty then.
+//   - A cycle may pass through a collective: a rank blocked in one waits
+//     for each member absent from it that is blocked in another call
+//     ([Edge.Coll]), so "deadlock cycle: rank 0 waits for 1 (MPI_Barrier
+//     at x.c:13, which 1 has not entered), rank 1 waits for 0 (MPI_Recv
+//     tag 112 at x.c:11)". Only cycles that hold a point-to-point wait are
+//     named so (collectives alone waiting on each other are mismatches
+//     and absences), and a wildcard's edge closes a cycle only when every
+//     rank it may wait for is blocked in a point-to-point call; the other
+//     shapes are knots.
 //   - Then come the cycles, the blocked ranks outside any collective
 //     (those that did not finish first, so a stuck rank leads ranks that
 //     merely sit in MPI_Finalize), the finished ones, and every rank not

@@ -22,6 +22,11 @@ func TestKnot(t *testing.T) {
 		}
 		return c
 	}
+	w2 := world(2)
+	barrier2 := coll("MPI_Barrier", w2, 1, 9)
+	barrier2.Site = "main+0x40 (a.c:30)"
+	recv2 := &Call{Name: "MPI_Recv", Comm: &w2, Peer: 0, Since: sec(9), Site: "main+0x10 (a.c:16)",
+		Waits: []Wait{{Peer: 0, CommPeer: -1, Tag: 112, Comm: &w2, Known: true}}}
 	cases := []struct {
 		name   string
 		ranks  []Rank
@@ -84,6 +89,21 @@ func TestKnot(t *testing.T) {
 			ranks: []Rank{{Rank: 0, In: barrier}, {Rank: 1, In: barrier}, {Rank: 2, In: recv(0, false)}},
 			knot:  []int{0, 1, 2},
 			say:   []string{"deadlock: ranks 0-2 cannot move (1 of 3 waits inferred)"},
+		},
+		{
+			// testdata/deadlock/bsend_wrong_tag.c: the cycle goes
+			// through rank 0's barrier, which rank 1 never enters.
+			name:  "a receive from a rank in a barrier the receiver has not entered: a cycle through the barrier",
+			ranks: []Rank{{Rank: 0, In: barrier2}, {Rank: 1, In: recv2}},
+			knot:  []int{0, 1},
+			say:   []string{"deadlock cycle: rank 0 waits for 1 (MPI_Barrier at a.c:30, which 1 has not entered), rank 1 waits for 0 (MPI_Recv tag 112 at a.c:16) [peers read from the MPI library]"},
+			lead:  []int{0, 1},
+		},
+		{
+			name:   "two collectives waiting for each other are a mismatch, not a cycle",
+			ranks:  []Rank{{Rank: 0, In: barrier2}, {Rank: 1, In: coll("MPI_Allreduce", w2, 1, 9)}},
+			knot:   []int{0, 1},
+			notSay: []string{"deadlock cycle"},
 		},
 	}
 	for _, c := range cases {

@@ -56,6 +56,10 @@ type Edge struct {
 	// to: a receive from MPI_ANY_SOURCE (Wait.Peer is AnySource), or
 	// MPI_Waitany/MPI_Waitsome over several requests.
 	Any bool
+	// Coll says From waits in the collective Call (on Wait.Comm) that To,
+	// a member blocked in another call, has not entered: with the others
+	// absent from it, an AND-edge (collEdges).
+	Coll bool
 }
 
 // WaitFor is the wait-for graph of the blocked ranks.
@@ -78,7 +82,10 @@ const (
 // cycles. A receive from MPI_ANY_SOURCE waits for every other observed
 // rank of its communicator (known for WORLD only); a cycle is claimed
 // through it only when all of those are blocked.
-func BuildWaitFor(in []Rank, minWait time.Duration) WaitFor {
+//
+// coll are the waits of ranks blocked in collectives (collEdges): they
+// join the graph when point-to-point waits are there too.
+func BuildWaitFor(in []Rank, minWait time.Duration, coll []Edge) WaitFor {
 	byN := map[int]*Rank{}
 	var order []int
 	for i := range in {
@@ -122,8 +129,45 @@ func BuildWaitFor(in []Rank, minWait time.Duration) WaitFor {
 		}
 	}
 	g.Edges = dedupEdges(g.Edges)
-	g.Cycles = findCycles(g.Edges, blocked)
+	if len(g.Edges) > 0 && len(coll) > 0 {
+		g.Edges = dedupEdges(append(g.Edges, coll...))
+	}
+	// A wildcard's edge closes a cycle only when every rank it may wait
+	// for is blocked in a point-to-point call: other shapes are knots
+	// (knot.go), stated as such.
+	for _, c := range findCycles(g.Edges, blocked) {
+		if slices.ContainsFunc(c, func(e Edge) bool { return !e.Coll }) {
+			g.Cycles = append(g.Cycles, c)
+		}
+	}
 	return g
+}
+
+// collEdges are the waits of the ranks blocked in a collective for the
+// members absent from it that are blocked in another MPI call (Absence
+// state "elsewhere"): each such member is needed, so each is an edge.
+// Only a cycle that also holds a point-to-point edge is named through
+// them: collectives alone waiting on each other are mismatches, which
+// the verdict states as such.
+func collEdges(in []Rank, abs []Absence) []Edge {
+	site := map[int]string{}
+	for _, r := range in {
+		if _, ok := site[r.Rank]; !ok && r.In != nil {
+			site[r.Rank] = r.In.Site
+		}
+	}
+	var out []Edge
+	for _, a := range abs {
+		if a.State != "elsewhere" {
+			continue
+		}
+		for _, w := range a.Waiting {
+			c := a.Comm
+			out = append(out, Edge{From: w, To: a.Rank, Call: a.Call, Site: site[w], Coll: true,
+				Wait: Wait{Peer: a.Rank, CommPeer: -1, Tag: TagUnknown, Comm: &c, Known: true}})
+		}
+	}
+	return out
 }
 
 // hasWaits reports whether any rank's call says what it waits for
@@ -241,6 +285,17 @@ func findCycles(es []Edge, blocked func(int) bool) [][]Edge {
 // edgeText is "rank 0 waits for 1 (MPI_Recv tag 7 at a.c:16)".
 func edgeText(e Edge) string {
 	var b strings.Builder
+	if e.Coll {
+		fmt.Fprintf(&b, "rank %d waits for %d (%s", e.From, e.To, text.Line(e.Call))
+		if e.Wait.Comm != nil && e.Wait.Comm.Name != "WORLD" {
+			b.WriteString(" on " + e.Wait.Comm.String())
+		}
+		if s := shortSite(e.Site); s != "" {
+			b.WriteString(" at " + s)
+		}
+		fmt.Fprintf(&b, ", which %d has not entered)", e.To)
+		return b.String()
+	}
 	fmt.Fprintf(&b, "rank %d waits for %d (%s", e.From, e.To, text.Line(e.Call))
 	if e.Wait.Send && baseName(e.Call) != "send" && baseName(e.Call) != "ssend" {
 		b.WriteString(" send")
@@ -283,18 +338,22 @@ func shortSite(site string) string {
 // for 0 (...)", with whether its edges were read or inferred.
 func cycleText(c []Edge) string {
 	var parts []string
-	known := 0
+	known, p2p := 0, 0
 	for i, e := range c {
 		if i < maxArrows || i == len(c)-1 {
 			parts = append(parts, edgeText(e))
 		} else if i == maxArrows {
 			parts = append(parts, fmt.Sprintf("... (%d more)", len(c)-maxArrows-1))
 		}
+		if e.Coll {
+			continue // observed, not read from a request
+		}
+		p2p++
 		if e.Wait.Known {
 			known++
 		}
 	}
-	return "deadlock cycle: " + strings.Join(parts, ", ") + readOf(known, len(c), "peers")
+	return "deadlock cycle: " + strings.Join(parts, ", ") + readOf(known, p2p, "peers")
 }
 
 // readOf says how many of n facts (peers, waits) were read from the
@@ -334,6 +393,10 @@ func waitForClauses(in []Rank, g WaitFor) (cycles, others []string) {
 			inCycle[e.From] = true
 		}
 	}
+	// The waits in collectives are stated by the missing-collective
+	// clauses: here they only close cycles.
+	p2p := slices.DeleteFunc(slices.Clone(g.Edges), func(e Edge) bool { return e.Coll })
+	g.Edges = p2p
 	from := map[int]bool{}
 	for _, e := range g.Edges {
 		from[e.From] = true
@@ -423,7 +486,7 @@ func peerState(r *Rank) string {
 // blocked after it. This is the one place Diagnose's verdict takes the
 // graph into account.
 func withWaitFor(in []Rank, minWait time.Duration, rep *Report) {
-	g := BuildWaitFor(in, minWait)
+	g := BuildWaitFor(in, minWait, collEdges(in, rep.Absent))
 	rep.Edges, rep.Cycles = g.Edges, g.Cycles
 	if !hasWaits(in) {
 		return // only peers from Call.Peer: the verdict's own cycle clauses say it

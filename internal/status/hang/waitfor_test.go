@@ -86,7 +86,7 @@ func TestWaitForGraph(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			g := BuildWaitFor(c.ranks, sec(5))
+			g := BuildWaitFor(c.ranks, sec(5), nil)
 			if len(g.Edges) != c.edges {
 				t.Errorf("edges: got %d %+v, want %d", len(g.Edges), g.Edges, c.edges)
 			}
