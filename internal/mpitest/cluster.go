@@ -183,8 +183,9 @@ func (c *SimCluster) Hydra(t testing.TB, impl Impl, perNode int, prog string, ar
 // of perNode tasks on every node with srun --mpi=mpi: "pmix" for Open
 // MPI (Slurm's mpi/pmix_v4 and Open MPI's ext3x PMIx component), "pmi2"
 // for MPICH (Slurm's mpi/pmi2 serves MPICH's PMI-1 client). Open MPI
-// under pmi2 does not start (Debian's Open MPI has no s1/s2 component),
-// nor MPICH under pmix (its PMI is PMI-1). The job is cancelled when the
+// under pmi2 fails in MPI_Init (Debian's Open MPI has no s1/s2
+// component), and MPICH under pmix starts singletons, each rank 0 of 1
+// (its PMI is PMI-1). The job is cancelled when the
 // test ends, so that its allocation does not outlive a killed srun.
 func (c *SimCluster) Srun(t testing.TB, mpi string, perNode int, prog string, args ...string) []string {
 	t.Helper()
