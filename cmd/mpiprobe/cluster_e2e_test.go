@@ -1,0 +1,210 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mpiprobe/mpiprobe/internal/mpitest"
+)
+
+// TestClusterJobs starts a 6-rank job over the simulated cluster's three
+// nodes (.ci/cluster: 2 ranks per node) with each launcher that works
+// there: Open MPI's mpirun and MPICH's hydra through the cluster's rsh,
+// and srun with Open MPI (--mpi=pmix) and with MPICH (--mpi=pmi2). The
+// job is testdata/hang.c, whose rank 0 prints "hung" once every rank has
+// passed five rounds of barriers and allreduces on MPI_COMM_WORLD. For
+// each job it checks:
+//   - ranks 2k and 2k+1 live in node k+1's network namespace, and
+//     uname inside each node says its name;
+//   - the ranks talk over the bridge: in each node, one of its ranks has
+//     an established TCP connection to another node's address (ranks of
+//     different nodes share no memory: each node has its own IPC
+//     namespace and /dev/shm);
+//   - mpiprobe ps --json run inside each node lists every rank of the job
+//     with its rank number, and for Open MPI and srun under one job id.
+//
+// Today mpiprobe ps inside a node still lists the ranks of every node
+// (the nodes share the host's PID namespace). The --scope test will add:
+// ps --scope netns inside node k lists only ranks 2k-2 and 2k-1, under
+// the job id the ranks of other nodes have too (also hydra's, whose
+// proxies in n2 and n3 do not descend from mpiexec, as over ssh), and
+// --scope host lists all six.
+func TestClusterJobs(t *testing.T) {
+	ompi, mpich := mpitest.OpenMPI(), mpitest.MPICH()
+	mpitest.RequireE2E(t, ompi, mpich)
+	start := time.Now()
+	c := mpitest.Cluster(t)
+	t.Logf("cluster ready in %v", time.Since(start).Round(time.Millisecond))
+	bin := mpitest.BuildMpiprobe(t)
+	const perNode = 2
+	nodes := c.Nodes()
+	n := perNode * len(nodes)
+	hang := map[string]string{}
+	for _, impl := range []mpitest.Impl{ompi, mpich} {
+		hang[impl.Name] = mpitest.Build(t, impl, "hang")
+	}
+	cases := []struct {
+		name    string
+		impl    mpitest.Impl
+		argv    func(t *testing.T, prog string) []string
+		oneJob  bool // every node's ps names the ranks under one job id today
+		mpiName string
+	}{
+		{"mpirun", ompi, func(t *testing.T, p string) []string { return c.Mpirun(t, ompi, perNode, p, "skip", "5") }, true, "Open MPI"},
+		{"hydra", mpich, func(t *testing.T, p string) []string { return c.Hydra(t, mpich, perNode, p, "skip", "5") }, false, "MPICH"},
+		{"srun-pmix", ompi, func(t *testing.T, p string) []string { return c.Srun(t, "pmix", perNode, p, "skip", "5") }, true, "Open MPI"},
+		{"srun-pmi2", mpich, func(t *testing.T, p string) []string { return c.Srun(t, "pmi2", perNode, p, "skip", "5") }, true, "MPICH"},
+	}
+	hosts := map[string]string{} // node's address -> node
+	for _, node := range nodes {
+		out, err := c.Command(node, "uname", "-n").Output()
+		if err != nil {
+			t.Fatalf("uname -n in %s: %v", node, err)
+		}
+		if got := strings.TrimSpace(string(out)); got != node {
+			t.Errorf("uname -n in node %s says %q", node, got)
+		}
+		hosts["10.77.0."+strings.TrimPrefix(node, "n")] = node
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			began := time.Now()
+			prog := hang[tc.impl.Name]
+			job := c.StartJob(t, nodes[0], tc.argv(t, prog), prog, n, tc.impl.Lib)
+			job.WaitPrinted(t, "hung", 90*time.Second)
+
+			// Where each rank lives, by its network namespace.
+			nodeOf := map[int]string{}
+			for _, pid := range job.Ranks {
+				nodeOf[pid] = c.NodeOf(t, pid)
+			}
+			// Who each rank is, and its job, as ps in each node sees them.
+			rankOf := map[int]string{}
+			for _, node := range nodes {
+				l := psInNode(t, c, node, bin)
+				seen := map[int]bool{}
+				jobs := map[string]bool{}
+				for _, j := range l.Jobs {
+					for _, p := range j.Processes {
+						if _, ours := nodeOf[p.PID]; !ours {
+							continue
+						}
+						seen[p.PID] = true
+						jobs[j.Job] = true
+						if r, ok := rankOf[p.PID]; ok && r != string(p.Rank) {
+							t.Errorf("pid %d: rank %s in one node's ps, %s in %s's", p.PID, r, p.Rank, node)
+						}
+						rankOf[p.PID] = string(p.Rank)
+						if p.MPI != tc.mpiName {
+							t.Errorf("ps in %s: pid %d's MPI is %q, want %q", node, p.PID, p.MPI, tc.mpiName)
+						}
+					}
+				}
+				for _, pid := range job.Ranks {
+					if !seen[pid] {
+						t.Errorf("ps --json in %s does not list rank pid %d (of node %s)", node, pid, nodeOf[pid])
+					}
+				}
+				if tc.oneJob && len(jobs) != 1 {
+					t.Errorf("ps in %s lists the job's ranks under %d job ids, want 1: %v", node, len(jobs), sortedKeys(jobs))
+				} else if !tc.oneJob {
+					t.Logf("ps in %s: the job's ranks under job ids %v", node, sortedKeys(jobs))
+				}
+			}
+			// Ranks 2k, 2k+1 in node k+1.
+			perNodeRanks := map[string][]int{}
+			for pid, node := range nodeOf {
+				r, err := strconv.Atoi(rankOf[pid])
+				if err != nil {
+					t.Errorf("pid %d (node %q): rank %q", pid, node, rankOf[pid])
+					continue
+				}
+				if want := nodes[r/perNode]; node != want {
+					t.Errorf("rank %d (pid %d) lives in node %q's network namespace, want %s's", r, pid, node, want)
+				}
+				perNodeRanks[node] = append(perNodeRanks[node], r)
+			}
+			for _, node := range nodes {
+				sort.Ints(perNodeRanks[node])
+				if len(perNodeRanks[node]) != perNode {
+					t.Errorf("node %s runs ranks %v, want %d", node, perNodeRanks[node], perNode)
+				}
+			}
+			// Over the bridge: a rank of each node connected to another node.
+			for _, node := range nodes {
+				if peer := remotePeer(t, c, node, hosts, nodeOf); peer == "" {
+					t.Errorf("no rank in %s has a TCP connection to another node", node)
+				} else {
+					t.Logf("%s: a rank is connected to %s", node, peer)
+				}
+			}
+			t.Logf("ranks by node %v; %v", perNodeRanks, time.Since(began).Round(time.Millisecond))
+		})
+	}
+}
+
+// psInNode runs mpiprobe ps --json inside node.
+func psInNode(t *testing.T, c *mpitest.SimCluster, node, bin string) psJSON {
+	t.Helper()
+	cmd := c.Command(node, bin, "ps", "--json")
+	cmd.Stderr = os.Stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("mpiprobe ps --json in %s: %v\n%s", node, err, out)
+	}
+	var l psJSON
+	if err := json.Unmarshal(out, &l); err != nil {
+		t.Fatalf("mpiprobe ps --json in %s: %v\n%s", node, err, out)
+	}
+	return l
+}
+
+// ssPeer is one line of ss -tnpH state established: the peer's address
+// and the sockets' owners, whose pids ssPID reads.
+var ssPeer, ssPID = regexp.MustCompile(`^\S+\s+\S+\s+\S+\s+([0-9.]+):\d+\s+(.*)$`), regexp.MustCompile(`pid=(\d+)`)
+
+// remotePeer returns the other node that one of node's ranks has an
+// established TCP connection with, read by ss inside node, or "". A
+// socket the rank shares with another process (hydra's proxy's control
+// connection, which its ranks inherit) does not count.
+func remotePeer(t *testing.T, c *mpitest.SimCluster, node string, hosts map[string]string, nodeOf map[int]string) string {
+	t.Helper()
+	out, err := c.Command(node, "ss", "-tnpH", "state", "established").Output()
+	if err != nil {
+		t.Fatalf("ss in %s: %v", node, err)
+	}
+	for _, line := range strings.Split(string(out), "\n") {
+		m := ssPeer.FindStringSubmatch(strings.TrimSpace(line))
+		if m == nil {
+			continue
+		}
+		peer := hosts[m[1]]
+		if peer == "" || peer == node {
+			continue
+		}
+		owners := ssPID.FindAllStringSubmatch(m[2], -1)
+		if len(owners) != 1 {
+			continue
+		}
+		if pid, _ := strconv.Atoi(owners[0][1]); nodeOf[pid] == node {
+			return fmt.Sprintf("%s (rank pid %d)", peer, pid)
+		}
+	}
+	return ""
+}
+
+func sortedKeys(m map[string]bool) []string {
+	var s []string
+	for k := range m {
+		s = append(s, k)
+	}
+	sort.Strings(s)
+	return s
+}
