@@ -1,0 +1,121 @@
+package jobstore
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/mpiprobe/mpiprobe/internal/atomicfile"
+	"github.com/mpiprobe/mpiprobe/internal/text"
+)
+
+// partExt ends the name of a node's part of a job in a Shared directory;
+// a name without it (the merged summary, SummaryName) is never a part.
+const partExt = ".part.json"
+
+// SummaryName is the name of the merged summary of a job in its directory
+// of a Shared directory (written by the Slurm epilog, dist/slurm): it does
+// not end in ".part.json", so it is never taken for a node's part.
+const SummaryName = "summary.json"
+
+// Shared is a directory that the agents of several nodes share (a shared
+// file system): each writes its node's part of each job there, in a
+// directory per job, Dir/FileName(job)/FileName(node)+".part.json", and
+// `mpiprobe report --shared-dir` merges a job's parts. Names are escaped
+// as FileName does, so that neither a job id nor a host name makes a path.
+// Files are 0640 and job directories 0750 (less the umask); in a
+// set-group-id Dir they take Dir's group, so that a reader in that group
+// (e.g. an epilog run as SlurmUser) can read them.
+type Shared struct {
+	// Dir is the shared directory.
+	Dir string
+}
+
+// JobDir is the directory of job's parts.
+func (s Shared) JobDir(job string) string { return filepath.Join(s.Dir, FileName(job)) }
+
+// PartPath is the file of node's part of job.
+func (s Shared) PartPath(job, node string) string {
+	return filepath.Join(s.JobDir(job), FileName(node)+partExt)
+}
+
+// SavePart makes data node's part of job, atomically (a temporary file in
+// the job's directory, synced and renamed into place); it creates the
+// job's directory. Dir itself must exist: a missing shared directory is a
+// file system that is not mounted, not one to create.
+func (s Shared) SavePart(job, node string, data []byte) (err error) {
+	defer func() {
+		if err != nil {
+			err = fmt.Errorf("jobstore: save the part of job %s: %w", text.Quote(job), err)
+		}
+	}()
+	switch {
+	case s.Dir == "":
+		return errors.New("no shared directory")
+	case job == "" || node == "":
+		return errors.New("no job or no node name")
+	case len(FileName(job)) > maxName || len(FileName(node))+len(partExt) > maxName:
+		return errors.New("job id or node name too long for a file name")
+	}
+	fi, err := os.Stat(s.Dir)
+	if err != nil {
+		return fmt.Errorf("shared directory: %w (mount or create it, or fix --shared-dir / shared_dir)", err)
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("shared directory %s is not a directory (fix --shared-dir / shared_dir)", s.Dir)
+	}
+	if err := os.Mkdir(s.JobDir(job), dirMode); err != nil && !errors.Is(err, fs.ErrExist) {
+		return err
+	}
+	f, err := atomicfile.Create(s.PartPath(job, node), fileMode)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Chmod(fileMode)
+	}
+	return f.Finish(err)
+}
+
+// Jobs returns the jobs with a directory in Dir, sorted; names FileName
+// does not make are left out.
+func (s Shared) Jobs() ([]string, error) {
+	des, err := os.ReadDir(s.Dir)
+	if err != nil {
+		return nil, fmt.Errorf("jobstore: shared directory: %w", err)
+	}
+	var jobs []string
+	for _, de := range des {
+		if job, ok := JobOf(de.Name() + ext); ok && de.IsDir() {
+			jobs = append(jobs, job)
+		}
+	}
+	slices.Sort(jobs)
+	return jobs, nil
+}
+
+// Parts returns the paths of job's parts, sorted by name; temporary files,
+// the merged summary and other names are left out. A job without a
+// directory has none.
+func (s Shared) Parts(job string) ([]string, error) {
+	dir := s.JobDir(job)
+	des, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("jobstore: parts of job %s: %w", text.Quote(job), err)
+	}
+	var out []string
+	for _, de := range des {
+		if strings.HasSuffix(de.Name(), partExt) && !atomicfile.IsTemp(de.Name()) && de.Type().IsRegular() {
+			out = append(out, filepath.Join(dir, de.Name()))
+		}
+	}
+	return out, nil
+}
