@@ -80,7 +80,7 @@ func TestMergeParts(t *testing.T) {
 		partial bool
 		list    []string
 	}{{
-		name:  "three of four nodes, one written twice",
+		name: "three of four nodes, one written twice",
 		parts: []Part{
 			nodePart("n1", "7.0", w, true, list, 0, 10, 20),
 			nodePart("n2", "7.0", at(1000), false, list, 2, 1, 1), // periodic...
