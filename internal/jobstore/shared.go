@@ -47,19 +47,34 @@ func (s Shared) PartPath(job, node string) string {
 // the job's directory, synced and renamed into place); it creates the
 // job's directory. Dir itself must exist: a missing shared directory is a
 // file system that is not mounted, not one to create.
-func (s Shared) SavePart(job, node string, data []byte) (err error) {
-	defer func() {
-		if err != nil {
-			err = fmt.Errorf("jobstore: save the part of job %s: %w", text.Quote(job), err)
-		}
-	}()
+func (s Shared) SavePart(job, node string, data []byte) error {
+	if node == "" || len(FileName(node))+len(partExt) > maxName {
+		return fmt.Errorf("jobstore: save the part of job %s: no node name, or one too long for a file name", text.Quote(job))
+	}
+	if err := s.save(job, s.PartPath(job, node), data); err != nil {
+		return fmt.Errorf("jobstore: save the part of job %s: %w", text.Quote(job), err)
+	}
+	return nil
+}
+
+// SaveSummary makes data the merged summary of job (SummaryName in the
+// job's directory), atomically.
+func (s Shared) SaveSummary(job string, data []byte) error {
+	if err := s.save(job, filepath.Join(s.JobDir(job), SummaryName), data); err != nil {
+		return fmt.Errorf("jobstore: save the summary of job %s: %w", text.Quote(job), err)
+	}
+	return nil
+}
+
+// save writes data to path in job's directory, creating the directory.
+func (s Shared) save(job, path string, data []byte) error {
 	switch {
 	case s.Dir == "":
 		return errors.New("no shared directory")
-	case job == "" || node == "":
-		return errors.New("no job or no node name")
-	case len(FileName(job)) > maxName || len(FileName(node))+len(partExt) > maxName:
-		return errors.New("job id or node name too long for a file name")
+	case job == "":
+		return errors.New("empty job id")
+	case len(FileName(job)) > maxName:
+		return errors.New("job id too long for a file name")
 	}
 	fi, err := os.Stat(s.Dir)
 	if err != nil {
@@ -71,7 +86,7 @@ func (s Shared) SavePart(job, node string, data []byte) (err error) {
 	if err := os.Mkdir(s.JobDir(job), dirMode); err != nil && !errors.Is(err, fs.ErrExist) {
 		return err
 	}
-	f, err := atomicfile.Create(s.PartPath(job, node), fileMode)
+	f, err := atomicfile.Create(path, fileMode)
 	if err != nil {
 		return err
 	}
