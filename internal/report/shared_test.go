@@ -158,6 +158,7 @@ func TestReadShared(t *testing.T) {
 		nodePart("n2", "7.0", at(1000), false, list, 2, 1, 1),
 		nodePart("n2", "7.0", at(5000), true, list, 2, 30, 40), // rewritten: replaces the one above
 		nodePart("n1", "8.0", at(5000), true, list, 0, 999),    // another job
+		nodePart("n1", "70.0", at(5000), true, list, 0, 998),   // and one whose id starts as 7's
 	)
 	corrupt := sh.PartPath("7.0", "n3")
 	if err := os.WriteFile(corrupt, []byte(`{"schema_version":1,"kind":"job_part","node":"n3"`), 0o640); err != nil {
