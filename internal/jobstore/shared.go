@@ -27,9 +27,9 @@ const SummaryName = "summary.json"
 // directory per job, Dir/FileName(job)/FileName(node)+".part.json", and
 // `mpiprobe report --shared-dir` merges a job's parts. Names are escaped
 // as FileName does, so that neither a job id nor a host name makes a path.
-// Files are 0640 and job directories 0750 (less the umask); in a
-// set-group-id Dir they take Dir's group, so that a reader in that group
-// (e.g. an epilog run as SlurmUser) can read them.
+// Files are 0640 and job directories 0770; in a set-group-id Dir they
+// take Dir's group, so that a reader in that group (e.g. the Slurm epilog
+// run as SlurmUser) can read them and store the merged summary.
 type Shared struct {
 	// Dir is the shared directory.
 	Dir string
@@ -83,7 +83,7 @@ func (s Shared) save(job, path string, data []byte) error {
 	if !fi.IsDir() {
 		return fmt.Errorf("shared directory %s is not a directory (fix --shared-dir / shared_dir)", s.Dir)
 	}
-	if err := os.Mkdir(s.JobDir(job), dirMode); err != nil && !errors.Is(err, fs.ErrExist) {
+	if err := s.mkdirJob(job); err != nil {
 		return err
 	}
 	f, err := atomicfile.Create(path, fileMode)
@@ -95,6 +95,29 @@ func (s Shared) save(job, path string, data []byte) error {
 		err = f.Chmod(fileMode)
 	}
 	return f.Finish(err)
+}
+
+// sharedDirMode is the mode of a job's directory in a Shared directory:
+// its group (Dir's, in a set-group-id Dir) writes there too, e.g. the
+// Slurm epilog's merged summary when it runs as SlurmUser.
+const sharedDirMode = 0o770
+
+// mkdirJob creates job's directory, sharedDirMode whatever the umask, and
+// set-group-id when Dir is (as Linux makes it).
+func (s Shared) mkdirJob(job string) error {
+	dir := s.JobDir(job)
+	err := os.Mkdir(dir, sharedDirMode)
+	if errors.Is(err, fs.ErrExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return err
+	}
+	return os.Chmod(dir, sharedDirMode|fi.Mode()&fs.ModeSetgid)
 }
 
 // Jobs returns the jobs with a directory in Dir, sorted; names FileName
