@@ -1,7 +1,7 @@
 # mpiprobe: see README.md.
 GO       ?= go
 BIN      := bin/mpiprobe
-DEB_PKGS := openmpi-bin libopenmpi-dev mpich libmpich-dev gfortran binutils clang llvm libbpf-dev linux-libc-dev gcc make prometheus systemd util-linux libibverbs1 time debootstrap
+DEB_PKGS := openmpi-bin libopenmpi-dev mpich libmpich-dev gfortran binutils clang llvm libbpf-dev linux-libc-dev gcc make prometheus systemd util-linux libibverbs1 time debootstrap shellcheck
 
 # Where install puts things. DESTDIR stages into another root (packaging,
 # tests): then nothing is done to the running system.
