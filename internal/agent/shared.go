@@ -86,7 +86,7 @@ func (a *agent) savePart(j *jobState, sum agg.Summary) {
 	}
 	if err != nil {
 		if !j.partFailed {
-			a.cfg.Log.Error("job's part not written to the shared directory; the local summary has everything and the part is tried again at the job's next write (the agent must be able to write there: check the mount, its permissions and --shared-dir / shared_dir)",
+			a.cfg.Log.Error("job's part not written to the shared directory; the local summary has everything and the part is tried again at the job's next write (the agent must be able to write there: check the mount, its permissions, --shared-dir / shared_dir, and under systemd a ReadWritePaths= for it in a drop-in: systemctl edit mpiprobe)",
 				"job", text.Quote(j.Key), "err", err)
 		}
 		j.partFailed = true
