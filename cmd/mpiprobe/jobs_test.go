@@ -510,9 +510,9 @@ func TestJobsShared(t *testing.T) {
 	sh := jobstore.Shared{Dir: t.TempDir()}
 	done := agg.End{Kind: agg.Exited, At: jobsT0.Add(time.Minute)}
 	for _, p := range []report.Part{
-		{Node: "n1", Job: "7.0", Written: jobsT0, Final: true, NodeList: []string{"n1", "n2", "n3"}, NodeListFrom: "SLURM_JOB_NODELIST",
+		{Node: "n1", Job: "7.0", Written: jobsT0, Final: true, NodeList: "n[1-3]", NodeListFrom: "SLURM_JOB_NODELIST",
 			Summary: jobsSummary("n1", "7.0", jobsRank{"0", 10, done}, jobsRank{"1", 11, done})},
-		{Node: "n2", Job: "7.0", Written: jobsT0, Final: true, NodeList: []string{"n1", "n2", "n3"}, NodeListFrom: "SLURM_JOB_NODELIST",
+		{Node: "n2", Job: "7.0", Written: jobsT0, Final: true, NodeList: "n[1-3]", NodeListFrom: "SLURM_JOB_NODELIST",
 			Summary: jobsSummary("n2", "7.0", jobsRank{"2", 12, done})},
 	} {
 		var buf bytes.Buffer

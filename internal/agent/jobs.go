@@ -43,10 +43,11 @@ type jobState struct {
 	// and its counts are kept, also across a restart, until it is.
 	Unsaved bool `json:"unsaved,omitzero"`
 	// NodeList is the job's node list as its ranks' launcher gave it
-	// (Slurm), nil when none did; NodeListFrom names the variable. Read
-	// only when parts are written to a shared directory.
-	NodeList     []string `json:"node_list,omitempty"`
-	NodeListFrom string   `json:"node_list_from,omitempty"`
+	// (Slurm's compact form, checked by hostlist.Expand), "" when none
+	// did; NodeListFrom names the variable. Read only when parts are
+	// written to a shared directory.
+	NodeList     string `json:"node_list,omitempty"`
+	NodeListFrom string `json:"node_list_from,omitempty"`
 	// partFailed is set while the job's part cannot be written to the
 	// shared directory (logged once).
 	partFailed bool

@@ -17,28 +17,28 @@ import (
 // ranks run on), then the job's allocation. mpirun and hydra give none.
 var nodeListVars = []string{"SLURM_STEP_NODELIST", "SLURM_JOB_NODELIST"}
 
-// nodeListOf reads a job's node list from a rank's environment: the names,
-// the variable they came from, and the variable and error of a list that
-// does not parse (then no list).
-func nodeListOf(env map[string]string) (list []string, from string, bad error) {
+// nodeListOf reads a job's node list from a rank's environment: the list
+// as written there (compact) once hostlist.Expand read it, the variable it
+// came from, and the variable and error of a list that does not read
+// (then no list).
+func nodeListOf(env map[string]string) (list, from string, bad error) {
 	for _, v := range nodeListVars {
 		s, ok := env[v]
 		if !ok || s == "" {
 			continue
 		}
-		list, err := hostlist.Expand(s)
-		if err != nil {
-			return nil, v, err
+		if _, err := hostlist.Expand(s); err != nil {
+			return "", v, err
 		}
-		return list, v, nil
+		return s, v, nil
 	}
-	return nil, "", nil
+	return "", "", nil
 }
 
 // noteNodeList records in a job the node list a new rank's environment
 // gives, when the job has none yet.
 func (a *agent) noteNodeList(j *jobState, env map[string]string) {
-	if j == nil || j.NodeList != nil || a.cfg.SharedDir == "" {
+	if j == nil || j.NodeList != "" || a.cfg.SharedDir == "" {
 		return
 	}
 	list, from, err := nodeListOf(env)
@@ -47,7 +47,7 @@ func (a *agent) noteNodeList(j *jobState, env map[string]string) {
 			"job", text.Quote(j.Key), "variable", from, "err", err)
 		return
 	}
-	if list != nil {
+	if list != "" {
 		j.NodeList, j.NodeListFrom = list, from
 	}
 }

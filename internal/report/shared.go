@@ -14,6 +14,7 @@ import (
 
 	"github.com/mpiprobe/mpiprobe/agg"
 	"github.com/mpiprobe/mpiprobe/internal/atomicfile"
+	"github.com/mpiprobe/mpiprobe/internal/hostlist"
 	"github.com/mpiprobe/mpiprobe/internal/jobstore"
 	"github.com/mpiprobe/mpiprobe/internal/text"
 )
@@ -34,10 +35,12 @@ type Part struct {
 	// on the node then (otherwise it was a periodic write while it ran).
 	Written time.Time
 	Final   bool
-	// NodeList is the job's node list as the ranks' launcher gave it
-	// (expanded), nil when it gave none; NodeListFrom names where it came
-	// from, e.g. "SLURM_STEP_NODELIST", "" when none.
-	NodeList     []string
+	// NodeList is the job's node list as the ranks' launcher gave it, in
+	// its compact form (Slurm's "n[1-3,5]", package hostlist), "" when it
+	// gave none; NodeListFrom names where it came from, e.g.
+	// "SLURM_STEP_NODELIST". Compact, a part stays small on a job of many
+	// nodes, and a merge expands each distinct list once.
+	NodeList     string
 	NodeListFrom string
 	// Summary is the node's summary of the job: its ranks, pids, hosts and
 	// counts.
@@ -51,13 +54,13 @@ type jsonPart struct {
 	Job          string          `json:"job"`
 	Written      time.Time       `json:"written"`
 	Final        bool            `json:"final"`
-	NodeList     []string        `json:"node_list"`
+	NodeList     string          `json:"node_list"`
 	NodeListFrom string          `json:"node_list_from"`
 	Summary      json.RawMessage `json:"summary"`
 }
 
 // WritePart writes p as one JSON document of kind "job_part": node, job,
-// written, final, node_list ([] when unknown), node_list_from and summary
+// written, final, node_list (compact, "" when unknown), node_list_from and summary
 // (a summary document, as WriteJSON writes it).
 func WritePart(w io.Writer, p Part) error {
 	var sum bytes.Buffer
@@ -66,9 +69,6 @@ func WritePart(w io.Writer, p Part) error {
 	}
 	doc := jsonPart{Envelope: NewEnvelope(KindPart), Node: p.Node, Job: p.Job, Written: p.Written, Final: p.Final,
 		NodeList: p.NodeList, NodeListFrom: p.NodeListFrom, Summary: sum.Bytes()}
-	if doc.NodeList == nil {
-		doc.NodeList = []string{}
-	}
 	return EncodeJSON(w, doc, "job part")
 }
 
@@ -108,12 +108,8 @@ func ReadPart(r io.Reader) (Part, error) {
 	if id := sum.Jobs[0].ID; jobstore.Key(id) != doc.Job {
 		return Part{}, fmt.Errorf("report: read part: its summary is of job %s, not %s", text.Quote(id), text.Quote(doc.Job))
 	}
-	p := Part{Node: doc.Node, Job: doc.Job, Written: doc.Written, Final: doc.Final,
-		NodeListFrom: doc.NodeListFrom, Summary: sum}
-	if len(doc.NodeList) > 0 {
-		p.NodeList = doc.NodeList
-	}
-	return p, nil
+	return Part{Node: doc.Node, Job: doc.Job, Written: doc.Written, Final: doc.Final,
+		NodeList: doc.NodeList, NodeListFrom: doc.NodeListFrom, Summary: sum}, nil
 }
 
 // PartInfo is what a merged summary says of one part it took.
@@ -177,7 +173,9 @@ func MergeParts(parts []Part, files []string) (SharedSummary, error) {
 	})
 	byJob := map[string][]agg.Summary{}
 	var jobs []string
-	var nodes []string
+	listed := map[string]bool{}
+	expanded := map[string][]string{} // each distinct node list, expanded once
+	wrote := map[string]bool{}        // the nodes with a part, by name and by first label
 	for _, i := range idx {
 		p := parts[i]
 		if _, ok := byJob[p.Job]; !ok {
@@ -193,9 +191,18 @@ func MergeParts(parts []Part, files []string) (SharedSummary, error) {
 		}
 		out.Parts = append(out.Parts, info)
 		out.Partial = out.Partial || !p.Final
-		nodes = append(nodes, p.Node)
-		for _, n := range p.NodeList {
-			if !slices.Contains(out.NodeList, n) {
+		wrote[p.Node], wrote[firstLabel(p.Node)] = true, true
+		names, ok := expanded[p.NodeList]
+		if !ok && p.NodeList != "" {
+			var err error
+			if names, err = hostlist.Expand(p.NodeList); err != nil {
+				out.Notes = append(out.Notes, fmt.Sprintf("the node list of %s's part does not read (%v): its nodes cannot be named missing", text.Quote(p.Node), err))
+			}
+			expanded[p.NodeList] = names
+		}
+		for _, n := range names {
+			if !listed[n] {
+				listed[n] = true
 				out.NodeList = append(out.NodeList, n)
 			}
 		}
@@ -204,7 +211,7 @@ func MergeParts(parts []Part, files []string) (SharedSummary, error) {
 		}
 	}
 	for _, n := range out.NodeList {
-		if !slices.ContainsFunc(nodes, func(m string) bool { return sameNode(n, m) }) {
+		if !wrote[n] && !wrote[firstLabel(n)] {
 			out.Missing = append(out.Missing, n)
 		}
 	}
@@ -249,11 +256,12 @@ func joinJobs(out, m agg.Summary) agg.Summary {
 	return out
 }
 
-// sameNode reports whether a node list's name and a part's node are one
-// node: equal, or one is the other's first label ("n1", "n1.cluster").
-func sameNode(listed, node string) bool {
-	short := func(s string) string { h, _, _ := strings.Cut(s, "."); return h }
-	return listed == node || short(listed) == node || listed == short(node)
+// firstLabel is a host name's first label: "n1" of "n1.cluster". A node
+// of the node list and a part's node are one node when they are equal or
+// one's first label is the other's.
+func firstLabel(host string) string {
+	h, _, _ := strings.Cut(host, ".")
+	return h
 }
 
 // JobsOf returns the jobs of shared that job names: the job whose key is

@@ -19,7 +19,7 @@ import (
 
 // nodePart is node's part of job with one rank per pid, rank = first+i,
 // each with count sends queued as pending.
-func nodePart(node, job string, written time.Time, final bool, list []string, first int, counts ...uint64) Part {
+func nodePart(node, job string, written time.Time, final bool, list string, first int, counts ...uint64) Part {
 	var procs []agg.Proc
 	var samples []agg.Sample
 	end := agg.End{Kind: agg.Running}
@@ -34,14 +34,14 @@ func nodePart(node, job string, written time.Time, final bool, list []string, fi
 	}
 	p := Part{Node: node, Job: job, Written: written, Final: final, NodeList: list,
 		Summary: agg.Build(node, t0, written, procs, samples, catalog, nil)}
-	if list != nil {
+	if list != "" {
 		p.NodeListFrom = "SLURM_STEP_NODELIST"
 	}
 	return p
 }
 
 // saveParts writes parts into a shared directory as the agents do.
-func saveParts(t *testing.T, sh jobstore.Shared, parts ...Part) {
+func saveParts(t testing.TB, sh jobstore.Shared, parts ...Part) {
 	t.Helper()
 	for _, p := range parts {
 		var buf bytes.Buffer
@@ -70,7 +70,7 @@ func rankCounts(s agg.Summary) map[string]uint64 {
 }
 
 func TestMergeParts(t *testing.T) {
-	list := []string{"n1", "n2", "n3", "n4"}
+	list, all := "n[1-4]", []string{"n1", "n2", "n3", "n4"}
 	w := at(5000)
 	for _, tc := range []struct {
 		name    string
@@ -79,6 +79,7 @@ func TestMergeParts(t *testing.T) {
 		missing []string
 		partial bool
 		list    []string
+		notes   int
 	}{{
 		name: "three of four nodes, one written twice",
 		parts: []Part{
@@ -89,23 +90,27 @@ func TestMergeParts(t *testing.T) {
 		},
 		want: map[string]uint64{"7.0 n1/0/1000": 10, "7.0 n1/1/1001": 20, "7.0 n2/2/1002": 30, "7.0 n2/3/1003": 40,
 			"7.0 n3/4/1004": 50, "7.0 n3/5/1005": 60},
-		missing: []string{"n4"}, partial: true, list: list,
+		missing: []string{"n4"}, partial: true, list: all,
 	}, {
 		name:  "the final part given first",
-		parts: []Part{nodePart("n2", "7.0", w, true, list[1:2], 2, 30), nodePart("n2", "7.0", at(1000), false, list[1:2], 2, 1)},
-		want:  map[string]uint64{"7.0 n2/2/1002": 30}, list: list[1:2],
+		parts: []Part{nodePart("n2", "7.0", w, true, "n2", 2, 30), nodePart("n2", "7.0", at(1000), false, "n2", 2, 1)},
+		want:  map[string]uint64{"7.0 n2/2/1002": 30}, list: all[1:2],
 	}, {
 		name:  "a part while the job runs",
-		parts: []Part{nodePart("n1", "7.0", w, true, list[:2], 0, 1), nodePart("n2.cluster", "7.0", w, false, list[:2], 1, 2)},
-		want:  map[string]uint64{"7.0 n1/0/1000": 1, "7.0 n2.cluster/1/1001": 2}, partial: true, list: list[:2],
+		parts: []Part{nodePart("n1", "7.0", w, true, "n[1-2]", 0, 1), nodePart("n2.cluster", "7.0", w, false, "n[1-2]", 1, 2)},
+		want:  map[string]uint64{"7.0 n1/0/1000": 1, "7.0 n2.cluster/1/1001": 2}, partial: true, list: all[:2],
 	}, {
 		name:  "no node list (mpirun)",
-		parts: []Part{nodePart("a", "1417805825", w, true, nil, 0, 3), nodePart("b", "1417805825", w, true, nil, 1, 4)},
+		parts: []Part{nodePart("a", "1417805825", w, true, "", 0, 3), nodePart("b", "1417805825", w, true, "", 1, 4)},
 		want:  map[string]uint64{"1417805825 a/0/1000": 3, "1417805825 b/1/1001": 4},
 	}, {
+		name:  "a node list that does not read",
+		parts: []Part{nodePart("a", "9.0", w, true, "n[1-", 0, 3)},
+		want:  map[string]uint64{"9.0 a/0/1000": 3}, notes: 1,
+	}, {
 		name:  "two steps of one Slurm job",
-		parts: []Part{nodePart("n1", "7.0", w, true, list[:1], 0, 5), nodePart("n1", "7.1", w, true, list[:1], 0, 6)},
-		want:  map[string]uint64{"7.0 n1/0/1000": 5, "7.1 n1/0/1000": 6}, list: list[:1],
+		parts: []Part{nodePart("n1", "7.0", w, true, "n1", 0, 5), nodePart("n1", "7.1", w, true, "n1", 0, 6)},
+		want:  map[string]uint64{"7.0 n1/0/1000": 5, "7.1 n1/0/1000": 6}, list: all[:1],
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			ss, err := MergeParts(tc.parts, nil)
@@ -126,8 +131,8 @@ func TestMergeParts(t *testing.T) {
 			if total != sum {
 				t.Errorf("totals %d, want %d", total, sum)
 			}
-			if !slices.Equal(ss.Missing, tc.missing) || ss.Partial != tc.partial || !slices.Equal(ss.NodeList, tc.list) {
-				t.Errorf("missing %q partial %v list %q; want %q %v %q", ss.Missing, ss.Partial, ss.NodeList, tc.missing, tc.partial, tc.list)
+			if !slices.Equal(ss.Missing, tc.missing) || ss.Partial != tc.partial || !slices.Equal(ss.NodeList, tc.list) || len(ss.Notes) != tc.notes {
+				t.Errorf("missing %q partial %v list %q notes %q; want %q %v %q, %d notes", ss.Missing, ss.Partial, ss.NodeList, ss.Notes, tc.missing, tc.partial, tc.list, tc.notes)
 			}
 		})
 	}
@@ -152,7 +157,7 @@ func mapsEqual(a, b map[string]uint64) bool {
 // the JSON say the summary is partial.
 func TestReadShared(t *testing.T) {
 	sh := jobstore.Shared{Dir: t.TempDir()}
-	list := []string{"n1", "n2", "n3", "n4"}
+	list := "n[1-4]"
 	saveParts(t, sh,
 		nodePart("n1", "7.0", at(5000), true, list, 0, 10, 20),
 		nodePart("n2", "7.0", at(1000), false, list, 2, 1, 1),
@@ -225,7 +230,7 @@ func TestReadShared(t *testing.T) {
 // not taken as that node's.
 func TestReadSharedMisplaced(t *testing.T) {
 	sh := jobstore.Shared{Dir: t.TempDir()}
-	saveParts(t, sh, nodePart("n1", "7.0", at(5000), true, nil, 0, 10))
+	saveParts(t, sh, nodePart("n1", "7.0", at(5000), true, "", 0, 10))
 	data, err := os.ReadFile(sh.PartPath("7.0", "n1"))
 	if err != nil {
 		t.Fatal(err)
@@ -243,7 +248,7 @@ func TestReadSharedMisplaced(t *testing.T) {
 }
 
 func TestPartRoundTrip(t *testing.T) {
-	in := nodePart("n1", "7.0", at(5000), true, []string{"n1", "n2"}, 0, 10, 20)
+	in := nodePart("n1", "7.0", at(5000), true, "n[1-2]", 0, 10, 20)
 	var buf bytes.Buffer
 	if err := WritePart(&buf, in); err != nil {
 		t.Fatal(err)
@@ -277,7 +282,7 @@ func TestPartRoundTrip(t *testing.T) {
 
 func FuzzReadPart(f *testing.F) {
 	var buf bytes.Buffer
-	if err := WritePart(&buf, nodePart("n1", "7.0", at(5000), true, []string{"n1", "n2"}, 0, 10, 20)); err != nil {
+	if err := WritePart(&buf, nodePart("n1", "7.0", at(5000), true, "n[1-2]", 0, 10, 20)); err != nil {
 		f.Fatal(err)
 	}
 	f.Add(buf.Bytes())
