@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"path/filepath"
 	"runtime/pprof"
 	"strings"
 	"time"
@@ -102,7 +103,9 @@ func (f *agentFlags) run(ctx context.Context, c *cobra.Command) error {
 		file.StateDir = f.stateDir
 	}
 	if f.sharedDir != "" {
-		file.SharedDir = f.sharedDir
+		if file.SharedDir, err = filepath.Abs(f.sharedDir); err != nil {
+			return usagef("--shared-dir %s: %v", f.sharedDir, err)
+		}
 	}
 	if f.pinDir != "" {
 		file.PinDir = f.pinDir
