@@ -72,6 +72,16 @@ func TestSavePart(t *testing.T) {
 		t.Errorf("part read back: %+v", p)
 	}
 
+	// A periodic write while the job runs: not final.
+	j.Finished = time.Time{}
+	a.savePart(j, sum)
+	if data, err = os.ReadFile(sh.PartPath("7.0", "n1")); err != nil {
+		t.Fatal(err)
+	}
+	if p, err = report.ReadPart(bytes.NewReader(data)); err != nil || p.Final {
+		t.Errorf("part of a running job: final %v, %v", p.Final, err)
+	}
+
 	a.savePart(&jobState{Key: "pid-42", Finished: time.Now()}, agg.Summary{Host: "n1", Jobs: []agg.Job{{ID: "?"}}})
 	if jobs, _ := sh.Jobs(); !slices.Equal(jobs, []string{"7.0"}) {
 		t.Errorf("jobs in the shared dir: %q, want only 7.0", jobs)
