@@ -1,7 +1,7 @@
 # mpiprobe: see README.md.
 GO       ?= go
 BIN      := bin/mpiprobe
-DEB_PKGS := openmpi-bin libopenmpi-dev mpich libmpich-dev gfortran binutils clang llvm libbpf-dev linux-libc-dev gcc make prometheus systemd util-linux libibverbs1 time debootstrap
+DEB_PKGS := openmpi-bin libopenmpi-dev mpich libmpich-dev gfortran binutils clang llvm libbpf-dev linux-libc-dev gcc make prometheus systemd util-linux libibverbs1 time debootstrap shellcheck
 
 # Where install puts things. DESTDIR stages into another root (packaging,
 # tests): then nothing is done to the running system.
@@ -77,6 +77,7 @@ readme: deps
 bench:
 	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 60m ./internal/bench/
 	$(GO) test -run '^$$' -bench 'Compress|Analyze' -benchtime 3x ./internal/trace/loops/ ./internal/trace/traceview/
+	$(GO) test -run '^$$' -bench 'ReadShared' -benchtime 3x ./internal/report/
 
 fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzParseMaps -fuzztime 30s ./internal/procfs/
@@ -85,6 +86,8 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime 30s ./internal/config/
 	$(GO) test -run '^$$' -fuzz FuzzEncode -fuzztime 30s ./internal/journal/
 	$(GO) test -run '^$$' -fuzz FuzzFileName -fuzztime 30s ./internal/jobstore/
+	$(GO) test -run '^$$' -fuzz FuzzExpand -fuzztime 30s ./internal/hostlist/
+	$(GO) test -run '^$$' -fuzz FuzzReadPart -fuzztime 30s ./internal/report/
 	$(GO) test -run '^$$' -fuzz FuzzShow -fuzztime 30s ./internal/text/
 	$(GO) test -run '^$$' -fuzz FuzzParseEventSpec -fuzztime 30s ./thresholds/
 	$(GO) test -run '^$$' -fuzz FuzzDiscover -fuzztime 30s ./internal/discover/

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"path/filepath"
 	"runtime/pprof"
 	"strings"
 	"time"
@@ -29,6 +30,7 @@ type agentFlags struct {
 	metricsAddr string
 	webConfig   string
 	stateDir    string
+	sharedDir   string
 	pinDir      string
 	events      string
 	interval    time.Duration
@@ -61,6 +63,7 @@ func newAgentCmd() *cobra.Command {
 	fs.StringVar(&f.metricsAddr, "metrics-addr", "", "serve Prometheus metrics on `ADDR` (host:port, or off); overrides metrics_addr")
 	fs.StringVar(&f.webConfig, "web.config.file", "", "web configuration `FILE` of the metrics page: TLS and basic authentication, in the Prometheus exporters' format (docs/metrics.md)")
 	fs.StringVar(&f.stateDir, "state-dir", "", "state `DIR` (job summaries, agent state); overrides state_dir")
+	fs.StringVar(&f.sharedDir, "shared-dir", "", "`DIR` on a file system the nodes share: each job's part from this node is written there (mpiprobe report --job JOBID --shared-dir DIR merges them); overrides shared_dir")
 	fs.StringVar(&f.pinDir, "pin-dir", "", "BPF file system `DIR` for pinned maps and links; overrides pin_dir")
 	fs.StringVar(&f.events, "events", "", "event `LEVELS` to enable (default, retries, messages, all); overrides events")
 	fs.DurationVar(&f.interval, "interval", 0, "how often counters are read, a `DURATION` from 100ms to 1m; overrides interval")
@@ -98,6 +101,11 @@ func (f *agentFlags) run(ctx context.Context, c *cobra.Command) error {
 	}
 	if f.stateDir != "" {
 		file.StateDir = f.stateDir
+	}
+	if f.sharedDir != "" {
+		if file.SharedDir, err = filepath.Abs(f.sharedDir); err != nil {
+			return usagef("--shared-dir %s: %v", f.sharedDir, err)
+		}
 	}
 	if f.pinDir != "" {
 		file.PinDir = f.pinDir
@@ -175,6 +183,7 @@ func (f *agentFlags) run(ctx context.Context, c *cobra.Command) error {
 		Overrides:        []thresholds.Overrides{file.Thresholds, cli},
 		Interval:         file.Interval,
 		StateDir:         file.StateDir,
+		SharedDir:        file.SharedDir,
 		PinDir:           file.PinDir,
 		LibraryPaths:     file.LibraryPaths,
 		DebugDirs:        debugDirs(f.debugDirs, file.DebugDirs),

@@ -1,10 +1,12 @@
 package main
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -73,16 +75,34 @@ func newReportCmd() *cobra.Command {
 		job      string
 		merge    bool
 		asJSON   bool
+		shared   string
+		wait     time.Duration
+		save     bool
 	)
 	c := &cobra.Command{
-		Use:   "report [flags] JOBID | report --merge [--job JOBID] [--json] DIR|FILE...",
+		Use:   "report [flags] JOBID | report --merge [--job JOBID] [--json] DIR|FILE... | report --job JOBID --shared-dir DIR",
 		Short: "one job's summary, or several nodes' merged",
 		Long: "Shows the summary `mpiprobe agent` wrote for a job (`mpiprobe jobs` lists them). With --merge, reads\n" +
-			"the job's summary from each node's state dir, jobs dir or copied .json file and shows them as one.",
+			"the job's summary from each node's state dir, jobs dir or copied .json file and shows them as one.\n" +
+			"With --shared-dir, merges the parts the nodes' agents wrote to that shared directory (their --shared-dir).",
 		RunE: func(c *cobra.Command, pos []string) error {
 			stdout, stderr := c.OutOrStdout(), c.ErrOrStderr()
 			stateSet := c.Flags().Changed("state-dir")
 			var sum agg.Summary
+			if shared != "" {
+				switch {
+				case merge || stateSet:
+					return usagef("--shared-dir does not go with --merge or --state-dir (it reads the parts the agents wrote there)")
+				case len(pos) > 0:
+					return usagef("unexpected argument %s with --shared-dir: give the job with --job JOBID", text.Echo(pos[0]))
+				case job == "":
+					return usagef("--shared-dir needs --job JOBID (ls %s lists the jobs there)", shared)
+				}
+				return reportShared(c, jobstore.Shared{Dir: shared}, job, wait, save, asJSON)
+			}
+			if wait != 0 || save {
+				return usagef("--wait and --save go with --shared-dir")
+			}
 			if merge {
 				if stateSet {
 					return usagef("--state-dir does not go with --merge (give the directories to merge as arguments)")
@@ -142,9 +162,64 @@ func newReportCmd() *cobra.Command {
 	fs := c.Flags()
 	fs.StringVar(&stateDir, "state-dir", jobstore.DefaultStateDir, "the agent's state `DIR`; the summaries are in DIR/jobs")
 	fs.BoolVar(&merge, "merge", false, "merge one job's summaries from the given state dirs, jobs dirs or .json files (one per node)")
-	fs.StringVar(&job, "job", "", "with --merge: the job `JOBID` to merge (needed when a DIR holds several)")
+	fs.StringVar(&job, "job", "", "with --merge: the job `JOBID` to merge (needed when a DIR holds several); with --shared-dir: the job (a Slurm job's bare id takes each of its steps)")
+	fs.StringVar(&shared, "shared-dir", "", "merge the parts of --job that the nodes' agents wrote to the shared `DIR` (the agents' --shared-dir)")
+	fs.DurationVar(&wait, "wait", 0, "with --shared-dir: read the parts again for up to `DURATION` until every node of the job's node list wrote its final part")
+	fs.BoolVar(&save, "save", false, "with --shared-dir: also store the merged summary (JSON) as summary.json in the job's directory there")
 	fs.BoolVar(&asJSON, "json", false, "print the summary as JSON")
 	return c
+}
+
+// reportShared shows job merged from the parts in shared, waiting up to
+// wait for the missing and running nodes' final parts; with save it stores
+// the merged summary next to the parts. A part that does not read is
+// named on stderr, one line each.
+func reportShared(c *cobra.Command, shared jobstore.Shared, job string, wait time.Duration, save, asJSON bool) error {
+	stdout, stderr := c.OutOrStdout(), c.ErrOrStderr()
+	if fi, err := os.Stat(shared.Dir); err != nil || !fi.IsDir() {
+		return fmt.Errorf("shared dir %s is not a directory: give the agents' --shared-dir (shared_dir in %s)", shared.Dir, configfile.DefaultPath)
+	}
+	deadline := time.Now().Add(wait)
+	var (
+		ss  report.SharedSummary
+		err error
+	)
+	for {
+		ss, err = report.ReadShared(c.Context(), shared, job)
+		if (err == nil && !ss.Partial) || !time.Now().Before(deadline) {
+			break
+		}
+		select {
+		case <-c.Context().Done():
+			return c.Context().Err()
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+	if err != nil {
+		return err
+	}
+	for _, s := range ss.Skipped {
+		fmt.Fprintf(stderr, "mpiprobe report: skipped the part %s: %s (its node's agent writes it again while the job runs; otherwise remove it)\n", s.File, s.Err)
+	}
+	for _, n := range ss.Notes {
+		fmt.Fprintf(stderr, "mpiprobe report: note: %s\n", n)
+	}
+	var js bytes.Buffer
+	if err := report.WriteSharedJSON(&js, ss); err != nil {
+		return err
+	}
+	if save {
+		if err := shared.SaveSummary(job, js.Bytes()); err != nil {
+			return err
+		}
+	}
+	if asJSON {
+		if _, err := stdout.Write(js.Bytes()); err != nil {
+			return fmt.Errorf("write: %w", err)
+		}
+		return nil
+	}
+	return report.WriteShared(stdout, ss)
 }
 
 // checkStateDir says, in one line naming it and where the agent's is set,

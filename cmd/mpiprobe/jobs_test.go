@@ -502,3 +502,58 @@ func TestJobsOldStoredFiles(t *testing.T) {
 		t.Errorf("merge of an old and a new file: exit %d, stderr %q:\n%s", code, errs, out)
 	}
 }
+
+// TestJobsShared: report --job J --shared-dir DIR merges the parts there,
+// names a corrupt part on stderr in one line and goes on; its bad input
+// is one line each.
+func TestJobsShared(t *testing.T) {
+	sh := jobstore.Shared{Dir: t.TempDir()}
+	done := agg.End{Kind: agg.Exited, At: jobsT0.Add(time.Minute)}
+	for _, p := range []report.Part{
+		{Node: "n1", Job: "7.0", Written: jobsT0, Final: true, NodeList: "n[1-3]", NodeListFrom: "SLURM_JOB_NODELIST",
+			Summary: jobsSummary("n1", "7.0", jobsRank{"0", 10, done}, jobsRank{"1", 11, done})},
+		{Node: "n2", Job: "7.0", Written: jobsT0, Final: true, NodeList: "n[1-3]", NodeListFrom: "SLURM_JOB_NODELIST",
+			Summary: jobsSummary("n2", "7.0", jobsRank{"2", 12, done})},
+	} {
+		var buf bytes.Buffer
+		if err := report.WritePart(&buf, p); err != nil {
+			t.Fatal(err)
+		}
+		if err := sh.SavePart(p.Job, p.Node, buf.Bytes()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bad := sh.PartPath("7.0", "n3")
+	if err := os.WriteFile(bad, []byte("{"), 0o640); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs := jobsRun("report", "--job", "7", "--shared-dir", sh.Dir)
+	if code != 0 || errs != "mpiprobe report: skipped the part "+bad+": report: read part: unexpected end of JSON input (its node's agent writes it again while the job runs; otherwise remove it)\n" ||
+		!strings.Contains(out, "Job 7.0 on n1,n2 — 3 ranks") || !strings.Contains(out, "33  ob1.send_pending.new") ||
+		!strings.Contains(out, `PARTIAL: 1 of the 3 nodes of the job's node list (SLURM_JOB_NODELIST) wrote no part: n3`) {
+		t.Errorf("report --shared-dir: exit %d, stderr %q, stdout:\n%s", code, errs, out)
+	}
+
+	missing := filepath.Join(t.TempDir(), "nowhere")
+	for _, tc := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"--job", "7", "--shared-dir", missing}, 1, "mpiprobe report: shared dir " + missing + " is not a directory: give the agents' --shared-dir"},
+		{[]string{"--job", "8", "--shared-dir", sh.Dir}, 1, "mpiprobe report: job 8 in " + sh.Dir + ": no node wrote a part of it"},
+		{[]string{"--shared-dir", sh.Dir}, 2, "mpiprobe report: --shared-dir needs --job JOBID"},
+		{[]string{"--shared-dir", sh.Dir, "7"}, 2, `mpiprobe report: unexpected argument "7" with --shared-dir`},
+		{[]string{"--merge", "--job", "7", "--shared-dir", sh.Dir, sh.Dir}, 2, "mpiprobe report: --shared-dir does not go with --merge or --state-dir"},
+		{[]string{"--wait", "1s", "7"}, 2, "mpiprobe report: --wait and --save go with --shared-dir"},
+	} {
+		code, out, errs := jobsRun("report", tc.args...)
+		lines := 1
+		if tc.code == 2 {
+			lines = 2
+		}
+		if code != tc.code || !strings.HasPrefix(errs, tc.want) || strings.Count(errs, "\n") != lines || out != "" {
+			t.Errorf("%q: exit %d, stdout %q, stderr %q; want exit %d and one line starting %q", tc.args, code, out, errs, tc.code, tc.want)
+		}
+	}
+}

@@ -80,6 +80,10 @@ type Config struct {
 	Rescan time.Duration
 	// RunningEvery is how often running jobs' summaries are written (default 10s).
 	RunningEvery time.Duration
+	// SharedDir, when set, is a directory the nodes share: each job's
+	// summary on this node is also written there as the node's part of the
+	// job (jobstore.Shared, report.Part), when it is written locally.
+	SharedDir string
 	// Proc reads /proc (default /proc).
 	Proc procfs.FS
 	// Log receives diagnostics.
@@ -300,6 +304,7 @@ func (a *agent) start() error {
 
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	a.checkSharedDir()
 	a.restore()
 	files, errs := discover.LibraryFiles(a.cfg.LibraryPaths)
 	for _, err := range errs {
@@ -426,22 +431,28 @@ func (a *agent) addProc(pid int) bool {
 	st, err := a.cfg.Proc.Stat(pid)
 	if a.k.objs.Idents.Lookup(uint32(pid), &rec) == nil {
 		if r := recordOf(pid, &rec); err != nil || st.StartTime != r.ticks {
-			a.track(pid, r.comm(), identity.Resolve(pid, r, a.cfg.Host), r.ticks, " recorded")
+			a.track(pid, r.comm(), r, r.ticks, " recorded")
 			return true
 		}
 	}
 	if err != nil {
 		return false
 	}
-	a.track(pid, st.Comm, identity.Resolve(pid, a.cfg.Proc, a.cfg.Host), st.StartTime, "")
+	a.track(pid, st.Comm, a.cfg.Proc, st.StartTime, "")
 	return true
 }
 
-// track adds a process to the tracker; from says where its identity came
-// from, for the log.
-func (a *agent) track(pid int, comm string, id identity.Identity, ticks uint64, from string) {
+// track adds a process to the tracker, named from what rd reads of it;
+// from says where that came from, for the log.
+func (a *agent) track(pid int, comm string, rd identity.Reader, ticks uint64, from string) {
 	now := a.cfg.Clock.Now()
+	id := identity.Resolve(pid, rd, a.cfg.Host)
 	ps, isNew := a.t.add(agg.Proc{PID: pid, Comm: comm, Identity: id}, ticks, procStarted(ticks, now), now)
+	if isNew && a.cfg.SharedDir != "" {
+		if env, err := rd.Environ(pid); err == nil {
+			a.noteNodeList(a.t.jobs[ps.Job], env)
+		}
+	}
 	if ps.mpi == mpiabi.NoFlavour {
 		ps.mpi = mpiOf(a.cfg.Proc, pid)
 	}
@@ -719,6 +730,7 @@ func (a *agent) saveJob(j *jobState, sum agg.Summary) bool {
 		a.cfg.Log.Error("encode job summary", "job", text.Quote(j.Key), "err", err)
 		return false
 	}
+	a.savePart(j, sum)
 	if err := a.store.Save(j.Key, buf.Bytes()); err != nil {
 		a.cfg.Log.Error("save job summary", "job", text.Quote(j.Key), "err", err)
 		return false

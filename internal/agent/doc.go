@@ -29,7 +29,13 @@
 // state directory) is tried again every RunningEvery, the job kept meanwhile,
 // also across a restart. A rank that called MPI_Abort has it named, with
 // its error code, in its end. Running jobs' summaries are rewritten every
-// RunningEvery.
+// RunningEvery. With a SharedDir, each write of a job's summary (but for
+// processes without a job id) also writes the node's part of the job there
+// (report.Part, jobstore.Shared), final once the job ended on the node,
+// with the job's node list read from its first rank's environment
+// (SLURM_STEP_NODELIST, else SLURM_JOB_NODELIST; package hostlist); a part
+// that cannot be written is logged once per job and tried again at the
+// next write.
 //
 // # Restarts
 //

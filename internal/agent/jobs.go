@@ -42,6 +42,15 @@ type jobState struct {
 	// stored (e.g. a full state directory): the job, its kernel entries
 	// and its counts are kept, also across a restart, until it is.
 	Unsaved bool `json:"unsaved,omitzero"`
+	// NodeList is the job's node list as its ranks' launcher gave it
+	// (Slurm's compact form, checked by hostlist.Expand), "" when none
+	// did; NodeListFrom names the variable. Read only when parts are
+	// written to a shared directory.
+	NodeList     string `json:"node_list,omitempty"`
+	NodeListFrom string `json:"node_list_from,omitempty"`
+	// partFailed is set while the job's part cannot be written to the
+	// shared directory (logged once).
+	partFailed bool
 	// final is the summary made when the job finished (for metrics
 	// until the job ages out).
 	final *agg.Summary

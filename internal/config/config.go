@@ -56,6 +56,9 @@ type Config struct {
 	MetricsAddr string
 	// StateDir is the absolute path of the agent's state directory.
 	StateDir string
+	// SharedDir is the absolute path of a directory the nodes share, where
+	// the agent writes its node's part of each job; "" when not set.
+	SharedDir string
 	// RetentionJobs is how many job summaries the agent keeps (1 or more).
 	RetentionJobs int
 	// RetentionAge is how long the agent keeps job summaries (1m or more).

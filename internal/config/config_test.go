@@ -121,6 +121,7 @@ func TestParse(t *testing.T) {
 		{"metrics_addr off", "metrics_addr = off", func(c *Config) { c.MetricsAddr = "" }, nil},
 		{"state_dir", "state_dir = /srv/mpiprobe/", func(c *Config) { c.StateDir = "/srv/mpiprobe" }, nil},
 		{"state_dir root", "state_dir = /", func(c *Config) { c.StateDir = "/" }, nil},
+		{"shared_dir", "shared_dir = /shared/mpiprobe/", func(c *Config) { c.SharedDir = "/shared/mpiprobe" }, nil},
 		{"retention.jobs", "retention.jobs = 5", func(c *Config) { c.RetentionJobs = 5 }, nil},
 		{"retention.jobs 1", "retention.jobs = 1", func(c *Config) { c.RetentionJobs = 1 }, nil},
 		{"retention.age days", "retention.age = 7d", func(c *Config) { c.RetentionAge = 7 * 24 * time.Hour }, nil},
@@ -303,6 +304,8 @@ func TestParseErrors(t *testing.T) {
 		{"state_dir tilde", "state_dir = ~/mpiprobe\n",
 			at + `1: key "state_dir": "~/mpiprobe" is not an absolute path (use e.g. /var/lib/mpiprobe)`},
 		{"state_dir empty", "state_dir =\n", at + `1: key "state_dir": missing value (use e.g. state_dir = /var/lib/mpiprobe)`},
+		{"shared_dir relative", "shared_dir = shared\n",
+			at + `1: key "shared_dir": "shared" is not an absolute path (use e.g. /shared/mpiprobe)`},
 		// retention.jobs
 		{"retention.jobs zero", "retention.jobs = 0\n",
 			at + `1: key "retention.jobs": "0" is less than 1 (keep at least 1 job, e.g. 1000)`},
@@ -374,7 +377,7 @@ func TestParseErrors(t *testing.T) {
 		{"metrics_ttl empty", "metrics_ttl =\n", at + `1: key "metrics_ttl": missing value (use e.g. metrics_ttl = 10m)`},
 		// unknown keys
 		{"unknown key", "\nfoo = 1\n",
-			at + `2: unknown key "foo" (use C, T, threshold.EVENT, events, library_paths, debug_dirs, metrics_addr, state_dir, retention.jobs, retention.age, interval, pin_dir or metrics_ttl)`},
+			at + `2: unknown key "foo" (use C, T, threshold.EVENT, events, library_paths, debug_dirs, metrics_addr, state_dir, shared_dir, retention.jobs, retention.age, interval, pin_dir or metrics_ttl)`},
 		{"lowercase c", "c = 1\n", at + `1: unknown key "c" (keys are case-sensitive: use "C")`},
 		{"lowercase t", "t = 1\n", at + `1: unknown key "t" (keys are case-sensitive: use "T")`},
 		{"key case", "Metrics_Addr = off\n", at + `1: unknown key "Metrics_Addr" (keys are case-sensitive: use "metrics_addr")`},
@@ -389,8 +392,8 @@ func TestParseErrors(t *testing.T) {
 		{"known event without prefix", "ob1.send_pending.new = 5\n",
 			at + `1: unknown key "ob1.send_pending.new" (did you mean "threshold.ob1.send_pending.new"?)`},
 		{"unknown event without prefix", "no.such.event = 5\n",
-			at + `1: unknown key "no.such.event" (use C, T, threshold.EVENT, events, library_paths, debug_dirs, metrics_addr, state_dir, retention.jobs, retention.age, interval, pin_dir or metrics_ttl)`},
-		{"BOM not on line 1", "C = 1\n\uFEFFT = 1\n", at + `2: unknown key "\ufeffT" (use C, T, threshold.EVENT, events, library_paths, debug_dirs, metrics_addr, state_dir, retention.jobs, retention.age, interval, pin_dir or metrics_ttl)`},
+			at + `1: unknown key "no.such.event" (use C, T, threshold.EVENT, events, library_paths, debug_dirs, metrics_addr, state_dir, shared_dir, retention.jobs, retention.age, interval, pin_dir or metrics_ttl)`},
+		{"BOM not on line 1", "C = 1\n\uFEFFT = 1\n", at + `2: unknown key "\ufeffT" (use C, T, threshold.EVENT, events, library_paths, debug_dirs, metrics_addr, state_dir, shared_dir, retention.jobs, retention.age, interval, pin_dir or metrics_ttl)`},
 		// syntax
 		{"not key = value", "C 1000\n", at + `1: "C 1000" is not a "key = value" setting (use e.g. T = 10s)`},
 		{"missing key", "= 5\n", at + `1: missing key before "=" (use e.g. T = 10s)`},
@@ -573,6 +576,7 @@ func TestExampleFile(t *testing.T) {
 	def.Events = []string{"default"}
 	def.LibraryPaths = []string{"/opt/openmpi/lib"}
 	def.DebugDirs = []string{"/opt/openmpi/lib/debug"}
+	def.SharedDir = "/shared/mpiprobe"
 	def.Lines = got.Lines
 	if !reflect.DeepEqual(got, def) {
 		t.Fatalf("uncommented example file =\n%+v\nwant the defaults\n%+v", got, def)

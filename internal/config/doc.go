@@ -87,6 +87,13 @@
 // state_dir (absolute path, default: /var/lib/mpiprobe) is the directory
 // where the agent keeps job summaries.
 //
+//	shared_dir = /shared/mpiprobe
+//
+// shared_dir (absolute path, default: none) is a directory on a file system
+// the nodes share: the agent writes there its node's part of each job's
+// summary, which `mpiprobe report --job JOBID --shared-dir DIR` merges
+// into one summary of the job (docs/agent.md).
+//
 //	retention.jobs = 1000
 //
 // retention.jobs (whole number, 1 or more, default: 1000) is how many job

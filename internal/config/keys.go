@@ -67,6 +67,11 @@ var keys = []key{
 		c.StateDir = dir
 		return err
 	}},
+	{"shared_dir", "/shared/mpiprobe", func(c *Config, v string, _ Options) error {
+		dir, err := parseAbs(v, "/shared/mpiprobe")
+		c.SharedDir = dir
+		return err
+	}},
 	{"retention.jobs", "1000", func(c *Config, v string, _ Options) error {
 		n, err := parseJobs(v)
 		c.RetentionJobs = n

@@ -21,4 +21,11 @@
 //
 // Prune keeps the directory bounded: by count (Keep) and by age (MaxAge),
 // never removing the summary of a job the caller says still runs.
+//
+// Shared is a directory the nodes share (a shared file system), where each
+// node's agent writes its part of each job: Dir/FileName(job)/
+// FileName(node)+".part.json", atomically as Save does, in job
+// directories of mode 0770 that keep a set-group-id Dir's group; the
+// merged summary goes next to the parts as SummaryName. Nothing prunes it
+// yet.
 package jobstore

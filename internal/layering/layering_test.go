@@ -22,7 +22,7 @@ var layers = [][]string{
 	// process access: /proc's files and a process's memory.
 	{"internal/x86", "internal/procfs"},
 	// Leaves: generated BPF bindings, parsers and pure helpers.
-	{"bpf", "internal/text", "internal/atomicfile", "internal/ranks", "internal/elfx", "internal/layout",
+	{"bpf", "internal/text", "internal/atomicfile", "internal/ranks", "internal/hostlist", "internal/elfx", "internal/layout",
 		"internal/trace/tracefile", "internal/trace/loops"},
 	// The C/T rule, naming processes and code, what one MPI build is and
 	// how its objects read, the stores of what was seen.

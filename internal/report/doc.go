@@ -15,4 +15,13 @@
 // readable. Counter updates the tracer lost are reported as warnings, never
 // left out. When MPI_Init and MPI_Finalize were timed, a startup section
 // per job shows them for each rank and names the rank slowest to start.
+//
+// A job across nodes: each node's agent writes its Part of the job (kind
+// "job_part": node, job key, final or periodic, the launcher's node list,
+// the node's summary) to a shared directory (jobstore.Shared); ReadShared
+// reads a job's parts (a Slurm job's bare id takes its steps) and
+// MergeParts merges them: a node's latest part wins, the node list's nodes
+// without a part are Missing and the result Partial, a part that does not
+// read is Skipped and named. WriteShared and WriteSharedJSON show the
+// result as the summary with what the parts were.
 package report
