@@ -102,9 +102,12 @@ func (f FS) InScope(pid int) bool {
 // Hostname returns the host name of process pid's UTS namespace: the name
 // of the node (or container) it runs on, which /proc/sys/kernel/hostname
 // shows only for the reader's own namespace. A process of the reader's
-// namespace gets os.Hostname; another one's is read on an OS thread that
-// joins its namespace (setns, which needs CAP_SYS_ADMIN) and then ends
-// with its goroutine, never to run Go code again.
+// namespace gets os.Hostname; another one's is read on an OS thread locked
+// to its goroutine, which joins the process's namespace (setns, which
+// needs CAP_SYS_ADMIN) and then goes back to its own before it is
+// unlocked. A thread that cannot go back stays locked: the runtime ends
+// it with the goroutine (or, the main thread, parks it forever), so that
+// no Go code runs in the foreign namespace.
 func (f FS) Hostname(pid int) (string, error) {
 	target, err := f.Namespace(pid, "uts")
 	if err != nil {
@@ -124,15 +127,25 @@ func (f FS) Hostname(pid int) (string, error) {
 	}
 	done := make(chan result, 1)
 	go func() {
-		// Locked and never unlocked: the runtime ends this thread with the
-		// goroutine, so no other goroutine runs in the foreign namespace.
 		runtime.LockOSThread()
+		home, err := os.Open(filepath.Join(f.root(), "thread-self", "ns", "uts"))
+		if err != nil {
+			runtime.UnlockOSThread()
+			done <- result{err: fmt.Errorf("open own uts namespace: %w", err)}
+			return
+		}
+		defer home.Close()
 		if err := unix.Setns(int(file.Fd()), unix.CLONE_NEWUTS); err != nil {
+			runtime.UnlockOSThread()
 			done <- result{err: fmt.Errorf("enter uts namespace of %d: %w", pid, err)}
 			return
 		}
 		var u unix.Utsname
-		if err := unix.Uname(&u); err != nil {
+		err = unix.Uname(&u)
+		if unix.Setns(int(home.Fd()), unix.CLONE_NEWUTS) == nil {
+			runtime.UnlockOSThread()
+		}
+		if err != nil {
 			done <- result{err: fmt.Errorf("uname in uts namespace of %d: %w", pid, err)}
 			return
 		}

@@ -116,8 +116,19 @@ func TestNamespacesReal(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	if got, err := f.Hostname(pid); err != nil || got != "nodeZ" {
-		t.Errorf("Hostname(child) = %q, %v; want nodeZ", got, err)
+	own, err := f.Namespace(os.Getpid(), "uts")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Again and again: a thread (the main one too) that took the child's
+	// namespace must not answer for this process later.
+	for i := range 20 {
+		if got, err := f.Hostname(pid); err != nil || got != "nodeZ" {
+			t.Fatalf("Hostname(child), call %d = %q, %v; want nodeZ", i, got, err)
+		}
+		if now, err := f.Namespace(os.Getpid(), "uts"); err != nil || now != own {
+			t.Fatalf("after call %d, this process's uts namespace is %v, %v; was %v", i, now, err, own)
+		}
 	}
 	mine, _ := os.Hostname()
 	if got, err := f.Hostname(os.Getpid()); err != nil || got != mine {
