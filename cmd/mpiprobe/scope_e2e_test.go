@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mpiprobe/mpiprobe/internal/mpitest"
 )
@@ -132,6 +133,45 @@ func TestScopeNetns(t *testing.T) {
 				t.Errorf("status --job %s in nodeA: %v\n%s", key, err, sout)
 			}
 		})
+	}
+}
+
+// TestAgentScopeNetns runs the agent on the host with scope = netns in
+// its configuration file, a job in nodeA's network namespace first and one
+// on the host then: the agent tracks the host's ranks and never nodeA's,
+// though BPF traced those at MPI_Init and the exec watch saw them.
+func TestAgentScopeNetns(t *testing.T) {
+	ompi := mpitest.OpenMPI()
+	mpitest.RequireE2E(t, ompi)
+	mpitest.Require(t, lookPaths("unshare", "ip")...)
+	bin := mpitest.BuildMpiprobe(t)
+	d := mpitest.NewAgentDirs(t)
+	conf, err := os.OpenFile(d.Config, os.O_APPEND|os.O_WRONLY, 0)
+	if err == nil {
+		_, err = conf.WriteString("scope = netns\n")
+		conf.Close()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	ag := mpitest.StartAgent(t, bin, d, "")
+	flood := mpitest.Build(t, ompi, "flood")
+	cmd := ompi.Command(2, nil, flood, "-n", "10", "-p", "4000")
+	node := slices.Concat([]string{"unshare", "--net", "--uts", "sh", "-c", `ip link set lo up && hostname nodeA && exec "$@"`, "sh"}, cmd)
+	in := mpitest.StartJob(t, node, flood, 2, ompi.Lib).Ranks
+	both := mpitest.StartJob(t, cmd, flood, 4, ompi.Lib).Ranks
+	host := slices.DeleteFunc(slices.Clone(both), func(pid int) bool { return slices.Contains(in, pid) })
+	for _, pid := range host {
+		waitLog(t, ag, `msg="MPI process" pid=`+strconv.Itoa(pid)+" ")
+	}
+	// nodeA's ranks entered MPI_Init before the host's, and the exec
+	// watch's second look comes 2 s after exec: past both now.
+	time.Sleep(2500 * time.Millisecond)
+	log := ag.Log(t)
+	for _, pid := range in {
+		if strings.Contains(log, "pid="+strconv.Itoa(pid)+" ") {
+			t.Errorf("the agent with scope = netns names nodeA's rank %d:\n%s", pid, log)
+		}
 	}
 }
 
