@@ -65,7 +65,7 @@ func TestScopeNetns(t *testing.T) {
 		t.Run(impl.Name, func(t *testing.T) {
 			flood := mpitest.Build(t, impl, "flood")
 			cmd := impl.Command(2, nil, flood, "-n", "10", "-p", "60000")
-			node := slices.Concat([]string{"unshare", "--net", "--uts", "sh", "-c", `ip link set lo up && hostname nodeA && exec "$@"`, "sh"}, cmd)
+			node := onNodeA(cmd)
 			in := mpitest.StartJob(t, node, flood, 2, impl.Lib).Ranks
 			// The host's job: WaitRanks finds the ranks of both.
 			both := mpitest.StartJob(t, cmd, flood, 4, impl.Lib).Ranks
@@ -157,7 +157,7 @@ func TestAgentScopeNetns(t *testing.T) {
 	ag := mpitest.StartAgent(t, bin, d, "")
 	flood := mpitest.Build(t, ompi, "flood")
 	cmd := ompi.Command(2, nil, flood, "-n", "10", "-p", "4000")
-	node := slices.Concat([]string{"unshare", "--net", "--uts", "sh", "-c", `ip link set lo up && hostname nodeA && exec "$@"`, "sh"}, cmd)
+	node := onNodeA(cmd)
 	in := mpitest.StartJob(t, node, flood, 2, ompi.Lib).Ranks
 	both := mpitest.StartJob(t, cmd, flood, 4, ompi.Lib).Ranks
 	host := slices.DeleteFunc(slices.Clone(both), func(pid int) bool { return slices.Contains(in, pid) })
@@ -173,6 +173,13 @@ func TestAgentScopeNetns(t *testing.T) {
 			t.Errorf("the agent with scope = netns names nodeA's rank %d:\n%s", pid, log)
 		}
 	}
+}
+
+// onNodeA returns the command line that runs cmd as a simulated node
+// nodeA: in a network namespace of its own with loopback alone, and a UTS
+// namespace whose host name is nodeA.
+func onNodeA(cmd []string) []string {
+	return slices.Concat([]string{"unshare", "--net", "--uts", "sh", "-c", `ip link set lo up && hostname nodeA && exec "$@"`, "sh"}, cmd)
 }
 
 // lookPaths returns a "needs PROG" for each program not in $PATH.
