@@ -2,6 +2,7 @@ package identity
 
 import (
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -169,4 +170,28 @@ func TestResolveHost(t *testing.T) {
 			t.Errorf("Resolve(%d, fallback %q).Host = %q, want %q", tt.pid, tt.fallback, got, tt.want)
 		}
 	}
+}
+
+// FuzzKeys checks, for any launcher values, that a job key is "?" or a
+// sane name, that --job takes the key, and that its other names are
+// neither the key nor unknown.
+func FuzzKeys(f *testing.F) {
+	f.Add(hnpURI414, "46268417", "", "", "vm:39587", false)
+	f.Add(hnpURITwo, "", "hpc", "12", "", true)
+	f.Add("1.0;tcp://[::1]:5", "j", "a:b", "x", "h:", true)
+	f.Fuzz(func(t *testing.T, uri, ns, cluster, slurmJob, control string, hydra bool) {
+		e := map[string]string{"OMPI_MCA_orte_hnp_uri": uri, "SLURM_CLUSTER_NAME": cluster, "SLURM_JOB_ID": slurmJob, "SLURM_STEP_ID": "1", "SLURM_PROCID": "0"}
+		if hydra {
+			e["PMI_RANK"], e["MPI_LOCALRANKID"] = "0", "0"
+		} else {
+			e["OMPI_COMM_WORLD_RANK"], e["PMIX_NAMESPACE"] = "0", ns
+		}
+		id, keys := classify(e, hydraChain{proxy: hydra, control: controlPort([]string{"--control-port", control})})
+		if id.Job != Unknown && !strings.HasSuffix(id.Job, "/"+Unknown) && (!validJobName(id.Job) || !Matches(id.Job, id, keys)) {
+			t.Fatalf("job %q: not a valid name, or --job does not take it (keys %q)", id.Job, keys)
+		}
+		if slices.Contains(keys, id.Job) || slices.Contains(keys, Unknown) {
+			t.Fatalf("keys %q of job %q hold the job or %q", keys, id.Job, Unknown)
+		}
+	})
 }
