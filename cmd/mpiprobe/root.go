@@ -234,7 +234,7 @@ func (f *rootFlags) config(args []string, dash int, mem uint64) (config, error) 
 		m.Overrides = append(m.Overrides, c.Thresholds)
 		m.DebugDirs = debugDirs(f.debugDirs, c.DebugDirs)
 	}
-	if m.Proc, err = f.scope.proc(file); err != nil {
+	if m.Proc, err = f.scope.sessionProc(file, m.Command); err != nil {
 		return cfg, err
 	}
 	cli, err := f.th.overrides(cat)

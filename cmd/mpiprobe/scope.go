@@ -50,3 +50,15 @@ func (s scopeFlag) proc(file *configfile.Config) (procfs.FS, error) {
 	}
 	return pfs, nil
 }
+
+// sessionProc is proc for a tracing session: with a command (-- COMMAND)
+// the session follows the command's processes wherever they run, since
+// the command names them, so the scope is checked but not applied; it
+// applies to -p and --job.
+func (s scopeFlag) sessionProc(file *configfile.Config, command []string) (procfs.FS, error) {
+	pfs, err := s.proc(file)
+	if err == nil && len(command) > 0 {
+		pfs.Net = nil
+	}
+	return pfs, err
+}

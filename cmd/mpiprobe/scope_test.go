@@ -1,6 +1,8 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -57,5 +59,33 @@ func TestScopePrecedence(t *testing.T) {
 				t.Fatalf("scoped to a network namespace: %v, want %v", pfs.Net != nil, tt.netns)
 			}
 		})
+	}
+}
+
+// TestScopeRoot: the counting mode scopes -p and --job, from the flag or
+// its --config file, and follows a command's processes wherever they run.
+func TestScopeRoot(t *testing.T) {
+	conf := filepath.Join(t.TempDir(), "c.conf")
+	if err := os.WriteFile(conf, []byte("scope = netns\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args  []string
+		netns bool
+	}{
+		{[]string{"-p", "1"}, false},
+		{[]string{"--scope", "netns", "-p", "1"}, true},
+		{[]string{"--scope", "netns", "--job", "j"}, true},
+		{[]string{"--config", conf, "--job", "j"}, true},
+		{[]string{"--config", conf, "--scope", "host", "--job", "j"}, false},
+		{[]string{"--scope", "netns", "--", "mpirun", "./a"}, false},
+	} {
+		cfg, err := parseRootArgs(tc.args, 16<<30)
+		if err != nil {
+			t.Fatalf("parseRootArgs(%q): %v", tc.args, err)
+		}
+		if got := cfg.monitor.Proc.Net != nil; got != tc.netns {
+			t.Errorf("parseRootArgs(%q): scoped to a network namespace %v, want %v", tc.args, got, tc.netns)
+		}
 	}
 }

@@ -108,7 +108,7 @@ func (f *traceFlags) config(args []string, dash int) (traceConfig, error) {
 		return cfg, usagef("--thread-slots %d: %w", cfg.slots, err)
 	}
 	cfg.monitor.Trace = &session.TraceConfig{RingBytes: ring, ThreadSlots: cfg.slots}
-	if cfg.monitor.Proc, err = f.scope.proc(nil); err != nil {
+	if cfg.monitor.Proc, err = f.scope.sessionProc(nil, cfg.monitor.Command); err != nil {
 		return cfg, err
 	}
 	return cfg, nil
