@@ -19,6 +19,7 @@
 //	OMPI_MCA_orte_hnp_uri                                                Open MPI 4.x mpirun's contact
 //	SLURM_JOB_ID, SLURM_STEP_ID, SLURM_PROCID, SLURM_STEP_NUM_TASKS      Slurm
 //	SLURM_CLUSTER_NAME                                                   Slurm (multi-cluster)
+//	SLURM_ARRAY_JOB_ID, SLURM_ARRAY_TASK_ID                              Slurm job arrays (--job only)
 //
 // The first matching row wins:
 //
@@ -76,7 +77,8 @@
 // MPI 4 job's bare id ("46268417", "<SLURM_JOB_ID>/46268417"); a hydra
 // job's "hydra-<mpiexec pid>" on the node of its mpiexec; a Slurm step's
 // "<job>.<step>" without the cluster. And in a Slurm job, the job id
-// squeue shows, "<SLURM_JOB_ID>" or "<cluster>:<SLURM_JOB_ID>", which
+// squeue shows, "<SLURM_JOB_ID>" or "<cluster>:<SLURM_JOB_ID>" (and for a
+// task of a job array "<SLURM_ARRAY_JOB_ID>_<SLURM_ARRAY_TASK_ID>"), which
 // matches every step of the job and every launcher's job in its
 // allocation.
 //

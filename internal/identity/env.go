@@ -23,6 +23,8 @@ const (
 	envSlurmProcID    = "SLURM_PROCID"
 	envSlurmStepTasks = "SLURM_STEP_NUM_TASKS"
 	envSlurmCluster   = "SLURM_CLUSTER_NAME"
+	envSlurmArrayJob  = "SLURM_ARRAY_JOB_ID"
+	envSlurmArrayTask = "SLURM_ARRAY_TASK_ID"
 	envOMPIHNPURI     = "OMPI_MCA_orte_hnp_uri"
 )
 
@@ -212,14 +214,21 @@ func legacyAllocation(env map[string]string, job string) string {
 }
 
 // allocationNames returns the names squeue gives the Slurm job a process
-// runs in: "<SLURM_JOB_ID>" and, with a cluster, "<cluster>:<SLURM_JOB_ID>".
-// None outside Slurm.
+// runs in: "<SLURM_JOB_ID>" and, with a cluster, "<cluster>:<SLURM_JOB_ID>";
+// for a task of a job array also "<SLURM_ARRAY_JOB_ID>_<SLURM_ARRAY_TASK_ID>"
+// (with the cluster too). None outside Slurm.
 func allocationNames(env map[string]string) []string {
 	alloc := slurmID(env[envSlurmJob])
 	if alloc == Unknown {
 		return nil
 	}
-	return []string{alloc, clusterPrefix(env) + alloc}
+	c := clusterPrefix(env)
+	names := []string{alloc, c + alloc}
+	// A task of a job array: squeue shows it as <array job>_<task>.
+	if a, t := slurmID(env[envSlurmArrayJob]), slurmID(env[envSlurmArrayTask]); a != Unknown && t != Unknown {
+		names = append(names, a+"_"+t, c+a+"_"+t)
+	}
+	return names
 }
 
 // clusterPrefix returns "<SLURM_CLUSTER_NAME>:" when the cluster name is
@@ -249,15 +258,21 @@ func validCluster(s string) bool {
 
 // slurmStep returns the key of a Slurm step, "[<cluster>:]<job>.<step>"
 // (Unknown unless job and step are well-formed), and its other names:
-// "<job>.<step>" without the cluster, and the job's, which match every
-// step of it.
+// "<job>.<step>" without the cluster, and the job's (allocationNames),
+// which match every step of it.
 func slurmStep(env map[string]string, job, step string) (string, []string) {
 	j, s := slurmID(job), slurmID(step)
 	if j == Unknown || s == Unknown {
 		return Unknown, nil
 	}
 	c := clusterPrefix(env)
-	return c + j + "." + s, []string{j + "." + s, j, c + j}
+	alias := []string{j + "." + s}
+	if j == slurmID(env[envSlurmJob]) {
+		alias = append(alias, allocationNames(env)...)
+	} else {
+		alias = append(alias, j, c+j)
+	}
+	return c + j + "." + s, alias
 }
 
 // slurmPMIxIDs returns job and step from a namespace
