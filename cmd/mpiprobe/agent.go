@@ -19,7 +19,6 @@ import (
 	configfile "github.com/mpiprobe/mpiprobe/internal/config"
 	"github.com/mpiprobe/mpiprobe/internal/journal"
 	"github.com/mpiprobe/mpiprobe/internal/metrics"
-	"github.com/mpiprobe/mpiprobe/internal/procfs"
 	"github.com/mpiprobe/mpiprobe/probes"
 	"github.com/mpiprobe/mpiprobe/thresholds"
 )
@@ -39,6 +38,7 @@ type agentFlags struct {
 	debugDirs   []string
 	cpuProfile  string
 	th          thresholdFlags
+	scope       scopeFlag
 }
 
 // newAgentCmd builds `mpiprobe agent`: the node-wide watcher of every MPI job.
@@ -72,6 +72,7 @@ func newAgentCmd() *cobra.Command {
 	fs.BoolVarP(&f.verbose, "verbose", "v", false, "log each library attached")
 	fs.StringVar(&f.cpuProfile, "cpu-profile", "", "write a Go CPU profile of the agent to `FILE` when it stops (go tool pprof FILE), for a report of its CPU use")
 	f.th.register(fs)
+	f.scope.register(fs)
 	return c
 }
 
@@ -124,6 +125,10 @@ func (f *agentFlags) run(ctx context.Context, c *cobra.Command) error {
 		}
 		fmt.Fprintf(stderr, "mpiprobe agent: removed %s\n", file.PinDir)
 		return nil
+	}
+	proc, err := f.scope.proc(&file)
+	if err != nil {
+		return err
 	}
 	levelSpec := strings.Join(file.Events, ",")
 	if f.events != "" {
@@ -193,7 +198,7 @@ func (f *agentFlags) run(ctx context.Context, c *cobra.Command) error {
 		MetricsTTL:       file.MetricsTTL,
 		RetentionJobs:    file.RetentionJobs,
 		RetentionAge:     file.RetentionAge,
-		Proc:             procfs.FS{},
+		Proc:             proc,
 		Log:              log,
 		Journal:          sink,
 	})

@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mpiprobe/mpiprobe/internal/identity"
 	"github.com/mpiprobe/mpiprobe/internal/mpiabi"
 	"github.com/mpiprobe/mpiprobe/internal/mpitest"
 	"github.com/mpiprobe/mpiprobe/internal/procfs"
@@ -359,14 +360,16 @@ func hasCounts(page, job string) bool {
 	return ok && v > 0
 }
 
-// jobOf returns the Open MPI job id of a running rank (PMIX_NAMESPACE).
+// jobOf returns the job key of a running Open MPI rank, as its
+// environment gives it (identity.FromEnv): PMIX_NAMESPACE, qualified by
+// mpirun's contact in Open MPI 4.
 func jobOf(t *testing.T, pid int) string {
 	t.Helper()
 	env, err := procfs.FS{}.Environ(pid)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return env["PMIX_NAMESPACE"]
+	return identity.FromEnv(env).Job
 }
 
 // floodUnderAgent starts an agent on directories of its own and, under it,

@@ -213,6 +213,12 @@ func TestExecuteUsage(t *testing.T) {
 		{[]string{"agent", "--web.config.file", "/nonexistent/web.yml"}, "metrics: web configuration /nonexistent/web.yml: open /nonexistent/web.yml: no such file or directory: fix the file", "mpiprobe agent"},
 		{[]string{"agent", "--metrics-addr", "off", "--web.config.file", "web.yml"}, "--web.config.file web.yml: the metrics page is off; set --metrics-addr", "mpiprobe agent"},
 		{[]string{"version", "x"}, `unexpected argument "x"`, "mpiprobe version"},
+		{[]string{"ps", "--scope", "pod"}, `--scope "pod": give host (every process of this host) or netns (only those of mpiprobe's network namespace)`, "mpiprobe ps"},
+		{[]string{"--scope", "NETNS", "-p", "1"}, `--scope "NETNS": give host`, "mpiprobe"},
+		{[]string{"status", "--scope", "", "-p", "1"}, `--scope "": give host`, "mpiprobe status"},
+		{[]string{"trace", "-o", "x", "--scope", "pod", "-p", "1"}, `--scope "pod": give host`, "mpiprobe trace"},
+		{[]string{"probes", "--scope", "pod", "-p", "1"}, `--scope "pod": give host`, "mpiprobe probes"},
+		{[]string{"agent", "--config", "/dev/null", "--scope", "pod"}, `--scope "pod": give host`, "mpiprobe agent"},
 	}
 	for _, tc := range tests {
 		var stdout, stderr bytes.Buffer

@@ -4,7 +4,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/mpiprobe/mpiprobe/internal/probecheck"
-	"github.com/mpiprobe/mpiprobe/internal/procfs"
 	"github.com/mpiprobe/mpiprobe/internal/report"
 )
 
@@ -17,6 +16,7 @@ func newProbesCmd() *cobra.Command {
 		asJSON bool
 		debug  []string
 		wide   bool
+		scope  scopeFlag
 	)
 	c := &cobra.Command{
 		Use:   "probes [flags] -p PID...",
@@ -32,13 +32,17 @@ func newProbesCmd() *cobra.Command {
 			if err != nil {
 				return usageError{err}
 			}
+			pfs, err := scope.proc(nil)
+			if err != nil {
+				return err
+			}
 			var all []report.ProbeResult
 			for _, pid := range pids {
-				es, err := probecheck.Entries(procfs.FS{}, pid, cat, debugDirs(debug, nil))
+				es, err := probecheck.Entries(pfs, pid, cat, debugDirs(debug, nil))
 				if err != nil {
 					return err
 				}
-				ls, err := probecheck.Layouts(procfs.FS{}, pid, debugDirs(debug, nil))
+				ls, err := probecheck.Layouts(pfs, pid, debugDirs(debug, nil))
 				if err != nil {
 					return err
 				}
@@ -57,5 +61,6 @@ func newProbesCmd() *cobra.Command {
 	fs.BoolVar(&asJSON, "json", false, "print the entries as JSON")
 	fs.BoolVar(&wide, "wide", false, wideHelp)
 	fs.StringArrayVar(&debug, "debug-dir", nil, debugDirHelp)
+	scope.register(fs)
 	return c
 }

@@ -17,6 +17,7 @@ func newPsCmd() *cobra.Command {
 		asJSON bool
 		pinDir string
 		wide   bool
+		scope  scopeFlag
 	)
 	c := &cobra.Command{
 		Use:   "ps [flags]",
@@ -27,7 +28,12 @@ func newPsCmd() *cobra.Command {
 		Args: noArgs("mpiprobe ps lists every MPI process of this node"),
 		RunE: func(c *cobra.Command, _ []string) error {
 			host, _ := os.Hostname()
-			l, err := ps.Find(ps.Options{Proc: procfs.FS{Root: procfs.DefaultRoot}, Host: host, PinDirs: []string{pinDir}, Self: os.Getpid()})
+			pfs, err := scope.proc(nil)
+			if err != nil {
+				return err
+			}
+			pfs.Root = procfs.DefaultRoot
+			l, err := ps.Find(ps.Options{Proc: pfs, Host: host, PinDirs: []string{pinDir}, Self: os.Getpid()})
 			if err != nil {
 				return err
 			}
@@ -40,5 +46,6 @@ func newPsCmd() *cobra.Command {
 	c.Flags().BoolVar(&asJSON, "json", false, "print the list as JSON")
 	c.Flags().BoolVar(&wide, "wide", false, wideHelp)
 	c.Flags().StringVar(&pinDir, "pin-dir", configfile.Default().PinDir, "the agent's pin `DIR`, to recognize its pinned probes")
+	scope.register(c.Flags())
 	return c
 }

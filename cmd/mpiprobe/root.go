@@ -17,6 +17,7 @@ import (
 
 	"github.com/mpiprobe/mpiprobe/agg"
 	"github.com/mpiprobe/mpiprobe/internal/atomicfile"
+	configfile "github.com/mpiprobe/mpiprobe/internal/config"
 	"github.com/mpiprobe/mpiprobe/internal/report"
 	"github.com/mpiprobe/mpiprobe/internal/session"
 	"github.com/mpiprobe/mpiprobe/internal/text"
@@ -41,6 +42,7 @@ type rootFlags struct {
 	// commSlotsSet is whether --comm-slots was given.
 	commSlotsSet bool
 	interval     time.Duration
+	scope        scopeFlag
 }
 
 // config is the checked command line of a tracing session.
@@ -129,6 +131,7 @@ func (f *rootFlags) register(fs *pflag.FlagSet) {
 	fs.DurationVar(&f.interval, "interval", time.Second, "how often counters are read: a `DURATION` above 0")
 	fs.DurationVar(&f.duration, "duration", 0, durationHelp)
 	f.log.register(fs, "also log each probe attached and the session's progress")
+	f.scope.register(fs)
 }
 
 // parseRootArgs parses a root command line that runs a session into its
@@ -218,16 +221,21 @@ func (f *rootFlags) config(args []string, dash int, mem uint64) (config, error) 
 		return cfg, usageError{err}
 	}
 	m.DebugDirs = debugDirs(f.debugDirs, nil)
+	var file *configfile.Config
 	if f.configFile != "" {
 		// The file also serves the agent, which may enable other levels:
 		// its events are checked against the full catalog, and its agent
 		// keys are accepted and ignored here.
-		file, err := loadConfigFile(f.configFile)
+		c, err := loadConfigFile(f.configFile)
 		if err != nil {
 			return cfg, usageError{err}
 		}
-		m.Overrides = append(m.Overrides, file.Thresholds)
-		m.DebugDirs = debugDirs(f.debugDirs, file.DebugDirs)
+		file = &c
+		m.Overrides = append(m.Overrides, c.Thresholds)
+		m.DebugDirs = debugDirs(f.debugDirs, c.DebugDirs)
+	}
+	if m.Proc, err = f.scope.sessionProc(file, m.Command); err != nil {
+		return cfg, err
 	}
 	cli, err := f.th.overrides(cat)
 	if err != nil {

@@ -20,6 +20,7 @@ func newStatusCmd() *cobra.Command {
 		pids    pidList
 		asJSON  bool
 		verbose bool
+		scope   scopeFlag
 	)
 	c := &cobra.Command{
 		Use:   "status [flags] (-p PID... | --job JOBID)",
@@ -41,6 +42,10 @@ func newStatusCmd() *cobra.Command {
 				return usagef("--min-wait %s: give 0 (the window) or a duration above 0", cfg.MinWait)
 			}
 			cfg.PIDs = pids
+			var err error
+			if cfg.Proc, err = scope.proc(nil); err != nil {
+				return err
+			}
 			cfg.Log = logFlags{verbose: verbose}.logger(c.ErrOrStderr())
 			ctx, stop := signalContext(c.Context())
 			defer stop()
@@ -67,6 +72,7 @@ func newStatusCmd() *cobra.Command {
 	fs.DurationVar(&cfg.MinWait, "min-wait", 0, "a rank inside a call this `DURATION` counts as blocked (default: the window)")
 	fs.BoolVar(&asJSON, "json", false, "print the result as JSON")
 	fs.BoolVarP(&verbose, "verbose", "v", false, "also print each thread's stack")
+	scope.register(fs)
 	return c
 }
 

@@ -32,9 +32,10 @@ type traceConfig struct {
 
 // traceFlags are the flags of "mpiprobe trace" as given.
 type traceFlags struct {
-	cfg  traceConfig
-	pids pidList
-	libs []string
+	cfg   traceConfig
+	pids  pidList
+	libs  []string
+	scope scopeFlag
 }
 
 // newTraceCmd builds "mpiprobe trace" with its show and export subcommands.
@@ -67,6 +68,7 @@ func newTraceCmd() *cobra.Command {
 	fs.StringArrayVar(&f.libs, "lib", nil, "with -- COMMAND, also attach to MPI library `FILE` (repeatable)")
 	fs.StringVar(&f.cfg.ring, "ring", "64M", "`SIZE` of the ring buffer between the kernel and mpiprobe: a power of two from 4K to 1G")
 	f.cfg.log.register(fs, "also log attach and symbolization details")
+	f.scope.register(fs)
 	// Tests share slots between threads with it; the default fits the node.
 	fs.Uint32Var(&f.cfg.slots, "thread-slots", 0, "keep the state of `N` threads (a power of two) in the fast array; default from pid_max")
 	_ = fs.MarkHidden("thread-slots")
@@ -106,6 +108,9 @@ func (f *traceFlags) config(args []string, dash int) (traceConfig, error) {
 		return cfg, usagef("--thread-slots %d: %w", cfg.slots, err)
 	}
 	cfg.monitor.Trace = &session.TraceConfig{RingBytes: ring, ThreadSlots: cfg.slots}
+	if cfg.monitor.Proc, err = f.scope.sessionProc(nil, cfg.monitor.Command); err != nil {
+		return cfg, err
+	}
 	return cfg, nil
 }
 

@@ -463,6 +463,12 @@ func (a *agent) track(pid int, comm string, rd identity.Reader, ticks uint64, fr
 
 func (a *agent) procEvent(e bpf.MpiprobeProcEvent) {
 	pid := int(e.Tgid)
+	if e.Type != kernel.ProcExit && !a.cfg.Proc.InScope(pid) {
+		// Outside the scope (--scope netns): another node's process. BPF
+		// traces every process entering MPI_Init: not this one.
+		_ = a.k.objs.Traced.Delete(uint32(pid))
+		return
+	}
 	switch e.Type {
 	case kernel.ProcMPI:
 		// Entered MPI_Init: BPF traces it already.

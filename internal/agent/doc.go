@@ -47,7 +47,9 @@
 // C/T state. A rank that started and ended while no agent ran is named from
 // what the BPF side recorded when it entered MPI_Init (its environment's
 // tail, parent chain and start time, the pinned idents map), as a live one
-// is from /proc. With no MPI process running, a stop removes the pins. A
+// is from /proc (but a hydra job by its mpiexec's pid, and on the agent's
+// host: no record keeps a proxy's command line or a UTS namespace). With
+// no MPI process running, a stop removes the pins. A
 // second agent on the same state directory refuses to start (an flock on
 // agent.lock, released by the kernel when an agent dies).
 package agent

@@ -79,3 +79,11 @@ func (r recorded) Stat(pid int) (procfs.Stat, error) {
 	}
 	return procfs.Stat{}, fs.ErrNotExist
 }
+
+// Cmdline is not recorded: a hydra rank known only from its record is
+// named by its mpiexec's pid, as before hydra jobs were named by their
+// proxies' --control-port.
+func (r recorded) Cmdline(int) ([]string, error) { return nil, fs.ErrNotExist }
+
+// Hostname is not recorded: the process is named on the agent's host.
+func (r recorded) Hostname(int) (string, error) { return "", fs.ErrNotExist }

@@ -12,6 +12,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/mpiprobe/mpiprobe/internal/procfs"
 	"github.com/mpiprobe/mpiprobe/internal/text"
 	"github.com/mpiprobe/mpiprobe/thresholds"
 )
@@ -71,6 +72,9 @@ type Config struct {
 	PinDir string
 	// MetricsTTL is how long finished jobs stay in the metrics (0 or more).
 	MetricsTTL time.Duration
+	// Scope is which processes of the node mpiprobe watches: "host" (all)
+	// or "netns" (those of its own network namespace).
+	Scope string
 	// Lines maps each key set in the file to its line number (callers use
 	// it to let the command line win and to name the line in later errors).
 	// Per-event keys appear in full, e.g. "threshold.ob1.send_pending.new".
@@ -102,6 +106,7 @@ func Default() Config {
 		Interval:      time.Second,
 		PinDir:        BPFRoot + "/mpiprobe/agent",
 		MetricsTTL:    10 * time.Minute,
+		Scope:         procfs.ScopeHost,
 		Lines:         map[string]int{},
 	}
 }

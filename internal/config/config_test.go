@@ -53,6 +53,7 @@ func TestDefault(t *testing.T) {
 		RetentionAge:  720 * time.Hour,
 		Interval:      time.Second,
 		PinDir:        "/sys/fs/bpf/mpiprobe/agent",
+		Scope:         "host",
 		MetricsTTL:    10 * time.Minute,
 		Lines:         map[string]int{},
 	}
@@ -136,6 +137,8 @@ func TestParse(t *testing.T) {
 		{"pin_dir", "pin_dir = /sys/fs/bpf/other/", func(c *Config) { c.PinDir = "/sys/fs/bpf/other" }, nil},
 		{"metrics_ttl", "metrics_ttl = 1h", func(c *Config) { c.MetricsTTL = time.Hour }, nil},
 		{"metrics_ttl zero", "metrics_ttl = 0", func(c *Config) { c.MetricsTTL = 0 }, nil},
+		{"scope netns", "scope = netns", func(c *Config) { c.Scope = "netns" }, nil},
+		{"scope host", "scope = host", func(c *Config) { c.Scope = "host" }, nil},
 		{"metrics_ttl days", "metrics_ttl = 2d", func(c *Config) { c.MetricsTTL = 48 * time.Hour }, nil},
 		{
 			"everything, with comments, CRLF, BOM and odd spacing",
@@ -356,6 +359,10 @@ func TestParseErrors(t *testing.T) {
 		{"interval no unit", "interval = 1\n", at + `1: key "interval": "1" has no unit (use e.g. 1s, 500ms)`},
 		{"interval not a duration", "interval = 1 s\n", at + `1: key "interval": "1 s" is not a duration (use e.g. 1s, 500ms)`},
 		{"interval empty", "interval =\n", at + `1: key "interval": missing value (use e.g. interval = 1s)`},
+		// scope
+		{"scope unknown", "scope = pod\n", at + `1: key "scope": "pod" is not a scope (use host: every process of the node, or netns: those of mpiprobe's network namespace)`},
+		{"scope upper case", "scope = NETNS\n", at + `1: key "scope": "NETNS" is not a scope (use host: every process of the node, or netns: those of mpiprobe's network namespace)`},
+		{"scope empty", "scope =\n", at + `1: key "scope": missing value (use e.g. scope = netns)`},
 		// pin_dir
 		{"pin_dir outside", "pin_dir = /tmp/pins\n",
 			at + `1: key "pin_dir": "/tmp/pins" is not below /sys/fs/bpf (use e.g. /sys/fs/bpf/mpiprobe/agent)`},
@@ -377,7 +384,7 @@ func TestParseErrors(t *testing.T) {
 		{"metrics_ttl empty", "metrics_ttl =\n", at + `1: key "metrics_ttl": missing value (use e.g. metrics_ttl = 10m)`},
 		// unknown keys
 		{"unknown key", "\nfoo = 1\n",
-			at + `2: unknown key "foo" (use C, T, threshold.EVENT, events, library_paths, debug_dirs, metrics_addr, state_dir, shared_dir, retention.jobs, retention.age, interval, pin_dir or metrics_ttl)`},
+			at + `2: unknown key "foo" (use C, T, threshold.EVENT, events, library_paths, debug_dirs, metrics_addr, state_dir, shared_dir, retention.jobs, retention.age, interval, pin_dir, metrics_ttl or scope)`},
 		{"lowercase c", "c = 1\n", at + `1: unknown key "c" (keys are case-sensitive: use "C")`},
 		{"lowercase t", "t = 1\n", at + `1: unknown key "t" (keys are case-sensitive: use "T")`},
 		{"key case", "Metrics_Addr = off\n", at + `1: unknown key "Metrics_Addr" (keys are case-sensitive: use "metrics_addr")`},
@@ -392,8 +399,8 @@ func TestParseErrors(t *testing.T) {
 		{"known event without prefix", "ob1.send_pending.new = 5\n",
 			at + `1: unknown key "ob1.send_pending.new" (did you mean "threshold.ob1.send_pending.new"?)`},
 		{"unknown event without prefix", "no.such.event = 5\n",
-			at + `1: unknown key "no.such.event" (use C, T, threshold.EVENT, events, library_paths, debug_dirs, metrics_addr, state_dir, shared_dir, retention.jobs, retention.age, interval, pin_dir or metrics_ttl)`},
-		{"BOM not on line 1", "C = 1\n\uFEFFT = 1\n", at + `2: unknown key "\ufeffT" (use C, T, threshold.EVENT, events, library_paths, debug_dirs, metrics_addr, state_dir, shared_dir, retention.jobs, retention.age, interval, pin_dir or metrics_ttl)`},
+			at + `1: unknown key "no.such.event" (use C, T, threshold.EVENT, events, library_paths, debug_dirs, metrics_addr, state_dir, shared_dir, retention.jobs, retention.age, interval, pin_dir, metrics_ttl or scope)`},
+		{"BOM not on line 1", "C = 1\n\uFEFFT = 1\n", at + `2: unknown key "\ufeffT" (use C, T, threshold.EVENT, events, library_paths, debug_dirs, metrics_addr, state_dir, shared_dir, retention.jobs, retention.age, interval, pin_dir, metrics_ttl or scope)`},
 		// syntax
 		{"not key = value", "C 1000\n", at + `1: "C 1000" is not a "key = value" setting (use e.g. T = 10s)`},
 		{"missing key", "= 5\n", at + `1: missing key before "=" (use e.g. T = 10s)`},

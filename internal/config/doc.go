@@ -120,6 +120,13 @@
 // metrics_ttl (duration, 0 or more, default: 10m) is how long a finished
 // job stays in the metrics.
 //
+//	scope = host
+//
+// scope (host or netns, default: host) is which processes of the node
+// mpiprobe watches: host, all of them; netns, only those of its own
+// network namespace (as a pod's sidecar). MPIPROBE_SCOPE overrides it, and
+// --scope overrides both.
+//
 // Paths are cleaned (/opt//lib/ becomes /opt/lib). [Config.Lines] records
 // the line of every key set, so that callers can let the command line win
 // and name the line in later errors. The file testdata/config.conf of this

@@ -11,6 +11,7 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/mpiprobe/mpiprobe/internal/procfs"
 	"github.com/mpiprobe/mpiprobe/internal/text"
 	"github.com/mpiprobe/mpiprobe/thresholds"
 )
@@ -113,6 +114,13 @@ var keys = []key{
 		}
 		c.MetricsTTL = d
 		return err
+	}},
+	{"scope", "netns", func(c *Config, v string, _ Options) error {
+		if v != procfs.ScopeHost && v != procfs.ScopeNetns {
+			return fmt.Errorf("%s is not a scope (use host: every process of the node, or netns: those of mpiprobe's network namespace)", text.Echo(v))
+		}
+		c.Scope = v
+		return nil
 	}},
 }
 

@@ -42,6 +42,9 @@ func checkTarget(pfs procfs.FS, pid int) (Proc, error) {
 		return Proc{}, fmt.Errorf("pid %d (%s) is a kernel thread: mpiprobe traces MPI user processes", pid, text.Line(st.Comm))
 	}
 	p := Proc{PID: pid, Comm: st.Comm, StartTime: st.StartTime}
+	if !pfs.InScope(pid) {
+		return Proc{}, OutOfScope(pid, st.Comm)
+	}
 	if st.Ended() {
 		return Proc{}, &RaceError{PID: pid, Comm: st.Comm, What: "exited", During: "examining"}
 	}
@@ -92,7 +95,8 @@ func linksMPI(file string) bool {
 	return false
 }
 
-// JobPIDs returns the processes on this node whose identity names the job.
+// JobPIDs returns the processes on this node (in pfs's scope) whose
+// identity names the job (identity.Matches).
 func JobPIDs(pfs procfs.FS, job, host string) ([]int, error) {
 	return jobPIDs(pfs, pfs, job, host)
 }
@@ -109,8 +113,8 @@ func jobPIDs(pfs procfs.FS, r identity.Reader, job, host string) ([]int, error) 
 		if pid == os.Getpid() {
 			continue
 		}
-		id := identity.Resolve(pid, cr, host)
-		if id.Job == job && id.Rank != identity.Unknown {
+		id, keys := identity.ResolveKeys(pid, cr, host)
+		if identity.Matches(job, id, keys) && id.Rank != identity.Unknown {
 			out = append(out, pid)
 		}
 	}
@@ -406,9 +410,11 @@ func Scan(pfs procfs.FS, pid int, want []probes.Library) (targets []probes.Targe
 
 // ScanMaps is Scan of a process whose memory map the caller read: it can
 // tell a process gone (the read failed) from one that maps no MPI library.
+// A process outside pfs's scope (procfs.FS.Net) is none either: the
+// agent's exec watch and the session's command scan both come here.
 func ScanMaps(pfs procfs.FS, pid int, maps []procfs.Mapping, want []probes.Library) (targets []probes.Target, errs []error, ok bool) {
 	libs := Discover(maps)
-	if !IsMPI(libs) {
+	if !IsMPI(libs) || !pfs.InScope(pid) {
 		return nil, nil, false
 	}
 	targets, errs = ProcessTargets(pfs, pid, libs, want)

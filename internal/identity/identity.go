@@ -13,9 +13,11 @@ const Unknown = "?"
 
 // Identity names an MPI process: the host it runs on, its job and its rank.
 type Identity struct {
-	// Host is the node's hostname.
+	// Host is the host name of the process's node: its UTS namespace's
+	// (Reader.Hostname), else the one Resolve was given.
 	Host string `json:"host"`
-	// Job identifies the job across its ranks on this node (launcher-specific, see FromEnv).
+	// Job identifies the job across its ranks, the same on every node
+	// (launcher-specific, see the package documentation).
 	Job string `json:"job"`
 	// Rank is the process's rank in MPI_COMM_WORLD as a decimal string.
 	Rank string `json:"rank"`
@@ -41,6 +43,12 @@ type Reader interface {
 	Environ(pid int) (map[string]string, error)
 	// Stat returns the process's stat (parent pid and command name).
 	Stat(pid int) (procfs.Stat, error)
+	// Cmdline returns the process's arguments (a hydra proxy's
+	// --control-port).
+	Cmdline(pid int) ([]string, error)
+	// Hostname returns the host name of the process's UTS namespace: the
+	// node it runs on.
+	Hostname(pid int) (string, error)
 }
 
 // Label formats id and pid as the prefix of an output line:

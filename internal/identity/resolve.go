@@ -1,6 +1,9 @@
 package identity
 
-import "strings"
+import (
+	"slices"
+	"strings"
+)
 
 // maxWalk bounds the walk up the parent chain.
 const maxWalk = 32
@@ -12,11 +15,21 @@ const (
 	commHydraBootstrap = "hydra_bstrap_pr" // Intel MPI's hydra_bstrap_proxy, truncated
 )
 
-// Resolve names process pid on host: FromEnv of its environment, plus the
-// parent chain for MPICH hydra jobs (see the package documentation).
-// Whatever r cannot read is Unknown, as is Host when host is "". pid is in
-// r's pid namespace; so is the mpiexec pid in a hydra job name.
+// Resolve names process pid: FromEnv of its environment, plus the parent
+// chain for MPICH hydra jobs (see the package documentation), on the host
+// r.Hostname names, else on host. Whatever r cannot read is Unknown, as is
+// Host when neither names one. pid is in r's pid namespace; so is the
+// mpiexec pid in an old hydra job name.
 func Resolve(pid int, r Reader, host string) Identity {
+	id, _ := ResolveKeys(pid, r, host)
+	return id
+}
+
+// ResolveKeys is Resolve, also returning the other names --job accepts
+// for the process's job (Matches): the keys older mpiprobe releases gave
+// it, and for a process of a Slurm job that job's id, with and without
+// its cluster.
+func ResolveKeys(pid int, r Reader, host string) (Identity, []string) {
 	env, err := r.Environ(pid)
 	if err != nil {
 		env = nil
@@ -25,12 +38,21 @@ func Resolve(pid int, r Reader, host string) Identity {
 	if needChain(env) {
 		chain = walk(pid, r)
 	}
-	id := classify(env, chain)
+	id, keys := classify(env, chain)
 	id.Host = Unknown
+	if h, err := r.Hostname(pid); err == nil && h != "" {
+		host = h
+	}
 	if host != "" {
 		id.Host = host
 	}
-	return id
+	return id, keys
+}
+
+// Matches reports whether job, as given to --job, names the job of id,
+// whose other names are keys (ResolveKeys).
+func Matches(job string, id Identity, keys []string) bool {
+	return job != Unknown && (job == id.Job || slices.Contains(keys, job))
 }
 
 // needChain reports whether the parent chain can change what classify
@@ -62,6 +84,10 @@ func walk(pid int, r Reader) hydraChain {
 		switch {
 		case !chain.proxy:
 			chain.proxy = st.Comm == commHydraProxy
+			if chain.proxy {
+				args, _ := r.Cmdline(cur)
+				chain.control = controlPort(args)
+			}
 		case st.Comm == commHydraBootstrap:
 			// Intel MPI: mpiexec.hydra -> hydra_bstrap_proxy -> hydra_pmi_proxy.
 		default:

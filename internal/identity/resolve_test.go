@@ -20,6 +20,8 @@ type fakeProcess struct {
 	ppid int
 	comm string
 	env  map[string]string // nil: environ unreadable
+	args []string          // the command line
+	host string            // its UTS namespace's host name; "": unreadable
 }
 
 func (p *fakeProc) Environ(pid int) (map[string]string, error) {
@@ -31,6 +33,22 @@ func (p *fakeProc) Environ(pid int) (map[string]string, error) {
 		return nil, fmt.Errorf("read environ of %d: %w", pid, fs.ErrPermission)
 	}
 	return proc.env, nil
+}
+
+func (p *fakeProc) Cmdline(pid int) ([]string, error) {
+	proc, ok := p.procs[pid]
+	if !ok {
+		return nil, fmt.Errorf("read cmdline of %d: %w", pid, fs.ErrNotExist)
+	}
+	return proc.args, nil
+}
+
+func (p *fakeProc) Hostname(pid int) (string, error) {
+	proc, ok := p.procs[pid]
+	if !ok || proc.host == "" {
+		return "", fmt.Errorf("read uts namespace of %d: %w", pid, fs.ErrNotExist)
+	}
+	return proc.host, nil
 }
 
 func (p *fakeProc) Stat(pid int) (procfs.Stat, error) {
@@ -180,7 +198,7 @@ func TestResolveNoChainNeeded(t *testing.T) {
 		if r.stats != 0 {
 			t.Errorf("%s: %d Stat calls, want none", name, r.stats)
 		}
-		if id != classify(e, hydraChain{}).withHost("h") {
+		if c, _ := classify(e, hydraChain{}); id != c.withHost("h") {
 			t.Errorf("%s: Resolve = %+v", name, id)
 		}
 	}
@@ -273,7 +291,8 @@ func TestResolveWalkBounded(t *testing.T) {
 }
 
 // TestResolveRealProc resolves this test process through the real /proc:
-// nothing launched it, so all but Host is Unknown.
+// nothing launched it, so all but Host is Unknown, and Host is this
+// node's name, read from its own UTS namespace, not the fallback.
 func TestResolveRealProc(t *testing.T) {
 	if _, err := os.Stat("/proc/self/environ"); err != nil {
 		t.Skip("no /proc:", err)
@@ -284,8 +303,12 @@ func TestResolveRealProc(t *testing.T) {
 		}
 	}
 	var r Reader = procfs.FS{}
-	got := Resolve(os.Getpid(), r, "testhost")
-	w := Identity{Host: "testhost", Job: Unknown, Rank: Unknown, Size: Unknown}
+	host, err := os.Hostname()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := Resolve(os.Getpid(), r, "fallback")
+	w := Identity{Host: host, Job: Unknown, Rank: Unknown, Size: Unknown}
 	if got != w {
 		t.Fatalf("Resolve = %+v, want %+v", got, w)
 	}

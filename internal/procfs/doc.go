@@ -1,6 +1,9 @@
 // Package procfs parses the parts of /proc that mpiprobe needs to find MPI
 // libraries in running processes and to name those processes: memory maps,
-// the initial environment, stat and comm.
+// the initial environment, stat, comm and cmdline, and the namespaces a
+// process is in: its network namespace scopes what mpiprobe watches
+// (FS.Net, --scope netns), and its UTS namespace names its node
+// (FS.Hostname, read with setns on a thread of its own).
 //
 // The parsers (ParseMaps, ParseEnviron, ParseStat) are pure functions over
 // bytes; they treat their input as untrusted, never panic and report

@@ -17,12 +17,17 @@ import (
 const DefaultRoot = "/proc"
 
 // FS reads process information from a procfs tree. The zero value reads
-// the host's /proc. FS holds no state besides Root and is safe for
-// concurrent use.
+// the host's /proc, every process of it. FS holds no state besides Root
+// and Net and is safe for concurrent use.
 type FS struct {
 	// Root is the procfs mount point; "" means DefaultRoot ("/proc").
 	// Tests point it at a temporary directory with the same layout.
 	Root string
+	// Net, when set, scopes f to the processes of that network namespace
+	// (mpiprobe --scope netns, as a pod's sidecar or a node of the test
+	// cluster watches its own): PIDs lists only those, and InScope tells
+	// them from the others. nil: every process (--scope host).
+	Net *NS
 }
 
 // root returns Root or its default.
@@ -105,7 +110,8 @@ func (f FS) Comm(pid int) (string, error) {
 }
 
 // PIDs lists the numeric entries of Root (the processes visible in this
-// pid namespace, not their threads) in ascending order.
+// pid namespace, not their threads) in ascending order; with Net set,
+// only those InScope.
 func (f FS) PIDs() ([]int, error) {
 	entries, err := os.ReadDir(f.root())
 	if err != nil {
@@ -114,7 +120,7 @@ func (f FS) PIDs() ([]int, error) {
 	pids := make([]int, 0, len(entries))
 	for _, e := range entries {
 		v, err := parseDecimal(e.Name())
-		if err != nil || v == 0 || v > 1<<31-1 {
+		if err != nil || v == 0 || v > 1<<31-1 || !f.InScope(int(v)) {
 			continue
 		}
 		pids = append(pids, int(v))

@@ -38,6 +38,10 @@ type Process struct {
 	PID int
 	// Rank is the rank in MPI_COMM_WORLD, identity.Unknown if unknown.
 	Rank string
+	// Host is the process's node: the host name of its UTS namespace
+	// (identity.Resolve), which differs from List.Host for a process of a
+	// container or a simulated node.
+	Host string
 	// User owns the process (a name, or the uid when it has none).
 	User string
 	// Command is the process's command line, arguments joined by spaces.
@@ -191,7 +195,7 @@ func process(pfs procfs.FS, pid int, host string) (Process, identity.Identity, b
 		return Process{}, identity.Identity{}, false
 	}
 	id := identity.Resolve(pid, pfs, host)
-	p.Rank = id.Rank
+	p.Rank, p.Host = id.Rank, id.Host
 	p.User = owner(pfs, pid)
 	p.Command = cmdline(pfs, pid)
 	return p, id, true

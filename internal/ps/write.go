@@ -91,6 +91,7 @@ type (
 	jsonProcess struct {
 		PID      int          `json:"pid"`
 		Rank     *int         `json:"rank"`
+		Host     string       `json:"host"`
 		User     string       `json:"user"`
 		Command  string       `json:"command"`
 		MPI      string       `json:"mpi"`
@@ -113,7 +114,7 @@ func WriteJSON(w io.Writer, l List) error {
 	for _, j := range l.Jobs {
 		jj := jsonJob{Job: j.ID, Launcher: j.Launcher, Size: report.RankNumber(j.Size), Procs: make([]jsonProcess, 0, len(j.Procs))}
 		for _, p := range j.Procs {
-			jp := jsonProcess{PID: p.PID, Rank: report.RankNumber(p.Rank), User: p.User, Command: p.Command,
+			jp := jsonProcess{PID: p.PID, Rank: report.RankNumber(p.Rank), Host: p.Host, User: p.User, Command: p.Command,
 				MPI: p.MPI, Library: p.Library, TracedBy: make([]jsonTracer, 0, len(p.TracedBy))}
 			for _, t := range p.TracedBy {
 				jt := jsonTracer{Kind: t.Kind}
