@@ -242,6 +242,7 @@ type psJSON struct {
 		Launcher  string `json:"launcher"`
 		Processes []struct {
 			PID      int         `json:"pid"`
+			Host     string      `json:"host"`
 			Rank     jsonRankNum `json:"rank"`
 			User     string      `json:"user"`
 			MPI      string      `json:"mpi"`

@@ -27,15 +27,14 @@ import (
 //     an established TCP connection to another node's address (ranks of
 //     different nodes share no memory: each node has its own IPC
 //     namespace and /dev/shm);
-//   - mpiprobe ps --json run inside each node lists every rank of the job
-//     with its rank number, and for Open MPI and srun under one job id.
-//
-// Today mpiprobe ps inside a node still lists the ranks of every node
-// (the nodes share the host's PID namespace). The --scope test will add:
-// ps --scope netns inside node k lists only ranks 2k-2 and 2k-1, under
-// the job id the ranks of other nodes have too (also hydra's, whose
-// proxies in n2 and n3 do not descend from mpiexec, as over ssh), and
-// --scope host lists all six.
+//   - mpiprobe ps --json run inside each node (--scope host, the default:
+//     the nodes share the host's PID namespace) lists every rank of the
+//     job with its rank number and its own node's name as host, under one
+//     job key;
+//   - mpiprobe ps --json --scope netns inside node k lists only ranks
+//     2k-2 and 2k-1, under the same job key as the other nodes give
+//     (also hydra's, whose proxies in n2 and n3 do not descend from
+//     mpiexec, as over ssh).
 func TestClusterJobs(t *testing.T) {
 	ompi, mpich := mpitest.OpenMPI(), mpitest.MPICH()
 	mpitest.RequireE2E(t, ompi, mpich)
@@ -54,13 +53,12 @@ func TestClusterJobs(t *testing.T) {
 		name    string
 		impl    mpitest.Impl
 		argv    func(t *testing.T, prog string) []string
-		oneJob  bool // every node's ps names the ranks under one job id today
 		mpiName string
 	}{
-		{"mpirun", ompi, func(t *testing.T, p string) []string { return c.Mpirun(t, ompi, perNode, p, "skip", "5") }, true, "Open MPI"},
-		{"hydra", mpich, func(t *testing.T, p string) []string { return c.Hydra(t, mpich, perNode, p, "skip", "5") }, false, "MPICH"},
-		{"srun-pmix", ompi, func(t *testing.T, p string) []string { return c.Srun(t, "pmix", perNode, p, "skip", "5") }, true, "Open MPI"},
-		{"srun-pmi2", mpich, func(t *testing.T, p string) []string { return c.Srun(t, "pmi2", perNode, p, "skip", "5") }, true, "MPICH"},
+		{"mpirun", ompi, func(t *testing.T, p string) []string { return c.Mpirun(t, ompi, perNode, p, "skip", "5") }, "Open MPI"},
+		{"hydra", mpich, func(t *testing.T, p string) []string { return c.Hydra(t, mpich, perNode, p, "skip", "5") }, "MPICH"},
+		{"srun-pmix", ompi, func(t *testing.T, p string) []string { return c.Srun(t, "pmix", perNode, p, "skip", "5") }, "Open MPI"},
+		{"srun-pmi2", mpich, func(t *testing.T, p string) []string { return c.Srun(t, "pmi2", perNode, p, "skip", "5") }, "MPICH"},
 	}
 	hosts := map[string]string{} // node's address -> node
 	for _, node := range nodes {
@@ -87,8 +85,9 @@ func TestClusterJobs(t *testing.T) {
 			}
 			// Who each rank is, and its job, as ps in each node sees them.
 			rankOf := map[int]string{}
+			allJobs := map[string]bool{}
 			for _, node := range nodes {
-				l := psInNode(t, c, node, bin)
+				l := psInNode(t, c, node, bin, "host")
 				seen := map[int]bool{}
 				jobs := map[string]bool{}
 				for _, j := range l.Jobs {
@@ -98,6 +97,10 @@ func TestClusterJobs(t *testing.T) {
 						}
 						seen[p.PID] = true
 						jobs[j.Job] = true
+						allJobs[j.Job] = true
+						if p.Host != nodeOf[p.PID] {
+							t.Errorf("ps in %s: pid %d's host is %q, want its node %s", node, p.PID, p.Host, nodeOf[p.PID])
+						}
 						if r, ok := rankOf[p.PID]; ok && r != string(p.Rank) {
 							t.Errorf("pid %d: rank %s in one node's ps, %s in %s's", p.PID, r, p.Rank, node)
 						}
@@ -112,11 +115,32 @@ func TestClusterJobs(t *testing.T) {
 						t.Errorf("ps --json in %s does not list rank pid %d (of node %s)", node, pid, nodeOf[pid])
 					}
 				}
-				if tc.oneJob && len(jobs) != 1 {
-					t.Errorf("ps in %s lists the job's ranks under %d job ids, want 1: %v", node, len(jobs), sortedKeys(jobs))
-				} else if !tc.oneJob {
-					t.Logf("ps in %s: the job's ranks under job ids %v", node, sortedKeys(jobs))
+				if len(jobs) != 1 {
+					t.Errorf("ps in %s lists the job's ranks under %d job keys, want 1: %v", node, len(jobs), sortedKeys(jobs))
 				}
+			}
+			// Each node alone (--scope netns): its own ranks, the same key.
+			for _, node := range nodes {
+				l := psInNode(t, c, node, bin, "netns")
+				var mine []int
+				for _, j := range l.Jobs {
+					for _, p := range j.Processes {
+						if nodeOf[p.PID] != node {
+							t.Errorf("ps --scope netns in %s lists pid %d (job %s), which is not in %s", node, p.PID, j.Job, node)
+							continue
+						}
+						mine = append(mine, p.PID)
+						allJobs[j.Job] = true
+					}
+				}
+				if len(mine) != perNode {
+					t.Errorf("ps --scope netns in %s lists %d of its ranks, want %d", node, len(mine), perNode)
+				}
+			}
+			if len(allJobs) != 1 {
+				t.Errorf("the nodes name the job with %d keys, want 1: %v", len(allJobs), sortedKeys(allJobs))
+			} else {
+				t.Logf("job key on every node: %v", sortedKeys(allJobs))
 			}
 			// Ranks 2k, 2k+1 in node k+1.
 			perNodeRanks := map[string][]int{}
@@ -150,10 +174,10 @@ func TestClusterJobs(t *testing.T) {
 	}
 }
 
-// psInNode runs mpiprobe ps --json inside node.
-func psInNode(t *testing.T, c *mpitest.SimCluster, node, bin string) psJSON {
+// psInNode runs mpiprobe ps --json --scope scope inside node.
+func psInNode(t *testing.T, c *mpitest.SimCluster, node, bin, scope string) psJSON {
 	t.Helper()
-	cmd := c.Command(node, bin, "ps", "--json")
+	cmd := c.Command(node, bin, "ps", "--json", "--scope", scope)
 	cmd.Stderr = os.Stderr
 	out, err := cmd.Output()
 	if err != nil {
