@@ -232,3 +232,130 @@ func sortedKeys(m map[string]bool) []string {
 	sort.Strings(s)
 	return s
 }
+
+// TestClusterSharedSummary runs one agent per simulated node (--scope
+// netns, a shared directory every node sees), and a 6-rank flood job
+// across the three nodes with srun (Open MPI under PMIx; ranks 0 and 1,
+// the flood's sender and receiver, share n1 and its vader free list).
+// Each agent's local summary holds its own node's two ranks only; each
+// writes its part; `report --job KEY --shared-dir` merges them into one
+// job: six ranks, each once with its node as host, every event count
+// the sum of the three local summaries (queued sends within 2% of the
+// known 2 x (messages - free list)), no node missing from Slurm's node
+// list, not partial.
+func TestClusterSharedSummary(t *testing.T) {
+	ompi := mpitest.OpenMPI()
+	mpitest.RequireE2E(t, ompi)
+	c := mpitest.Cluster(t)
+	bin := mpitest.BuildMpiprobe(t)
+	shared := t.TempDir()
+	nodes := c.Nodes()
+	type nodeAgent struct {
+		d  mpitest.AgentDirs
+		ag *mpitest.Agent
+	}
+	agents := map[string]nodeAgent{}
+	for _, node := range nodes {
+		d := mpitest.NewAgentDirs(t)
+		d.Pin += "-" + node
+		cfg, err := os.ReadFile(d.Config)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(d.Config, append(cfg, "shared_dir = "+shared+"\nscope = netns\n"...), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		agents[node] = nodeAgent{d, mpitest.StartAgent(t, bin, d, "", c.Argv(node)...)}
+	}
+	time.Sleep(time.Second) // the agents attach to new processes; give them their start
+	flood := mpitest.Build(t, ompi, "flood")
+	const perNode = 2
+	argv := append([]string{"env", "OMPI_MCA_pml=ob1", "OMPI_MCA_btl=self,vader,tcp",
+		"OMPI_MCA_btl_vader_free_list_max=" + strconv.Itoa(freeListMax)},
+		c.Srun(t, "pmix", perNode, flood, "-n", strconv.Itoa(floodMessages), "-d", "600", "-r", "2")...)
+	job := c.StartJob(t, nodes[0], argv, flood, perNode*len(nodes), ompi.Lib)
+	nodeOf := map[int]string{}
+	byNode := map[string][]int{}
+	for _, pid := range job.Ranks { // while they run: the receiver waits 600 ms
+		nodeOf[pid] = c.NodeOf(t, pid)
+		byNode[nodeOf[pid]] = append(byNode[nodeOf[pid]], pid)
+	}
+	job.Wait(t)
+	for _, node := range nodes {
+		if len(byNode[node]) != perNode {
+			t.Fatalf("ranks by node %v, want %d in each of %v", byNode, perNode, nodes)
+		}
+	}
+	want := map[string]uint64{} // event -> the local summaries' sum
+	key := ""
+	for _, node := range nodes {
+		a := agents[node]
+		s := finishedSummaries(t, a.d, a.ag, byNode[node])[0]
+		if len(s.Jobs[0].Ranks) != perNode {
+			t.Errorf("%s's agent (--scope netns) summarizes %d ranks, want its own %d", node, len(s.Jobs[0].Ranks), perNode)
+		}
+		for _, r := range s.Jobs[0].Ranks {
+			if nodeOf[r.PID] != node {
+				t.Errorf("%s's agent summarizes pid %d of node %q", node, r.PID, nodeOf[r.PID])
+			}
+			for _, e := range r.Events {
+				want[e.Event] += e.Count
+			}
+		}
+		if key == "" {
+			key = s.Jobs[0].Job
+		} else if s.Jobs[0].Job != key {
+			t.Errorf("%s's agent names the job %s, another node %s", node, s.Jobs[0].Job, key)
+		}
+	}
+	// The last part is final once each agent saw its ranks end.
+	deadline := time.Now().Add(30 * time.Second)
+	var got struct {
+		agentSummary
+		Shared struct {
+			Partial bool     `json:"partial"`
+			Missing []string `json:"missing_nodes"`
+			Parts   []struct {
+				Node  string `json:"node"`
+				Final bool   `json:"final"`
+			} `json:"parts"`
+		} `json:"shared"`
+	}
+	for {
+		code, out, stderr := runOutput(t, bin, nil, "report", "--job", key, "--shared-dir", shared, "--json")
+		if code != 0 {
+			t.Fatalf("report --job %s --shared-dir: exit %d\n%s", key, code, stderr)
+		}
+		if err := json.Unmarshal([]byte(out), &got); err != nil {
+			t.Fatal(err)
+		}
+		if !got.Shared.Partial || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	if got.Shared.Partial || len(got.Shared.Missing) != 0 || len(got.Shared.Parts) != len(nodes) {
+		t.Errorf("job %s: partial %v, missing %v, %d parts; want all %d nodes' final parts", key, got.Shared.Partial, got.Shared.Missing, len(got.Shared.Parts), len(nodes))
+	}
+	if len(got.Jobs) != 1 || len(got.Jobs[0].Ranks) != perNode*len(nodes) {
+		t.Fatalf("job %s merged: %+v, want one job of %d ranks", key, got.Jobs, perNode*len(nodes))
+	}
+	merged := map[string]uint64{}
+	for _, r := range got.Jobs[0].Ranks {
+		if r.Host != nodeOf[r.PID] {
+			t.Errorf("merged rank %s (pid %d): host %q, want its node %q", r.Rank, r.PID, r.Host, nodeOf[r.PID])
+		}
+		for _, e := range r.Events {
+			merged[e.Event] += e.Count
+		}
+	}
+	for ev, n := range want {
+		if merged[ev] != n {
+			t.Errorf("merged %s: %d, want the three local summaries' %d", ev, merged[ev], n)
+		}
+	}
+	if total, w := got.total("ob1.send_pending.new"), uint64(2*(floodMessages-freeListMax)); !withinTolerance(total, w) {
+		t.Errorf("job %s: %d queued sends, want %d within 2%%", key, total, w)
+	}
+	t.Logf("job %s over %v: %d ranks merged from %d parts; events %v", key, nodes, len(got.Jobs[0].Ranks), len(got.Shared.Parts), merged)
+}

@@ -90,9 +90,8 @@ func runSharedAgent(t *testing.T, bin, shared string, impl mpitest.Impl, rounds 
 // is partial and names them; the second job's launcher (hydra) gives
 // none, which the summary says.
 //
-// TODO(issue 31): parts of one job from several nodes come with the
-// simulated cluster (.ci/cluster, internal/mpitest/cluster.go): a job
-// across its nodes, each node's agent writing its part, merged here.
+// TestClusterSharedSummary merges the parts of one job from several
+// (simulated) nodes.
 func TestSharedDirE2E(t *testing.T) {
 	ompi, mpich := mpitest.OpenMPI(), mpitest.MPICH()
 	mpitest.RequireE2E(t, ompi, mpich)
