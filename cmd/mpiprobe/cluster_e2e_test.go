@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
 	"regexp"
 	"sort"
 	"strconv"
@@ -69,7 +70,7 @@ func TestClusterJobs(t *testing.T) {
 		if got := strings.TrimSpace(string(out)); got != node {
 			t.Errorf("uname -n in node %s says %q", node, got)
 		}
-		hosts["10.77.0."+strings.TrimPrefix(node, "n")] = node
+		hosts[c.Addr(node)] = node
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -358,4 +359,179 @@ func TestClusterSharedSummary(t *testing.T) {
 		t.Errorf("job %s: %d queued sends, want %d within 2%%", key, total, w)
 	}
 	t.Logf("job %s over %v: %d ranks merged from %d parts; events %v", key, nodes, len(got.Jobs[0].Ranks), len(got.Shared.Parts), merged)
+}
+
+// TestClusterPrometheus runs one agent per simulated node (--scope netns,
+// metrics on the node's address) and a real Prometheus in the switch's
+// network namespace that scrapes the three over the bridge with the
+// rules of dist/prometheus/alerts.yml, then a 6-rank srun flood across
+// the nodes. Each rank's series comes from exactly one node; the
+// recording rule's per-job total, the dashboard's per-job sum and the
+// alert all give the job's true count (the agents' local summaries'),
+// no node counted twice.
+func TestClusterPrometheus(t *testing.T) {
+	ompi := mpitest.OpenMPI()
+	mpitest.RequireE2E(t, ompi)
+	c := mpitest.Cluster(t)
+	bin := mpitest.BuildMpiprobe(t)
+	nodes := c.Nodes()
+	const port = "9464"
+	var targets []string
+	type nodeAgent struct {
+		d  mpitest.AgentDirs
+		ag *mpitest.Agent
+	}
+	agents := map[string]nodeAgent{}
+	for _, node := range nodes {
+		d := mpitest.NewAgentDirs(t)
+		d.Pin += "-" + node
+		d.MetricsAddr = ":" + port
+		cfg, err := os.ReadFile(d.Config)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(d.Config, append(cfg, "scope = netns\n"...), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		agents[node] = nodeAgent{d, mpitest.StartAgent(t, bin, d, "", c.Argv(node)...)}
+		targets = append(targets, fmt.Sprintf("%q", c.Addr(node)+":"+port))
+	}
+	dir := t.TempDir()
+	prom := c.Prometheus(t, dir, fmt.Sprintf(`global:
+  scrape_interval: 2s
+  evaluation_interval: 1s
+rule_files: [%q]
+scrape_configs:
+  - job_name: mpiprobe
+    static_configs: [{targets: [%s]}]
+`, filepath.Join(mpitest.RepoRoot(t), "dist", "prometheus", "alerts.yml"), strings.Join(targets, ", ")))
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		up := 0
+		ts := prom.Targets(t)
+		for _, tg := range ts {
+			if tg.Health == "up" {
+				up++
+			}
+		}
+		if up == len(nodes) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("prometheus in the switch does not scrape the %d agents: %+v\n%s", len(nodes), ts, prom.Log(t))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+
+	flood := mpitest.Build(t, ompi, "flood")
+	const perNode = 2
+	argv := append([]string{"env", "OMPI_MCA_pml=ob1", "OMPI_MCA_btl=self,vader,tcp",
+		"OMPI_MCA_btl_vader_free_list_max=" + strconv.Itoa(freeListMax)},
+		c.Srun(t, "pmix", perNode, flood, "-n", strconv.Itoa(floodMessages), "-d", "600", "-r", "2")...)
+	job := c.StartJob(t, nodes[0], argv, flood, perNode*len(nodes), ompi.Lib)
+	byNode := map[string][]int{}
+	for _, pid := range job.Ranks {
+		n := c.NodeOf(t, pid)
+		byNode[n] = append(byNode[n], pid)
+	}
+	job.Wait(t)
+	var truth, all uint64
+	key := ""
+	for _, node := range nodes {
+		if len(byNode[node]) == 0 {
+			t.Fatalf("no rank in %s: %v", node, byNode)
+		}
+		a := agents[node]
+		s := finishedSummaries(t, a.d, a.ag, byNode[node])[0]
+		truth += s.total("ob1.send_pending.new")
+		for _, r := range s.Jobs[0].Ranks {
+			for _, e := range r.Events {
+				all += e.Count
+			}
+		}
+		key = s.Jobs[0].Job
+	}
+	if truth < 1000 {
+		t.Fatalf("the job queued %d sends, too few for the alert", truth)
+	}
+	sel := fmt.Sprintf(`mpi_job=%q,event="ob1.send_pending.new"`, key)
+	one := func(q string) (float64, bool) {
+		s := prom.Query(t, q)
+		if len(s) != 1 {
+			return 0, false
+		}
+		return s[0].Value, true
+	}
+	queries := []struct {
+		q    string
+		want uint64
+	}{
+		// the recording rule the alerts use
+		{`mpi_job_event:mpiprobe_events:increase5m{` + sel + `}`, truth},
+		// the dashboard's "Events in range", the job's every event
+		{dashboardExpr(t, "Events in range", strings.ReplaceAll(regexp.QuoteMeta(key), `\`, `\\`)), all},
+	}
+	deadline = time.Now().Add(60 * time.Second)
+	for _, q := range queries {
+		for {
+			v, ok := one(q.q)
+			if ok && uint64(v) == q.want {
+				t.Logf("%s = %v", q.q, v)
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s = %v (%v), want the job's %d; series: %v", q.q, v, ok, q.want, prom.Query(t, `mpiprobe_events_total{mpi_job=`+strconv.Quote(key)+`}`))
+			}
+			time.Sleep(time.Second)
+		}
+	}
+	// Each rank's series from one node only: no rank counted twice.
+	for _, s := range prom.Query(t, `count by (rank) (mpiprobe_events_total{`+sel+`})`) {
+		if s.Value != 1 {
+			t.Errorf("rank %s of job %s is exported by %v agents, want 1", s.Labels["rank"], key, s.Value)
+		}
+	}
+	if n := len(prom.Query(t, `mpiprobe_events_total{`+sel+`}`)); n != perNode*len(nodes) {
+		t.Errorf("job %s: %d series of ob1.send_pending.new, want one per rank (%d)", key, n, perNode*len(nodes))
+	}
+	for {
+		if len(prom.Query(t, fmt.Sprintf(`ALERTS{alertstate="firing",alertname="MpiprobeOb1SendPendingNew",mpi_job=%q}`, key))) == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("MpiprobeOb1SendPendingNew did not fire for job %s", key)
+		}
+		time.Sleep(time.Second)
+	}
+	t.Logf("job %s over %v: %d queued sends, the same in Prometheus's per-job total; alert firing", key, nodes, truth)
+}
+
+// dashboardExpr returns the query of dist/grafana/mpiprobe.json's panel
+// title, its variables set: mpi_job to the regular expression job, every
+// instance, a 5-minute range (job is written into a PromQL string as is).
+func dashboardExpr(t *testing.T, title, job string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(mpitest.RepoRoot(t), "dist", "grafana", "mpiprobe.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d struct {
+		Panels []struct {
+			Title   string `json:"title"`
+			Targets []struct {
+				Expr string `json:"expr"`
+			} `json:"targets"`
+		} `json:"panels"`
+	}
+	if err := json.Unmarshal(b, &d); err != nil {
+		t.Fatalf("dist/grafana/mpiprobe.json: %v", err)
+	}
+	vars := strings.NewReplacer("$__rate_interval", "5m", "$__range", "5m", "$mpi_job", job, "$instance", ".*")
+	for _, p := range d.Panels {
+		if p.Title == title && len(p.Targets) == 1 {
+			return vars.Replace(p.Targets[0].Expr)
+		}
+	}
+	t.Fatalf("dist/grafana/mpiprobe.json: no panel %q with one query", title)
+	return ""
 }

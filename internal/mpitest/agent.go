@@ -37,6 +37,9 @@ type AgentDirs struct {
 	// State is the state directory, Pin the pin directory (under
 	// /sys/fs/bpf, removed at the end of the test), Config the config file.
 	State, Pin, Config string
+	// MetricsAddr is where the agent serves its metrics; "" is a free
+	// loopback port (127.0.0.1:0).
+	MetricsAddr string
 }
 
 // NewAgentDirs makes the directories and the config file of a test's agents.
@@ -76,7 +79,11 @@ func startAgent(t testing.TB, bin string, d AgentDirs, journalSocket string, w *
 		t.Fatal(err)
 	}
 	a := &Agent{LogPath: logf.Name(), Web: w, done: make(chan error, 1)}
-	argv := slices.Concat(wrap, []string{bin, "agent", "--config", d.Config, "--state-dir", d.State, "--pin-dir", d.Pin, "--metrics-addr", "127.0.0.1:0"})
+	metrics := d.MetricsAddr
+	if metrics == "" {
+		metrics = "127.0.0.1:0"
+	}
+	argv := slices.Concat(wrap, []string{bin, "agent", "--config", d.Config, "--state-dir", d.State, "--pin-dir", d.Pin, "--metrics-addr", metrics})
 	if w != nil {
 		argv = append(argv, "--web.config.file", w.Path)
 	}

@@ -2,13 +2,21 @@ package mpitest
 
 import (
 	"bytes"
+	"context"
 	"fmt"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/mpiprobe/mpiprobe/internal/procfs"
 )
 
 // clusterRun is where .ci/cluster keeps the simulated cluster's state:
@@ -201,4 +209,43 @@ func (c *SimCluster) Srun(t testing.TB, mpi string, perNode int, prog string, ar
 func (c *SimCluster) StartJob(t testing.TB, node string, argv []string, prog string, n int, lib string) *Job {
 	t.Helper()
 	return StartJob(t, c.Argv(node, argv...), prog, n, lib)
+}
+
+// Addr returns node's address on the cluster's bridge (.ci/cluster:
+// 10.77.0.N for node nN): what a host outside the nodes' /etc/hosts, as
+// the switch's, reaches it at.
+func (c *SimCluster) Addr(node string) string { return "10.77.0." + strings.TrimPrefix(node, "n") }
+
+// switchAddr is the address of the switch's bridge (.ci/cluster), where a
+// monitoring host of the cluster listens.
+const switchAddr = "10.77.0.254"
+
+// Prometheus starts a Prometheus server in the switch's network
+// namespace, listening on the bridge's address (port 9090) with the
+// configuration config (relative paths read from dir): it scrapes the
+// nodes over the bridge as a cluster's monitoring host does. The test
+// queries it through connections made in that namespace.
+func (c *SimCluster) Prometheus(t testing.TB, dir, config string) *Prometheus {
+	t.Helper()
+	bin, err := exec.LookPath("prometheus")
+	if err != nil {
+		Require(t, "prometheus (Debian package prometheus)")
+	}
+	b, err := os.ReadFile(filepath.Join(clusterRun, "switch", "holder"))
+	if err != nil {
+		t.Fatalf("the cluster's switch: %v (.ci/cluster status)", err)
+	}
+	holder := strings.TrimSpace(string(b))
+	ns := filepath.Join("/proc", holder, "ns", "net")
+	dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
+		var conn net.Conn
+		err := procfs.FS{}.InNamespace(ns, unix.CLONE_NEWNET, func() (err error) {
+			conn, err = (&net.Dialer{}).DialContext(ctx, network, addr)
+			return err
+		})
+		return conn, err
+	}
+	client := &http.Client{Transport: &http.Transport{DialContext: dial}, Timeout: 30 * time.Second}
+	wrap := []string{"nsenter", "--target", holder, "--net"}
+	return startPrometheus(t, bin, dir, config, net.JoinHostPort(switchAddr, "9090"), wrap, client)
 }

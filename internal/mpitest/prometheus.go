@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -19,6 +20,9 @@ type Prometheus struct {
 	// URL is its base URL, e.g. http://127.0.0.1:40123.
 	URL     string
 	LogPath string
+	// client reaches URL: http.DefaultClient, or one whose connections
+	// are made in the namespace Prometheus listens in.
+	client *http.Client
 }
 
 // StartPrometheus starts the prometheus binary (Debian package prometheus)
@@ -38,18 +42,27 @@ func StartPrometheus(t testing.TB, dir, config string) *Prometheus {
 	}
 	addr := ln.Addr().String()
 	ln.Close()
+	return startPrometheus(t, bin, dir, config, addr, nil, http.DefaultClient)
+}
+
+// startPrometheus starts prometheus (the binary bin) listening on addr,
+// run by wrap (a command that enters a namespace, or none), and waits
+// until client reaches it ready.
+func startPrometheus(t testing.TB, bin, dir, config, addr string, wrap []string, client *http.Client) *Prometheus {
+	t.Helper()
 	path := filepath.Join(dir, "prometheus.yml")
 	if err := os.WriteFile(path, []byte(config), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	p := &Prometheus{URL: "http://" + addr, LogPath: filepath.Join(dir, "prometheus.log")}
+	p := &Prometheus{URL: "http://" + addr, LogPath: filepath.Join(dir, "prometheus.log"), client: client}
 	logf, err := os.Create(p.LogPath)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer logf.Close()
-	cmd := exec.Command(bin, "--config.file", path, "--storage.tsdb.path", filepath.Join(dir, "data"),
+	argv := append(slices.Clone(wrap), bin, "--config.file", path, "--storage.tsdb.path", filepath.Join(dir, "data"),
 		"--web.listen-address", addr)
+	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = dir
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
@@ -60,7 +73,7 @@ func StartPrometheus(t testing.TB, dir, config string) *Prometheus {
 	t.Cleanup(func() { _ = cmd.Process.Kill(); <-done })
 	deadline := time.Now().Add(60 * time.Second)
 	for {
-		resp, err := http.Get(p.URL + "/-/ready")
+		resp, err := p.client.Get(p.URL + "/-/ready")
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
@@ -150,7 +163,7 @@ func (p *Prometheus) Targets(t testing.TB) []Target {
 
 func (p *Prometheus) get(t testing.TB, path string, v any) {
 	t.Helper()
-	resp, err := http.Get(p.URL + path)
+	resp, err := p.client.Get(p.URL + path)
 	if err != nil {
 		t.Fatalf("prometheus %s: %v", path, err)
 	}

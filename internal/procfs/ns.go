@@ -102,12 +102,8 @@ func (f FS) InScope(pid int) bool {
 // Hostname returns the host name of process pid's UTS namespace: the name
 // of the node (or container) it runs on, which /proc/sys/kernel/hostname
 // shows only for the reader's own namespace. A process of the reader's
-// namespace gets os.Hostname; another one's is read on an OS thread locked
-// to its goroutine, which joins the process's namespace (setns, which
-// needs CAP_SYS_ADMIN) and then goes back to its own before it is
-// unlocked. A thread that cannot go back stays locked: the runtime ends
-// it with the goroutine (or, the main thread, parks it forever), so that
-// no Go code runs in the foreign namespace.
+// namespace gets os.Hostname; another one's is read in its namespace
+// (InNamespace, which needs CAP_SYS_ADMIN).
 func (f FS) Hostname(pid int) (string, error) {
 	target, err := f.Namespace(pid, "uts")
 	if err != nil {
@@ -116,43 +112,60 @@ func (f FS) Hostname(pid int) (string, error) {
 	if own, err := f.ownNamespace("uts"); err == nil && own == target {
 		return os.Hostname()
 	}
-	file, err := os.Open(f.pidPath(pid, filepath.Join("ns", "uts")))
+	var name string
+	err = f.InNamespace(f.pidPath(pid, filepath.Join("ns", "uts")), unix.CLONE_NEWUTS, func() error {
+		var u unix.Utsname
+		if err := unix.Uname(&u); err != nil {
+			return fmt.Errorf("uname in uts namespace of %d: %w", pid, err)
+		}
+		name = unix.ByteSliceToString(u.Nodename[:])
+		return nil
+	})
+	return name, err
+}
+
+// InNamespace runs fn in the namespace the file ns names (a
+// /proc/PID/ns/KIND link, or a file bind-mounted from one) of kind nstype
+// (unix.CLONE_NEWUTS, unix.CLONE_NEWNET): on an OS thread locked to its
+// goroutine, which joins the namespace (setns, which needs
+// CAP_SYS_ADMIN) and goes back to its own before it is unlocked. A
+// thread that cannot go back stays locked: the runtime ends it with the
+// goroutine (or, the main thread, parks it forever), so that no other Go
+// code runs in the foreign namespace. What fn makes there stays there: a
+// socket opened in a network namespace is that namespace's.
+func (f FS) InNamespace(ns string, nstype int, fn func() error) error {
+	kinds := map[int]string{unix.CLONE_NEWUTS: "uts", unix.CLONE_NEWNET: "net", unix.CLONE_NEWIPC: "ipc"}
+	kind, ok := kinds[nstype]
+	if !ok {
+		return fmt.Errorf("namespace %s: kind %#x is not one InNamespace enters", ns, nstype)
+	}
+	file, err := os.Open(ns)
 	if err != nil {
-		return "", fmt.Errorf("open uts namespace of %d: %w", pid, err)
+		return fmt.Errorf("open namespace %s: %w", ns, err)
 	}
 	defer file.Close()
-	type result struct {
-		name string
-		err  error
-	}
-	done := make(chan result, 1)
+	done := make(chan error, 1)
 	go func() {
 		runtime.LockOSThread()
-		home, err := os.Open(filepath.Join(f.root(), "thread-self", "ns", "uts"))
+		home, err := os.Open(filepath.Join(f.root(), "thread-self", "ns", kind))
 		if err != nil {
 			runtime.UnlockOSThread()
-			done <- result{err: fmt.Errorf("open own uts namespace: %w", err)}
+			done <- fmt.Errorf("open own %s namespace: %w", kind, err)
 			return
 		}
 		defer home.Close()
-		if err := unix.Setns(int(file.Fd()), unix.CLONE_NEWUTS); err != nil {
+		if err := unix.Setns(int(file.Fd()), nstype); err != nil {
 			runtime.UnlockOSThread()
-			done <- result{err: fmt.Errorf("enter uts namespace of %d: %w", pid, err)}
+			done <- fmt.Errorf("enter namespace %s: %w", ns, err)
 			return
 		}
-		var u unix.Utsname
-		err = unix.Uname(&u)
-		if unix.Setns(int(home.Fd()), unix.CLONE_NEWUTS) == nil {
+		err = fn()
+		if unix.Setns(int(home.Fd()), nstype) == nil {
 			runtime.UnlockOSThread()
 		}
-		if err != nil {
-			done <- result{err: fmt.Errorf("uname in uts namespace of %d: %w", pid, err)}
-			return
-		}
-		done <- result{name: unix.ByteSliceToString(u.Nodename[:])}
+		done <- err
 	}()
-	r := <-done
-	return r.name, r.err
+	return <-done
 }
 
 // Cmdline reads /proc/PID/cmdline: the process's arguments. A kernel
