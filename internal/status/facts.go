@@ -228,8 +228,8 @@ func (nf NodeFacts) Expand() ([]FactRank, error) {
 	for i, c := range nf.Classes {
 		n := 0
 		for _, s := range c.Ranks {
-			if s[0] < 0 || s[1] < s[0] || s[1]-s[0] >= maxFactRanks-n {
-				return nil, fmt.Errorf("class %d: rank span [%d,%d] is not a span of rank numbers (0 ≤ first ≤ last, at most %d ranks)", i, s[0], s[1], maxFactRanks)
+			if s[0] < 0 || s[1] < s[0] || s[1] > math.MaxInt32 || s[1]-s[0] >= maxFactRanks-n {
+				return nil, fmt.Errorf("class %d: rank span [%d,%d] is not a span of rank numbers (0 ≤ first ≤ last ≤ %d, at most %d ranks)", i, s[0], s[1], math.MaxInt32, maxFactRanks)
 			}
 			n += s[1] - s[0] + 1
 		}
