@@ -77,6 +77,7 @@ readme: deps
 bench:
 	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 60m ./internal/bench/
 	$(GO) test -run '^$$' -bench 'Compress|Analyze' -benchtime 3x ./internal/trace/loops/ ./internal/trace/traceview/
+	$(GO) test -run '^$$' -bench 'Merge' -benchtime 3x ./internal/status/
 
 fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzParseMaps -fuzztime 30s ./internal/procfs/

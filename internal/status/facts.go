@@ -91,8 +91,9 @@ type FactRank struct {
 	CommRank int
 	// Moving says its call moved during the window (In.Since is 0).
 	Moving bool
-	// self is the host its document names (Merge).
-	self string
+	// node is the node that answered for it, self the host its
+	// document names (Merge).
+	node, self string
 }
 
 // NewNodeFacts groups the ranks of res (Collect's) into classes. Ranks
@@ -251,42 +252,59 @@ func (nf NodeFacts) Expand() ([]FactRank, error) {
 		if c.Counts != nil {
 			counts = countsMap(*c.Counts)
 		}
-		var rs []int
-		for _, s := range c.Ranks {
-			for r := s[0]; r <= s[1]; r++ {
-				rs = append(rs, r)
+		// Ranks of a class with one time inside share their call, and
+		// every rank of the class its waits: package hang only reads
+		// them, and Merge resolves the waits of the class at once.
+		var waits []hang.Wait
+		var shared *hang.Call
+		if c.Call != nil {
+			waits = slices.Clone(c.Call.Waits)
+			if len(c.SinceSeconds) == 1 {
+				var err error
+				if shared, err = c.call(i, c.SinceSeconds[0], waits); err != nil {
+					return nil, err
+				}
 			}
 		}
-		for j, r := range rs {
-			fr := FactRank{Rank: hang.Rank{Rank: r, PID: c.PIDs[j], Host: nf.Host, Ended: c.Ended, Stopped: c.Stopped,
-				Resume: c.Resume, Unreadable: c.Unreadable, Threaded: c.Threaded}, CommRank: -1}
-			if c.Hosts != nil {
-				fr.Host = c.Hosts[j]
-			}
-			if c.CommRanks != nil {
-				fr.CommRank = c.CommRanks[j]
-			}
-			if c.Call != nil {
-				s := c.SinceSeconds[0]
-				if len(c.SinceSeconds) == n {
-					s = c.SinceSeconds[j]
+		out = slices.Grow(out, n)
+		j := 0
+		for _, s := range c.Ranks {
+			for r := s[0]; r <= s[1]; r, j = r+1, j+1 {
+				fr := FactRank{Rank: hang.Rank{Rank: r, PID: c.PIDs[j], Host: nf.Host, Ended: c.Ended, Stopped: c.Stopped,
+					Resume: c.Resume, Unreadable: c.Unreadable, Threaded: c.Threaded, Counts: counts}, CommRank: -1}
+				if c.Hosts != nil {
+					fr.Host = c.Hosts[j]
 				}
-				if math.IsNaN(s) || s < 0 || s > maxSinceSeconds {
-					return nil, fmt.Errorf("class %d: since_seconds %v is not a time inside a call (0 to %d s)", i, s, int(maxSinceSeconds))
+				if c.CommRanks != nil {
+					fr.CommRank = c.CommRanks[j]
 				}
-				k := c.Call
-				fr.In = &hang.Call{Name: k.Name, Comm: k.Comm, Seq: k.Seq, Peer: k.Peer, Since: time.Duration(math.Round(s * 1e9)),
-					AtLeast: k.AtLeast, Site: k.Site, Args: k.Args, Members: k.Members, Waits: slices.Clone(k.Waits)}
-				fr.Moving = k.Moving
+				if c.Call != nil {
+					fr.In, fr.Moving = shared, c.Call.Moving
+					if shared == nil {
+						var err error
+						if fr.In, err = c.call(i, c.SinceSeconds[j], waits); err != nil {
+							return nil, err
+						}
+					}
+				}
+				out = append(out, fr)
 			}
-			fr.Counts = counts
-			out = append(out, fr)
 		}
 	}
 	if len(out) != nf.RankCount {
 		return nil, fmt.Errorf("rank_count says %d ranks, the classes hold %d", nf.RankCount, len(out))
 	}
 	return out, nil
+}
+
+// call is the class's call entered since seconds ago, for class i.
+func (c FactClass) call(i int, since float64, waits []hang.Wait) (*hang.Call, error) {
+	if math.IsNaN(since) || since < 0 || since > maxSinceSeconds {
+		return nil, fmt.Errorf("class %d: since_seconds %v is not a time inside a call (0 to %d s)", i, since, int(maxSinceSeconds))
+	}
+	k := c.Call
+	return &hang.Call{Name: k.Name, Comm: k.Comm, Seq: k.Seq, Peer: k.Peer, Since: time.Duration(math.Round(since * 1e9)),
+		AtLeast: k.AtLeast, Site: k.Site, Args: k.Args, Members: k.Members, Waits: waits}, nil
 }
 
 // Limits on untrusted node facts: a class's ranks, and a time inside a

@@ -62,13 +62,19 @@ func Merge(asked []string, answers []NodeAnswer, minWait time.Duration) Merged {
 		err  string
 	}
 	var nodes []*nodeDocs
-	byName := map[string]*nodeDocs{}
+	byName, byShort := map[string]*nodeDocs{}, map[string]*nodeDocs{}
 	node := func(name string) *nodeDocs {
-		if n, ok := hostIndex(byName, name); ok {
+		if n, ok := byName[name]; ok {
+			return n
+		}
+		if n, ok := byShort[shortHost(name)]; ok {
 			return n
 		}
 		n := &nodeDocs{name: name}
 		byName[name] = n
+		if _, ok := byShort[shortHost(name)]; !ok {
+			byShort[shortHost(name)] = n
+		}
 		nodes = append(nodes, n)
 		return n
 	}
@@ -97,12 +103,8 @@ func Merge(asked []string, answers []NodeAnswer, minWait time.Duration) Merged {
 		}
 	}
 
-	type claim struct {
-		node, self string
-		pid        int
-	}
 	var m Merged
-	owner := map[int]claim{}
+	owner := map[int]int32{} // rank -> its index in m.Ranks
 	dups := map[[2]string][]int{}
 	same := map[[2]string]bool{}
 	for _, n := range nodes {
@@ -136,17 +138,18 @@ func Merge(asked []string, answers []NodeAnswer, minWait time.Duration) Merged {
 		}
 		m.Answered = append(m.Answered, n.name)
 		for _, fr := range frs {
-			c := claim{n.name, fr.self, fr.PID}
-			if o, ok := owner[fr.Rank.Rank]; ok {
+			fr.node = n.name
+			if i, ok := owner[fr.Rank.Rank]; ok {
+				o := &m.Ranks[i]
 				k := [2]string{o.node, n.name}
 				dups[k] = append(dups[k], fr.Rank.Rank)
 				if _, seen := same[k]; !seen {
 					same[k] = true
 				}
-				same[k] = same[k] && o.self == c.self && o.pid == c.pid
+				same[k] = same[k] && o.self == fr.self && o.PID == fr.PID
 				continue
 			}
-			owner[fr.Rank.Rank] = c
+			owner[fr.Rank.Rank] = int32(len(m.Ranks))
 			m.Ranks = append(m.Ranks, fr)
 		}
 	}
@@ -165,21 +168,11 @@ func Merge(asked []string, answers []NodeAnswer, minWait time.Duration) Merged {
 	return m
 }
 
-// hostIndex finds h in idx, also by its short name (before the first
-// dot): a launcher may name a node "n1" that was asked as
-// "n1.cluster" or the other way round.
-func hostIndex[T any](idx map[string]T, h string) (T, bool) {
-	if v, ok := idx[h]; ok {
-		return v, true
-	}
-	short := func(s string) string { s, _, _ = strings.Cut(s, "."); return s }
-	for k, v := range idx {
-		if short(k) == short(h) {
-			return v, true
-		}
-	}
-	var zero T
-	return zero, false
+// shortHost is a host name up to its first dot: a launcher may name a
+// node "n1" that was asked as "n1.cluster", or the other way round.
+func shortHost(h string) string {
+	h, _, _ = strings.Cut(h, ".")
+	return h
 }
 
 // subjectRanks names ranks: "rank 3", "ranks 0-7".
@@ -209,32 +202,45 @@ func (m Merged) partialPrefix() string {
 	return fmt.Sprintf("partial: %d of %d %s did not answer (%s): ", len(m.Missing), total, plural(total, "node", "nodes"), strings.Join(parts, "; "))
 }
 
-// acrossNodes names the hosts of the knot and the cycles when they span
-// several nodes: "; across nodes: ranks 0,2 on n1, ranks 1,3 on n2".
+// acrossNodes names the hosts of the cycles and of the knot when they
+// span several nodes: "; cycle across nodes: ranks 0,2 on n1, ranks 1,3
+// on n2", "; knot across 1000 nodes: ranks 0-9 on n0000, …, and 992 more
+// nodes" (the knot only when it holds more than the cycles).
 func acrossNodes(rep hang.Report, frs []FactRank) string {
-	host := map[int]string{}
+	host := make(map[int]string, len(frs))
 	for _, fr := range frs {
 		host[fr.Rank.Rank] = fr.Host
 	}
-	in := map[int]bool{}
-	for _, r := range rep.Knot.Ranks {
-		in[r] = true
-	}
+	var cycle []int
 	for _, c := range rep.Cycles {
-		for _, r := range hang.CycleRanks(c) {
-			in[r] = true
+		cycle = append(cycle, hang.CycleRanks(c)...)
+	}
+	cycle = slices.Compact(slices.Sorted(slices.Values(cycle)))
+	out := ""
+	if s, n := byHost(cycle, host); n > 1 {
+		out += "; cycle across nodes: " + s
+	}
+	if len(rep.Knot.Ranks) > len(cycle) {
+		if s, n := byHost(rep.Knot.Ranks, host); n > 1 {
+			out += fmt.Sprintf("; knot across %d nodes: %s", n, s)
 		}
 	}
-	byHost := map[string][]int{}
-	for r := range in {
-		byHost[host[r]] = append(byHost[host[r]], r)
+	return out
+}
+
+// byHost names sorted ranks by host, hosts in the order of their lowest
+// rank, the first 8: "ranks 0,2 on n1, rank 1 on n2, and 3 more nodes";
+// n is the number of hosts.
+func byHost(rs []int, host map[int]string) (s string, n int) {
+	per := map[string][]int{}
+	var hosts []string
+	for _, r := range rs {
+		h := host[r]
+		if _, ok := per[h]; !ok {
+			hosts = append(hosts, h)
+		}
+		per[h] = append(per[h], r)
 	}
-	if len(byHost) < 2 {
-		return ""
-	}
-	hosts := slices.SortedFunc(maps.Keys(byHost), func(a, b string) int {
-		return slices.Min(byHost[a]) - slices.Min(byHost[b])
-	})
 	const shown = 8
 	var parts []string
 	for i, h := range hosts {
@@ -242,10 +248,10 @@ func acrossNodes(rep hang.Report, frs []FactRank) string {
 			parts = append(parts, fmt.Sprintf("and %d more nodes", len(hosts)-shown))
 			break
 		}
-		rs := byHost[h]
-		parts = append(parts, fmt.Sprintf("%s on %s", strings.TrimSuffix(strings.TrimSuffix(subjectRanks(rs), " is"), " are"), text.Quote(h)))
+		ranks := strings.TrimSuffix(strings.TrimSuffix(subjectRanks(per[h]), " is"), " are")
+		parts = append(parts, ranks+" on "+text.Quote(h))
 	}
-	return "; across nodes: " + strings.Join(parts, ", ")
+	return strings.Join(parts, ", "), len(hosts)
 }
 
 // resolveAcross is resolveCommPeers over every node's ranks: a peer
@@ -258,14 +264,19 @@ func resolveAcross(frs []FactRank) []hang.Rank {
 			seats.add(fr.In.Comm, fr.CommRank, fr.Rank.Rank)
 		}
 	}
+	// The calls and waits are Expand's, shared by the ranks of a class,
+	// which resolve alike: they are resolved in place.
+	for _, fr := range frs {
+		if fr.In != nil && len(fr.In.Waits) > 0 {
+			seats.resolve(fr.In.Waits)
+		}
+	}
 	out := make([]hang.Rank, len(frs))
 	for i, fr := range frs {
-		out[i] = fr.Rank
-		if fr.In != nil && seats.resolve(fr.In.Waits) {
-			c := *fr.In
-			c.Peer = waitsPeer(c.Waits)
-			out[i].In = &c
+		if fr.In != nil && len(fr.In.Waits) > 0 {
+			fr.In.Peer = waitsPeer(fr.In.Waits)
 		}
+		out[i] = fr.Rank
 	}
 	return out
 }

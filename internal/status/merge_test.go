@@ -95,9 +95,9 @@ func TestMergeTwoNodes(t *testing.T) {
 		name, across string
 	}{
 		// A cycle and a knot through both nodes name each rank's host.
-		{"ring_ssend_cycle", "; across nodes: ranks 0,2 on n1, ranks 1,3 on n2"},
-		{"any_source_barrier_knot", "; across nodes: ranks 0,2 on n1, rank 1 on n2"},
-		{"missing_barrier_recv", "; across nodes: ranks 0,2 on n1, rank 1 on n2"},
+		{"ring_ssend_cycle", "; cycle across nodes: ranks 0,2 on n1, ranks 1,3 on n2"},
+		{"any_source_barrier_knot", "; knot across 2 nodes: ranks 0,2 on n1, rank 1 on n2"},
+		{"missing_barrier_recv", "; knot across 2 nodes: ranks 0,2 on n1, rank 1 on n2"},
 		// No cycle or knot: the verdict is the one node's.
 		{"missing_barrier_finalize", ""},
 	} {
@@ -196,10 +196,10 @@ func TestMergeOneRunForAll(t *testing.T) {
 	}
 	m := Merge([]string{"n1", "n2", "n3"}, []NodeAnswer{{Facts: docs, Err: "srun: error: n3: task 2: Exited with exit code 1"}}, factsWindow)
 	prefix := "partial: 1 of 3 nodes did not answer (n3: srun: error: n3: task 2: Exited with exit code 1): deadlock cycle: "
-	if !strings.HasPrefix(m.Report.Verdict, prefix) || !strings.HasSuffix(m.Report.Verdict, "; across nodes: ranks 0,2 on n1, ranks 1,3 on n2") {
+	if !strings.HasPrefix(m.Report.Verdict, prefix) || !strings.HasSuffix(m.Report.Verdict, "; cycle across nodes: ranks 0,2 on n1, ranks 1,3 on n2") {
 		t.Errorf("verdict %q, want it to start %q and name n1 (asked for n1.cluster) and n2", m.Report.Verdict, prefix)
 	}
-	if strings.TrimPrefix(strings.TrimSuffix(m.Report.Verdict, "; across nodes: ranks 0,2 on n1, ranks 1,3 on n2"), strings.SplitN(prefix, ": deadlock", 2)[0]+": ") != want {
+	if strings.TrimPrefix(strings.TrimSuffix(m.Report.Verdict, "; cycle across nodes: ranks 0,2 on n1, ranks 1,3 on n2"), strings.SplitN(prefix, ": deadlock", 2)[0]+": ") != want {
 		t.Errorf("verdict %q, want the one node's %q inside", m.Report.Verdict, want)
 	}
 }
