@@ -81,5 +81,10 @@ func (f *fanoutFlags) collect(ctx context.Context, cfg status.Config) (status.Re
 		minWait = cfg.Window
 	}
 	m := status.Merge(f.hosts, answers, minWait)
+	if len(m.Answered) == 0 {
+		f := m.Missing[0]
+		return status.Result{}, fmt.Errorf("no node answered (%d asked); %s: %s: try the node command by hand: %s",
+			len(m.Missing), f.Host, f.Reason, strings.Join(fo.Command, " "))
+	}
 	return m.Result(cfg.Job, cfg.Window), nil
 }
