@@ -43,11 +43,13 @@ type NodeFacts struct {
 
 // FactClass is ranks in one state. Ranks are the sorted ranks as spans
 // ([[0,3],[5,5]]); PIDs, and Hosts when present, hold one entry per rank
-// in that order; SinceSeconds one per rank, or one for all.
+// in that order. How long they have been inside their call is
+// SinceSeconds for all of them, or SinceEach per rank.
 type FactClass struct {
 	Ranks        [][2]int  `json:"ranks"`
 	PIDs         []int     `json:"pids"`
-	SinceSeconds []float64 `json:"since_seconds"`
+	SinceSeconds *float64  `json:"since_seconds,omitempty"`
+	SinceEach    []float64 `json:"since_seconds_each,omitempty"`
 	// Hosts is absent when every rank runs on the document's host.
 	Hosts []string `json:"hosts,omitempty"`
 	// CommRanks are the ranks' numbers in Call.Comm when it is not WORLD
@@ -177,12 +179,12 @@ func groupFacts(frs []FactRank, host string) []FactClass {
 	}
 	out := make([]FactClass, 0, len(order))
 	for _, a := range order {
-		c := FactClass{PIDs: a.pids, SinceSeconds: a.since, FactState: a.st}
+		c := FactClass{PIDs: a.pids, SinceEach: a.since, FactState: a.st}
 		for _, s := range ranks.Spans(a.rs) {
 			c.Ranks = append(c.Ranks, [2]int{s.Lo, s.Hi})
 		}
 		if allSame(a.since) {
-			c.SinceSeconds = a.since[:1]
+			c.SinceSeconds, c.SinceEach = &a.since[0], nil
 		}
 		if a.foreign {
 			c.Hosts = a.hosts
@@ -239,8 +241,10 @@ func (nf NodeFacts) Expand() ([]FactRank, error) {
 			return nil, fmt.Errorf("class %d has no ranks", i)
 		case len(c.PIDs) != n:
 			return nil, fmt.Errorf("class %d: %d ranks but %d pids", i, n, len(c.PIDs))
-		case len(c.SinceSeconds) != 1 && len(c.SinceSeconds) != n:
-			return nil, fmt.Errorf("class %d: %d ranks but %d since_seconds (give 1 or one per rank)", i, n, len(c.SinceSeconds))
+		case (c.SinceSeconds == nil) == (c.SinceEach == nil):
+			return nil, fmt.Errorf("class %d: give since_seconds or since_seconds_each, one of them", i)
+		case c.SinceEach != nil && len(c.SinceEach) != n:
+			return nil, fmt.Errorf("class %d: %d ranks but %d since_seconds_each", i, n, len(c.SinceEach))
 		case c.Hosts != nil && len(c.Hosts) != n:
 			return nil, fmt.Errorf("class %d: %d ranks but %d hosts", i, n, len(c.Hosts))
 		case c.CommRanks != nil && len(c.CommRanks) != n:
@@ -259,9 +263,9 @@ func (nf NodeFacts) Expand() ([]FactRank, error) {
 		var shared *hang.Call
 		if c.Call != nil {
 			waits = slices.Clone(c.Call.Waits)
-			if len(c.SinceSeconds) == 1 {
+			if c.SinceSeconds != nil {
 				var err error
-				if shared, err = c.call(i, c.SinceSeconds[0], waits); err != nil {
+				if shared, err = c.call(i, *c.SinceSeconds, waits); err != nil {
 					return nil, err
 				}
 			}
@@ -282,7 +286,7 @@ func (nf NodeFacts) Expand() ([]FactRank, error) {
 					fr.In, fr.Moving = shared, c.Call.Moving
 					if shared == nil {
 						var err error
-						if fr.In, err = c.call(i, c.SinceSeconds[j], waits); err != nil {
+						if fr.In, err = c.call(i, c.SinceEach[j], waits); err != nil {
 							return nil, err
 						}
 					}

@@ -22,8 +22,8 @@ func FuzzReadNodeFacts(f *testing.F) {
 		f.Add(data)
 		f.Add(append(append([]byte{}, data...), data...))
 	}
-	f.Add([]byte(`{"schema_version":1,"kind":"node_facts","host":"n1","rank_count":2,"classes":[{"ranks":[[0,1]],"pids":[1,2],"since_seconds":[1e300],"call":{"name":"MPI_Recv","peer":-3}}]}`))
-	f.Add([]byte(`{"schema_version":1,"kind":"node_facts","host":"n1","rank_count":2,"classes":[{"ranks":[[9223372036854775806,9223372036854775807]],"pids":[1,2],"since_seconds":[1]}]}`))
+	f.Add([]byte(`{"schema_version":1,"kind":"node_facts","host":"n1","rank_count":2,"classes":[{"ranks":[[0,1]],"pids":[1,2],"since_seconds":1e300,"call":{"name":"MPI_Recv","peer":-3}}]}`))
+	f.Add([]byte(`{"schema_version":1,"kind":"node_facts","host":"n1","rank_count":2,"classes":[{"ranks":[[9223372036854775806,9223372036854775807]],"pids":[1,2],"since_seconds_each":[1,2]}]}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		docs, _ := ReadNodeFacts(bytes.NewReader(data))
 		for _, nf := range docs {
