@@ -104,7 +104,16 @@ func Merge(asked []string, answers []NodeAnswer, minWait time.Duration) Merged {
 	}
 
 	var m Merged
-	owner := map[int]int32{} // rank -> its index in m.Ranks
+	// Room for the ranks the documents announce (Expand checks them),
+	// up to the most one class may hold.
+	want := 0
+	for _, n := range nodes {
+		for _, nf := range n.docs {
+			want += max(0, min(nf.RankCount, maxFactRanks-want))
+		}
+	}
+	m.Ranks = make([]FactRank, 0, want)
+	owner := make(map[int]int32, want) // rank -> its index in m.Ranks
 	dups := map[[2]string][]int{}
 	same := map[[2]string]bool{}
 	for _, n := range nodes {

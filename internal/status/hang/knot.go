@@ -88,14 +88,12 @@ func (d *diag) knot() Knot {
 		}
 	}
 	var k Knot
-	for n, ws := range waits {
-		if !free[n] {
-			k.Ranks = append(k.Ranks, n)
+	for _, r := range d.ranks { // by rank: the knot comes out sorted
+		if ws, stuck := waits[r.n]; stuck && !free[r.n] {
+			k.Ranks = append(k.Ranks, r.n)
 			k.Waits = append(k.Waits, ws...)
 		}
 	}
-	slices.Sort(k.Ranks)
-	slices.SortStableFunc(k.Waits, func(a, b KnotWait) int { return a.Rank - b.Rank })
 	return k
 }
 
