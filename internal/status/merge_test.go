@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mpiprobe/mpiprobe/internal/status/hang"
 )
 
 // The node facts in testdata/nodefacts are `mpiprobe status --node-facts`
@@ -76,7 +78,7 @@ func roundTrip(t *testing.T, nf NodeFacts) NodeFacts {
 const factsWindow = time.Second
 
 func TestMergeOneNodeIsStatus(t *testing.T) {
-	for _, name := range []string{"ring_ssend_cycle", "any_source_barrier_knot", "missing_barrier_finalize", "missing_barrier_recv"} {
+	for _, name := range []string{"ring_ssend_cycle", "any_source_barrier_knot", "missing_barrier_finalize", "missing_barrier_recv", "split_of_split_recv"} {
 		t.Run(name, func(t *testing.T) {
 			nf, want := readFacts(t, name)
 			m := Merge([]string{nf.Host}, []NodeAnswer{{Host: nf.Host, Facts: []NodeFacts{nf}}}, factsWindow)
@@ -220,5 +222,28 @@ func TestNodeFactsClasses(t *testing.T) {
 	_ = WriteNodeFacts(&b, nf)
 	if a.String() != b.String() {
 		t.Errorf("expanded and grouped again:\n%s\nwant\n%s", b.String(), a.String())
+	}
+}
+
+// A peer known only by its rank in a communicator (as when the library
+// gives no WORLD rank) is resolved across nodes: rank 2 on n1 receives
+// from rank 0 of comm 4, which is rank 3, on n2.
+func TestMergeResolvesCommPeersAcrossNodes(t *testing.T) {
+	nf, want := readFacts(t, "split_of_split_recv")
+	for i := range nf.Classes {
+		c := nf.Classes[i].Call
+		if c == nil || len(c.Waits) != 1 || c.Name != "MPI_Recv" {
+			continue
+		}
+		// The peer as its rank in comm 4 only: 3 is rank 0 there, 2 rank 1.
+		w := c.Waits[0]
+		w.CommPeer, w.Peer = map[int]int{3: 0, 2: 1}[w.Peer], -1
+		c.Waits = []hang.Wait{w}
+		c.Peer = -1
+	}
+	m := Merge([]string{"n1", "n2"}, split(t, nf, "n1", "n2"), factsWindow)
+	if !strings.HasPrefix(m.Report.Verdict, "deadlock cycle: rank 2 waits for 3 (MPI_Recv tag 21 on comm 4 (size 2) at main+0xc8), rank 3 waits for 2 ") ||
+		!strings.Contains(m.Report.Verdict, "cycle across nodes: rank 2 on n1, rank 3 on n2") {
+		t.Errorf("verdict %q\nwant the cycle of ranks 2 and 3 across n1 and n2, as on one node:\n%s", m.Report.Verdict, want)
 	}
 }
