@@ -78,6 +78,7 @@ bench:
 	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 60m ./internal/bench/
 	$(GO) test -run '^$$' -bench 'Compress|Analyze' -benchtime 3x ./internal/trace/loops/ ./internal/trace/traceview/
 	$(GO) test -run '^$$' -bench 'ReadShared' -benchtime 3x ./internal/report/
+	$(GO) test -run '^$$' -bench 'Merge' -benchtime 3x ./internal/status/
 
 fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzParseMaps -fuzztime 30s ./internal/procfs/

@@ -63,7 +63,7 @@ func jsonDocKinds(t *testing.T) map[string]map[string]jsonDocField {
 			cur[m[1]] = jsonDocField{typ: m[2], optional: jsonDocOptional.MatchString(m[3])}
 		}
 	}
-	for _, k := range []string{"summary", "status", "probes", "ps", "jobs", "trace_show"} {
+	for _, k := range []string{"summary", "status", "node_facts", "probes", "ps", "jobs", "trace_show"} {
 		if len(kinds[k]) < 3 {
 			t.Fatalf("docs/json.md: no table of fields for kind %s (%d rows)", k, len(kinds[k]))
 		}
@@ -417,6 +417,15 @@ func TestJSONStyleE2E(t *testing.T) {
 				ps = append(ps, strconv.Itoa(p))
 			}
 			check(t, "status", "status --json ("+tc.mode+")", run(t, "status", "--json", "-p", strings.Join(ps, ",")))
+			if tc.history {
+				continue
+			}
+			// The same job across "nodes": its node facts, and a
+			// fanned-out status with a node that fails.
+			job := jobOfPS(t, bin, pids[0])
+			check(t, "node_facts", "status --node-facts", run(t, "status", "--node-facts", "--job", job))
+			check(t, "status", "status --json --hosts", run(t, "status", "--json", "--job", job, "--hosts", "n1,n2",
+				"--fanout", `sh -c 'case $0 in n2) exit 3;; esac; exec "$@"' %h`))
 		}
 	})
 

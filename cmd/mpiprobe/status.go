@@ -21,6 +21,8 @@ func newStatusCmd() *cobra.Command {
 		asJSON  bool
 		verbose bool
 		scope   scopeFlag
+		facts   bool
+		fan     fanoutFlags
 	)
 	c := &cobra.Command{
 		Use:   "status [flags] (-p PID... | --job JOBID)",
@@ -28,8 +30,10 @@ func newStatusCmd() *cobra.Command {
 		Long: "Names, for every rank, the MPI call it is in, its communicator, for how long and the call site,\n" +
 			"then a verdict on who waits where. Nothing is stopped. A running `mpiprobe --collectives` session\n" +
 			"on the same ranks adds exact times, collective counts and their divergence.",
-		Example: "  sudo mpiprobe status --job JOBID       (mpiprobe ps lists jobs)\n  sudo mpiprobe status -p 4242,4243 --json",
-		Args:    noArgs("give ranks with -p PID or --job JOBID"),
+		Example: "  sudo mpiprobe status --job JOBID       (mpiprobe ps lists jobs)\n  sudo mpiprobe status -p 4242,4243 --json\n" +
+			"  sudo mpiprobe status --job JOBID --hosts n1,n2,n3 --fanout 'ssh %h'   (docs/cluster.md)\n" +
+			"  mpiprobe status --job 4242.0 --hosts n1,n2 --fanout slurm",
+		Args: noArgs("give ranks with -p PID or --job JOBID"),
 		RunE: func(c *cobra.Command, _ []string) error {
 			switch {
 			case len(pids) == 0 && cfg.Job == "":
@@ -40,6 +44,8 @@ func newStatusCmd() *cobra.Command {
 				return usagef("--window %s: give a duration above 0, e.g. 2s", cfg.Window)
 			case cfg.MinWait < 0:
 				return usagef("--min-wait %s: give 0 (the window) or a duration above 0", cfg.MinWait)
+			case facts && fan.given():
+				return usagef("--node-facts and --hosts/--fanout both given: --node-facts is what each node runs; give one of them")
 			}
 			cfg.PIDs = pids
 			var err error
@@ -49,13 +55,21 @@ func newStatusCmd() *cobra.Command {
 			cfg.Log = logFlags{verbose: verbose}.logger(c.ErrOrStderr())
 			ctx, stop := signalContext(c.Context())
 			defer stop()
-			res, err := status.Collect(ctx, cfg)
+			var res status.Result
+			if fan.given() {
+				res, err = fan.collect(ctx, cfg)
+			} else {
+				res, err = status.Collect(ctx, cfg)
+			}
 			if err != nil {
 				return err
 			}
-			if asJSON {
+			switch {
+			case facts:
+				err = status.WriteNodeFacts(c.OutOrStdout(), status.NewNodeFacts(res, cfg.Job))
+			case asJSON:
 				err = status.WriteJSON(c.OutOrStdout(), res)
-			} else {
+			default:
 				err = status.Write(c.OutOrStdout(), res, verbose)
 			}
 			if err != nil {
@@ -73,6 +87,8 @@ func newStatusCmd() *cobra.Command {
 	fs.BoolVar(&asJSON, "json", false, "print the result as JSON")
 	fs.BoolVarP(&verbose, "verbose", "v", false, "also print each thread's stack")
 	scope.register(fs)
+	fs.BoolVar(&facts, "node-facts", false, "print this node's ranks as node facts (one line of JSON) for a fanned-out status to merge")
+	fan.register(fs)
 	return c
 }
 

@@ -34,6 +34,13 @@ func TestStatusBadInput(t *testing.T) {
 		{[]string{"status", "-p", strconv.Itoa(sleeper.Process.Pid)}, 1, "maps no MPI library"},
 		{[]string{"status", "--job", "no-such-job"}, 1, `no rank of job "no-such-job" runs on this node`},
 		{[]string{"status", "-p", "1", "extra"}, 2, `unexpected argument "extra"`},
+		{[]string{"status", "-p", "1", "--hosts", "n1", "--fanout", "ssh %h"}, 2, "--hosts/--fanout need --job JOBID"},
+		{[]string{"status", "--job", "1", "--hosts", "n1"}, 2, "--hosts without --fanout: say how to reach a node"},
+		{[]string{"status", "--job", "1", "--fanout", "ssh %h"}, 2, "--fanout without --hosts: give the job's nodes"},
+		{[]string{"status", "--job", "1", "--hosts", "n1,,n2", "--fanout", "ssh %h"}, 2, "--hosts n1,,n2: an empty host name"},
+		{[]string{"status", "--job", "1", "--hosts", "n1", "--fanout", "ssh %h", "--node-facts"}, 2, "--node-facts and --hosts/--fanout both given"},
+		{[]string{"status", "--job", "1", "--hosts", "n1", "--fanout", "ssh %h", "--fanout-parallel", "0"}, 2, "--fanout-parallel 0: give 1 or more"},
+		{[]string{"status", "--job", "1", "--hosts", "n1,n2", "--fanout", "false"}, 1, "no node answered (2 asked); n1: exit status 1: try the node command by hand: "},
 	}
 	for _, tc := range tests {
 		code, _, stderr := runOutput(t, bin, nil, tc.args...)

@@ -183,17 +183,7 @@ func mpiObjects(th *Thread, t thread, p *process, res *Result) {
 func hangRank(r Rank) hang.Rank {
 	h := hang.Rank{Rank: r.Rank, PID: r.PID, Host: r.Host, Ended: r.Ended, Stopped: r.Stopped, Resume: r.resume}
 	if r.Counts != nil {
-		h.Counts = map[agg.Comm]map[string]uint64{}
-		for _, c := range r.Counts {
-			m := h.Counts[c.Comm]
-			if m == nil {
-				m = map[string]uint64{}
-				h.Counts[c.Comm] = m
-			}
-			for n, v := range c.Calls {
-				m[n] += v
-			}
-		}
+		h.Counts = countsMap(r.Counts)
 	}
 	var best *Thread
 	for i := range r.Threads {
@@ -216,6 +206,22 @@ func hangRank(r Rank) hang.Rank {
 		h.In = call
 	}
 	return h
+}
+
+// countsMap is collective counts as package hang takes them.
+func countsMap(cs []CommCount) map[agg.Comm]map[string]uint64 {
+	out := map[agg.Comm]map[string]uint64{}
+	for _, c := range cs {
+		m := out[c.Comm]
+		if m == nil {
+			m = map[string]uint64{}
+			out[c.Comm] = m
+		}
+		for n, v := range c.Calls {
+			m[n] += v
+		}
+	}
+	return out
 }
 
 // betterThread reports whether a stands for its rank rather than b: a

@@ -198,6 +198,8 @@ type jsonResult struct {
 	Knot          jsonKnot       `json:"knot"`
 	Divergent     []jsonDiv      `json:"divergent"`
 	Notes         []string       `json:"notes,omitempty"`
+	Nodes         []string       `json:"nodes,omitempty"`
+	MissingNodes  []NodeFailure  `json:"missing_nodes,omitempty"`
 }
 
 type jsonRank struct {
@@ -323,7 +325,7 @@ func WriteJSON(w io.Writer, r Result) error {
 	out := jsonResult{
 		Envelope: report.NewEnvelope(report.KindStatus), Host: r.Host, WindowSeconds: r.Window.Seconds(), History: r.History,
 		Verdict: rep.Verdict, Waiting: orEmpty(rep.Waiting), Odd: orEmpty(rep.Odd), Suspects: orEmpty(rep.Suspects),
-		Lead: orEmpty(rep.Lead), Cycles: [][]int{}, Notes: r.Notes,
+		Lead: orEmpty(rep.Lead), Cycles: [][]int{}, Notes: r.Notes, Nodes: r.Nodes, MissingNodes: r.Missing,
 		Knot:  jsonKnot{Ranks: orEmpty(rep.Knot.Ranks), Waits: []jsonKnotWait{}},
 		Ranks: []jsonRank{}, Mismatches: []jsonMismatch{}, Absent: []jsonAbsence{}, Divergent: []jsonDiv{},
 	}

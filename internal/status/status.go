@@ -137,6 +137,10 @@ type Result struct {
 	Report hang.Report `json:"report"`
 	// Notes are one-line remarks (threads in several calls, unknown builds).
 	Notes []string `json:"notes,omitempty"`
+	// Nodes are the nodes whose facts were merged, Missing those that
+	// did not answer; both nil unless status fanned out (merge.go).
+	Nodes   []string      `json:"-"`
+	Missing []NodeFailure `json:"-"`
 }
 
 // Collect looks at the ranks and decides who waits where, in stages:

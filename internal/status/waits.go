@@ -99,36 +99,54 @@ func addWaits(th *Thread, t thread, p *process, res *Result) {
 // in a call on the same communicator with that rank in it. It returns the
 // ranks as package hang sees them.
 func resolveCommPeers(rs []Rank) []hang.Rank {
-	type key struct {
-		comm agg.Comm
-		rank int
-	}
-	owners := map[key][]int{}
+	seats := commSeats{}
 	for _, r := range rs {
 		for _, t := range r.Threads {
-			if t.Comm != nil && !t.Comm.Local && t.commRank >= 0 && r.Rank >= 0 {
-				k := key{*t.Comm, t.commRank}
-				if !slices.Contains(owners[k], r.Rank) {
-					owners[k] = append(owners[k], r.Rank)
-				}
-			}
+			seats.add(t.Comm, t.commRank, r.Rank)
 		}
 	}
 	out := make([]hang.Rank, 0, len(rs))
 	for i := range rs {
 		for j := range rs[i].Threads {
-			ws := rs[i].Threads[j].Waits
-			for k := range ws {
-				w := &ws[k]
-				if w.Peer != hang.PeerUnknown || w.CommPeer < 0 || w.Comm == nil || w.Comm.Local {
-					continue
-				}
-				if o := owners[key{*w.Comm, w.CommPeer}]; len(o) == 1 {
-					w.Peer = o[0]
-				}
-			}
+			seats.resolve(rs[i].Threads[j].Waits)
 		}
 		out = append(out, hangRank(rs[i]))
 	}
 	return out
+}
+
+// commSeats are the WORLD ranks seen holding each rank of a communicator.
+type commSeats map[commSeat][]int
+
+type commSeat struct {
+	comm agg.Comm
+	rank int
+}
+
+// add notes that WORLD rank world is rank commRank of comm.
+func (s commSeats) add(comm *agg.Comm, commRank, world int) {
+	if comm == nil || comm.Local || commRank < 0 || world < 0 {
+		return
+	}
+	k := commSeat{*comm, commRank}
+	if !slices.Contains(s[k], world) {
+		s[k] = append(s[k], world)
+	}
+}
+
+// resolve sets the WORLD peer of the waits known only by their rank in
+// their communicator, when one rank holds that seat; it reports whether
+// it set any.
+func (s commSeats) resolve(ws []hang.Wait) bool {
+	changed := false
+	for k := range ws {
+		w := &ws[k]
+		if w.Peer != hang.PeerUnknown || w.CommPeer < 0 || w.Comm == nil || w.Comm.Local {
+			continue
+		}
+		if o := s[commSeat{*w.Comm, w.CommPeer}]; len(o) == 1 {
+			w.Peer, changed = o[0], true
+		}
+	}
+	return changed
 }

@@ -542,6 +542,7 @@ func (d *diag) groupVerdict(g *group, secondary bool, described map[int]bool) ([
 	var odd []int
 	var abs []Absence
 	var items itemList
+	waiting := slices.Clone(g.ranks) // one copy, shared by the absences (read only)
 	i := 0
 	for _, n := range members {
 		for i < len(g.ranks) && g.ranks[i] < n {
@@ -552,7 +553,7 @@ func (d *diag) groupVerdict(g *group, secondary bool, described map[int]bool) ([
 		}
 		odd = append(odd, n)
 		r := d.byN[n]
-		a := Absence{Rank: n, Call: g.name, Comm: comm, Waiting: slices.Clone(g.ranks), State: absentState(r, g)}
+		a := Absence{Rank: n, Call: g.name, Comm: comm, Waiting: waiting, State: absentState(r, g)}
 		if r.call != nil && !r.ended {
 			a.In = r.call.Name
 		}

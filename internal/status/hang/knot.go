@@ -58,11 +58,12 @@ var orWaits = setOf("waitany", "waitsome")
 // so and the knot holds only ranks stuck by each other.
 func (d *diag) knot() Knot {
 	waits := map[int][]KnotWait{}
+	absent := map[collCall][]int{}
 	for _, r := range d.ranks {
 		if !r.blocked || r.ended || r.unread != "" || r.finished() || r.threaded {
 			continue
 		}
-		if ws, ok := d.waitsOfRank(r); ok {
+		if ws, ok := d.waitsOfRank(r, absent); ok {
 			waits[r.n] = ws
 		}
 	}
@@ -70,17 +71,16 @@ func (d *diag) knot() Knot {
 	free := map[int]bool{}
 	for changed := true; changed; {
 		changed = false
+		// The ranks of one collective share their list of members
+		// not in it: it is judged once a pass.
+		judged := map[*int]bool{}
 		for n, ws := range waits {
 			if free[n] {
 				continue
 			}
 			all := true
 			for _, w := range ws {
-				some := false
-				for _, m := range w.Of {
-					some = some || moving(m) || free[m]
-				}
-				all = all && some
+				all = all && d.canAct(w, moving, free, judged)
 			}
 			if all {
 				free[n], changed = true, true
@@ -88,42 +88,69 @@ func (d *diag) knot() Knot {
 		}
 	}
 	var k Knot
-	for n, ws := range waits {
-		if !free[n] {
-			k.Ranks = append(k.Ranks, n)
+	for _, r := range d.ranks { // by rank: the knot comes out sorted
+		if ws, stuck := waits[r.n]; stuck && !free[r.n] {
+			k.Ranks = append(k.Ranks, r.n)
 			k.Waits = append(k.Waits, ws...)
 		}
 	}
-	slices.Sort(k.Ranks)
-	slices.SortStableFunc(k.Waits, func(a, b KnotWait) int { return a.Rank - b.Rank })
 	return k
 }
 
+// canAct reports whether w can be satisfied: one rank of Of can move (or
+// is free) when w.Any or Of is one rank, every one of them otherwise (a
+// collective's members not in it). judged keeps the answer for a shared
+// Of.
+func (d *diag) canAct(w KnotWait, moving func(int) bool, free map[int]bool, judged map[*int]bool) bool {
+	if len(w.Of) == 0 {
+		return false
+	}
+	if v, ok := judged[&w.Of[0]]; ok && w.Coll {
+		return v
+	}
+	acts := func(m int) bool { return moving(m) || free[m] }
+	var v bool
+	if w.Any || len(w.Of) == 1 {
+		v = slices.ContainsFunc(w.Of, acts)
+	} else {
+		v = !slices.ContainsFunc(w.Of, func(m int) bool { return !acts(m) })
+	}
+	if w.Coll {
+		judged[&w.Of[0]] = v
+	}
+	return v
+}
+
+// collCall is one collective call as the knot groups its ranks.
+type collCall struct {
+	name string
+	key  commKey
+	seq  uint64
+}
+
 // waitsOfRank returns what a blocked rank waits for as a conjunction of
-// KnotWaits, each satisfied by any one of its ranks; ok is false when that
-// is not fully known.
-func (d *diag) waitsOfRank(r *rstate) ([]KnotWait, bool) {
+// KnotWaits: a collective waits for every member of its communicator not
+// in the same call (one KnotWait, its Of shared, through absent, by the
+// ranks of that call), a point-to-point call for one of its candidates
+// per request. ok is false when that is not fully known.
+func (d *diag) waitsOfRank(r *rstate, absent map[collCall][]int) ([]KnotWait, bool) {
 	c := r.call
 	if r.coll {
 		if r.key.kind != shared || d.ambiguous(r.key) {
 			return nil, false
 		}
-		ms := d.membersOf(r.key)
-		if !d.complete(r.key, ms) {
+		cc := collCall{c.Name, r.key, r.seq}
+		of, done := absent[cc]
+		if !done {
+			of = d.notInCall(r)
+			absent[cc] = of
+		}
+		if len(of) == 0 {
+			// Every member is in (a mismatch or a slow call, not a
+			// wait on others), or the members are not all known.
 			return nil, false
 		}
-		var out []KnotWait
-		for _, m := range ms {
-			o := d.byN[m]
-			if m == r.n || (o.coll && o.call.Name == c.Name && o.key == r.key && (o.seq == r.seq || o.seq == 0 || r.seq == 0)) {
-				continue // with it in the same call
-			}
-			out = append(out, KnotWait{Rank: r.n, Call: c.Name, Site: c.Site, Of: []int{m}, Coll: true, Known: true})
-		}
-		if len(out) == 0 {
-			return nil, false // every member is in: a mismatch or a slow call, not a wait on others
-		}
-		return out, true
+		return []KnotWait{{Rank: r.n, Call: c.Name, Site: c.Site, Of: of, Coll: true, Known: true}}, true
 	}
 	ws := waitsOf(c)
 	if len(ws) == 0 {
@@ -151,6 +178,25 @@ func (d *diag) waitsOfRank(r *rstate) ([]KnotWait, bool) {
 		out = []KnotWait{one}
 	}
 	return out, true
+}
+
+// notInCall are the members of r's communicator that are not in r's
+// collective call, none when they are not all known and observed. The
+// rank's seq of 0 (unknown) matches any.
+func (d *diag) notInCall(r *rstate) []int {
+	ms := d.membersOf(r.key)
+	if !d.complete(r.key, ms) {
+		return nil
+	}
+	var out []int
+	for _, m := range ms {
+		o := d.byN[m]
+		if o.coll && o.call.Name == r.call.Name && o.key == r.key && (o.seq == r.seq || o.seq == 0 || r.seq == 0) {
+			continue // with it in the same call
+		}
+		out = append(out, m)
+	}
+	return out
 }
 
 // candidates are the ranks that can complete w for rank n: its peer, or
@@ -217,7 +263,7 @@ func knotText(d *diag, k Knot) string {
 	for _, w := range k.Waits {
 		kk := key{w.Rank, w.Coll, w.Any}
 		if m, ok := merged[kk]; ok && (w.Coll || !w.Any) {
-			m.Of = append(m.Of, w.Of...)
+			m.Of = append(slices.Clip(m.Of), w.Of...)
 			m.Known = m.Known && w.Known
 			merged[kk] = m
 			continue
@@ -229,8 +275,7 @@ func knotText(d *diag, k Knot) string {
 	}
 	for _, kk := range order {
 		w := merged[kk]
-		slices.Sort(w.Of)
-		w.Of = slices.Compact(w.Of)
+		w.Of = slices.Compact(slices.Sorted(slices.Values(w.Of))) // Of may be shared
 		if w.Known {
 			known++
 		}
