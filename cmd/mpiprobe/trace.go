@@ -231,7 +231,7 @@ func readTraceFiles(files []string) (t *tracefile.Trace, damage *tracefile.Damag
 		if err != nil {
 			return nil, nil, nil, err
 		}
-		parts[i] = tracefile.Part{Name: file, Trace: pt}
+		parts[i] = tracefile.Part{Name: text.Quote(file), Trace: pt}
 		if de != nil {
 			des = append(des, de)
 			bad = append(bad, file)

@@ -230,7 +230,7 @@ func TestShowNodes(t *testing.T) {
 	}
 	for _, cmd := range [][]string{{"show"}, {"export", "-o", filepath.Join(dir, "x.json")}} {
 		code, out, stderr = run(append(append([]string{"trace"}, cmd...), n1, other)...)
-		if code != 1 || out != "" || stderr != "mpiprobe trace "+cmd[0]+": "+other+" holds job k, "+n1+" job j: give the trace files of one job\n" {
+		if code != 1 || out != "" || stderr != "mpiprobe trace "+cmd[0]+": "+other+" holds job \"k\", "+n1+" job \"j\": give the trace files of one job\n" {
 			t.Errorf("%s n1 other: exit %d, stdout %q, stderr %q", cmd[0], code, out, stderr)
 		}
 	}

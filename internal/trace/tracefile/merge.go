@@ -5,13 +5,11 @@ import (
 	"slices"
 	"strings"
 	"time"
-
-	"github.com/mpiprobe/mpiprobe/internal/text"
 )
 
-// Part is one node's trace of a job, named by its file for messages.
+// Part is one node's trace of a job.
 type Part struct {
-	Name  string
+	Name  string // its file, as messages show it (the caller makes it safe to print)
 	Trace *Trace
 }
 
@@ -29,7 +27,8 @@ type Part struct {
 // aligned as the nodes' wall clocks agree (NTP on a LAN: tens of
 // microseconds to a millisecond; PTP: about a microsecond).
 //
-// Merge refuses, with an error of one line naming the files, parts of
+// Merge refuses, with an error of one line naming the files (the job, rank
+// and host read from them Go-quoted), parts of
 // different jobs (every rank of every part must have the job of the
 // first part's first rank) and a rank present in two parts (the same MPI
 // rank number, or the same process on the same host: one node's file given
@@ -121,17 +120,16 @@ func checkOneJob(parts []Part) error {
 			case jobFile == "":
 				job, jobFile = r.Job, p.Name
 			case r.Job != job:
-				return fmt.Errorf("%s holds job %s, %s job %s: give the trace files of one job",
-					text.Quote(p.Name), text.Quote(r.Job), text.Quote(jobFile), text.Quote(job))
+				return fmt.Errorf("%s holds job %q, %s job %q: give the trace files of one job", p.Name, r.Job, jobFile, job)
 			}
 			if f, ok := rankFile[r.Rank]; ok && r.Rank != "?" && !seenRank[r.Rank] {
-				return fmt.Errorf("rank %s is in both %s and %s (one node's file given twice, or two nodes claiming one rank): give each node's file once",
-					text.Quote(r.Rank), text.Quote(f), text.Quote(p.Name))
+				return fmt.Errorf("rank %q is in both %s and %s (one node's file given twice, or two nodes claiming one rank): give each node's file once",
+					r.Rank, f, p.Name)
 			}
 			k := proc{r.Host, r.PID}
 			if f, ok := procFile[k]; ok && !seenProc[k] {
-				return fmt.Errorf("process %d of host %s is in both %s and %s (one node's file given twice?): give each node's file once",
-					r.PID, text.Quote(r.Host), text.Quote(f), text.Quote(p.Name))
+				return fmt.Errorf("process %d of host %q is in both %s and %s (one node's file given twice?): give each node's file once",
+					r.PID, r.Host, f, p.Name)
 			}
 			seenRank[r.Rank], seenProc[k] = true, true
 			if _, ok := rankFile[r.Rank]; !ok {

@@ -167,15 +167,15 @@ func TestMergeRefuses(t *testing.T) {
 		want  []string // all in the message
 	}{
 		{"two jobs", []Part{{"a.trace", mk(Rank{PID: 1, Host: "a", Job: "j1", Rank: "0"})}, {"b.trace", mk(Rank{PID: 1, Host: "b", Job: "j2", Rank: "1"})}},
-			[]string{"b.trace holds job j2, a.trace job j1", "one job"}},
+			[]string{`b.trace holds job "j2", a.trace job "j1"`, "one job"}},
 		{"two jobs in the second file", []Part{{"a.trace", mk(Rank{PID: 1, Host: "a", Job: "j1", Rank: "0"})},
 			{"b.trace", mk(Rank{PID: 1, Host: "b", Job: "j1", Rank: "1"}, Rank{PID: 2, Host: "b", Job: "j\n3", Rank: "2"})}},
-			[]string{`b.trace holds job "j\n3", a.trace job j1`}},
+			[]string{`b.trace holds job "j\n3", a.trace job "j1"`}},
 		{"rank in two files", []Part{{"a.trace", mk(Rank{PID: 1, Host: "a", Job: "j1", Rank: "0"}, Rank{PID: 2, Host: "a", Job: "j1", Rank: "1"})},
 			{"b.trace", mk(Rank{PID: 5, Host: "b", Job: "j1", Rank: "2"})}, {"c.trace", mk(Rank{PID: 1, Host: "c", Job: "j1", Rank: "1"})}},
-			[]string{"rank 1 is in both a.trace and c.trace", "two nodes claiming one rank"}},
+			[]string{`rank "1" is in both a.trace and c.trace`, "two nodes claiming one rank"}},
 		{"one file twice, ranks unknown", []Part{{"a.trace", mk(Rank{PID: 1, Host: "a", Job: "?", Rank: "?"})}, {"a2.trace", mk(Rank{PID: 1, Host: "a", Job: "?", Rank: "?"})}},
-			[]string{"process 1 of host a is in both a.trace and a2.trace", "given twice"}},
+			[]string{`process 1 of host "a" is in both a.trace and a2.trace`, "given twice"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			m, err := Merge(c.parts)
