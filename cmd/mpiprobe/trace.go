@@ -269,8 +269,8 @@ func newTraceShowCmd() *cobra.Command {
 		Use:   "show FILE... [--rank N | --per-rank] [--detail low|high] [--json]",
 		Short: "show each rank's call and loop structure",
 		Long: "Shows each rank's call and loop structure. Several files, each node's trace of one job\n" +
-			"(mpiprobe trace -o FILE --job J on every node), show as one job: times are aligned by the\n" +
-			"wall clock each file recorded at its start, so as well as the nodes' clocks agree.",
+			"(mpiprobe trace -o FILE --job J on every node), show as one job; times are aligned by the\n" +
+			"wall clock each file recorded at its start, as closely as the nodes' clocks agree (docs/trace.md).",
 		Args: traceFiles("mpiprobe trace show FILE..."),
 		RunE: func(c *cobra.Command, args []string) error {
 			d, err := traceview.ParseDetail(detail)

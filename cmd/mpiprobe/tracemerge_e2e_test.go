@@ -100,9 +100,14 @@ func showJSON(t *testing.T, bin string, files ...string) map[string][2]string {
 // one machine: every rank shares the host name and one clock, so the
 // alignment by wall clock is checked only for consistency here; the
 // simulated cluster (internal/mpitest's SimCluster) is where the true
-// multi-node test belongs.
+// multi-node test belongs. Under Open MPI and MPICH.
 func TestTraceNodesMerge(t *testing.T) {
-	impl := mpitest.OpenMPI()
+	for _, impl := range []mpitest.Impl{mpitest.OpenMPI(), mpitest.MPICH()} {
+		t.Run(impl.Name, func(t *testing.T) { traceNodesMerge(t, impl) })
+	}
+}
+
+func traceNodesMerge(t *testing.T, impl mpitest.Impl) {
 	mpitest.RequireE2E(t, impl)
 	bin := mpitest.BuildMpiprobe(t)
 	prog := mpitest.Build(t, impl, "loops")
