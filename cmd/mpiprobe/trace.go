@@ -211,17 +211,56 @@ func splitFile(args []string) (string, []string) {
 	return "", args
 }
 
-// oneFile takes the one trace file argument.
-func oneFile(what string) cobra.PositionalArgs {
+// traceFiles takes the trace file arguments: one file, or one per node of
+// a job.
+func traceFiles(what string) cobra.PositionalArgs {
 	return func(_ *cobra.Command, args []string) error {
-		switch {
-		case len(args) == 0:
-			return usagef("give the trace file (%s)", what)
-		case len(args) > 1:
-			return usagef("give one trace file, not %d", len(args))
+		if len(args) == 0 {
+			return usagef("give the trace file, or each node's trace file of one job (%s)", what)
 		}
 		return nil
 	}
+}
+
+// readTraceFiles reads the trace files of show and export and merges them
+// into one trace of the job (tracefile.Merge). A damaged file gives what
+// was read of it; damage then sums what was read of every file, and
+// damaged names the first damaged file and its *DamageError (with how many
+// more files are damaged), to be returned once the trace is shown.
+func readTraceFiles(files []string) (t *tracefile.Trace, damage *tracefile.DamageError, damaged error, err error) {
+	parts := make([]tracefile.Part, len(files))
+	var des, all []*tracefile.DamageError
+	var bad []string
+	for i, file := range files {
+		pt, de, err := readTraceFile(file)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		parts[i] = tracefile.Part{Name: text.Quote(file), Trace: pt}
+		if de != nil {
+			des = append(des, de)
+			bad = append(bad, file)
+		} else {
+			de = &tracefile.DamageError{Events: len(pt.Events), Written: len(pt.Events)}
+		}
+		all = append(all, de)
+	}
+	if t, err = tracefile.Merge(parts); err != nil {
+		return nil, nil, nil, err
+	}
+	switch {
+	case len(des) == 0:
+		return t, nil, nil, nil
+	case len(files) == 1:
+		damage = des[0]
+	default:
+		damage = tracefile.SumDamage(all)
+	}
+	damaged = fmt.Errorf("%s: %w", bad[0], des[0])
+	if len(bad) > 1 {
+		damaged = fmt.Errorf("%w (and %d more damaged files)", damaged, len(bad)-1)
+	}
+	return t, damage, damaged, nil
 }
 
 // newTraceShowCmd builds "mpiprobe trace show FILE": exit 0, 1 for a file
@@ -232,11 +271,13 @@ func newTraceShowCmd() *cobra.Command {
 		perRank, asJSON bool
 	)
 	c := &cobra.Command{
-		Use:   "show FILE [--rank N | --per-rank] [--detail low|high] [--json]",
+		Use:   "show FILE... [--rank N | --per-rank] [--detail low|high] [--json]",
 		Short: "show each rank's call and loop structure",
-		Args:  oneFile("mpiprobe trace show FILE"),
+		Long: "Shows each rank's call and loop structure. Several files, each node's trace of one job\n" +
+			"(mpiprobe trace -o FILE --job J on every node), show as one job; times are aligned by the\n" +
+			"wall clock each file recorded at its start, as closely as the nodes' clocks agree (docs/trace.md).",
+		Args: traceFiles("mpiprobe trace show FILE..."),
 		RunE: func(c *cobra.Command, args []string) error {
-			file := args[0]
 			d, err := traceview.ParseDetail(detail)
 			if err != nil {
 				return usagef("--detail: %w", err)
@@ -244,7 +285,7 @@ func newTraceShowCmd() *cobra.Command {
 			if rank != "" && perRank {
 				return usagef("give --rank N or --per-rank, not both")
 			}
-			t, de, err := readTraceFile(file)
+			t, de, damaged, err := readTraceFiles(args)
 			if err != nil {
 				return err
 			}
@@ -266,10 +307,7 @@ func newTraceShowCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if de != nil {
-				return fmt.Errorf("%s: %w", file, de)
-			}
-			return nil
+			return damaged
 		},
 	}
 	fs := c.Flags()
@@ -284,23 +322,27 @@ func newTraceShowCmd() *cobra.Command {
 func newTraceExportCmd() *cobra.Command {
 	var format, out string
 	c := &cobra.Command{
-		Use:   "export --format chrome -o OUT.json FILE",
+		Use:   "export --format chrome -o OUT.json FILE...",
 		Short: "write a trace's timeline for Perfetto or chrome://tracing",
-		Args:  oneFile("mpiprobe trace export --format chrome -o OUT.json FILE"),
+		Long: "Writes a trace's timeline, one process per rank named with its host. Several files, each\n" +
+			"node's trace of one job, make one timeline of the job (see mpiprobe trace show --help).",
+		Args: traceFiles("mpiprobe trace export --format chrome -o OUT.json FILE..."),
 		RunE: func(c *cobra.Command, args []string) error {
-			file := args[0]
 			switch {
 			case format != "chrome":
 				return usagef("--format %s: give --format chrome (the only format)", text.Line(format))
 			case out == "":
 				return usagef("give the output file with -o OUT.json")
 			}
-			de, err := writeChrome(out, file)
+			if len(args) > 1 {
+				return writeChromeJob(out, args)
+			}
+			de, err := writeChrome(out, args[0])
 			if err != nil {
 				return err
 			}
 			if de != nil {
-				return fmt.Errorf("%s: %w (the timeline holds what was read)", file, de)
+				return fmt.Errorf("%s: %w (the timeline holds what was read)", args[0], de)
 			}
 			return nil
 		},
@@ -349,6 +391,39 @@ func writeChrome(out, in string) (*tracefile.DamageError, error) {
 		return nil, err
 	}
 	return de, nil
+}
+
+// writeChromeJob writes the timeline of the trace files of several nodes
+// of one job to out, merged (tracefile.Merge) in memory: unlike one file's
+// timeline it is not streamed. A damaged file's error is returned after the
+// timeline, which holds what was read, is written.
+func writeChromeJob(out string, files []string) error {
+	for _, in := range files {
+		src, err := os.Open(in)
+		if err != nil {
+			return err
+		}
+		err = notInput(out, src, in)
+		src.Close()
+		if err != nil {
+			return err
+		}
+	}
+	t, _, damaged, err := readTraceFiles(files)
+	if err != nil {
+		return err
+	}
+	f, err := atomicfile.Create(out, outputMode)
+	if err != nil {
+		return err
+	}
+	if err := f.Finish(chrometrace.Write(f, t)); err != nil {
+		return err
+	}
+	if damaged != nil {
+		return fmt.Errorf("%w (the timeline holds what was read)", damaged)
+	}
+	return nil
 }
 
 // notInput refuses an output file out that is the input file in (opened

@@ -20,8 +20,15 @@ import (
 // allreduces, and returns its bytes.
 func writeTrace(t *testing.T, iters int) []byte {
 	t.Helper()
+	return writeNodeTrace(t, "n1", "j", 0, 0, iters)
+}
+
+// writeNodeTrace writes the trace of node host of job: ranks first and
+// first+1 as writeTrace's, recorded from `late` ns after writeTrace's start.
+func writeNodeTrace(t *testing.T, host, job string, first int, late time.Duration, iters int) []byte {
+	t.Helper()
 	var buf bytes.Buffer
-	w, err := tracefile.NewWriter(&buf, tracefile.Header{Host: "n1", Start: time.Unix(1_700_000_000, 0), Command: []string{"mpirun", "./app"}})
+	w, err := tracefile.NewWriter(&buf, tracefile.Header{Host: host, Start: time.Unix(1_700_000_000, 0).Add(late), Command: []string{"mpirun", "./app"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -29,7 +36,7 @@ func writeTrace(t *testing.T, iters int) []byte {
 	site, _ := w.AddSite(tracefile.Site{Object: "/app", Offset: 0x1234, Function: "main", FuncOffset: 0x34, File: "/src/app.c", Line: 12})
 	var evs []tracefile.Event
 	for r := range 2 {
-		idx, err := w.AddRank(tracefile.Rank{PID: 100 + r, Host: "n1", Job: "j", Rank: string(rune('0' + r)), Exe: "/app"})
+		idx, err := w.AddRank(tracefile.Rank{PID: 100 + r, Host: host, Job: job, Rank: string(rune('0' + first + r)), Exe: "/app"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -183,6 +190,61 @@ func TestShowBadFiles(t *testing.T) {
 				t.Errorf("hint or zero header for a damaged file:\n%s", out)
 			}
 		})
+	}
+}
+
+// TestShowNodes: the files of two nodes of one job show and export as one
+// job; a damaged one shows what was read and names its file; a file of
+// another job is refused in one line.
+func TestShowNodes(t *testing.T) {
+	dir := t.TempDir()
+	file := func(name string, data []byte) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	b := writeNodeTrace(t, "n2", "j", 2, time.Millisecond, 20)
+	n1, n2 := file("n1.trace", writeTrace(t, 20)), file("n2.trace", b)
+	cut, other := file("cut.trace", b[:len(b)/2]), file("other.trace", writeNodeTrace(t, "n2", "k", 2, 0, 20))
+	run := func(args ...string) (int, string, string) {
+		var stdout, stderr bytes.Buffer
+		code := execute(context.Background(), args, &stdout, &stderr)
+		return code, stdout.String(), stderr.String()
+	}
+	code, out, stderr := run("trace", "show", n1, n2, "--per-rank")
+	for _, w := range []string{"on n1,n2, started", "4 ranks, 80 MPI calls", "rank 1 (pid 101, host n1, job j)", "rank 2 (pid 100, host n2, job j)", "rank 3 (pid 101, host n2, job j)"} {
+		if code != 0 || !strings.Contains(out, w) {
+			t.Errorf("show n1 n2: exit %d, no %q in\n%s%s", code, w, out, stderr)
+		}
+	}
+	if _, out, _ := run("trace", "show", n1, n2); !strings.Contains(out, "ranks 0-3, all with the same structure (SPMD):\n  (Allreduce0)[20]\n") {
+		t.Errorf("show n1 n2: not one SPMD job:\n%s", out)
+	}
+	code, out, stderr = run("trace", "show", n1, cut)
+	// The cut file's calls are lost (one chunk), its ranks still listed.
+	if code != 1 || !strings.Contains(out, "4 ranks, 40 MPI calls") || !strings.Contains(out, "no MPI call recorded: ranks 2-3") ||
+		!strings.HasPrefix(stderr, "mpiprobe trace show: "+cut+": damaged trace: read ") || strings.Count(stderr, "\n") != 1 {
+		t.Errorf("show n1 cut: exit %d, stderr %q, stdout:\n%s", code, stderr, out)
+	}
+	for _, cmd := range [][]string{{"show"}, {"export", "-o", filepath.Join(dir, "x.json")}} {
+		code, out, stderr = run(append(append([]string{"trace"}, cmd...), n1, other)...)
+		if code != 1 || out != "" || stderr != "mpiprobe trace "+cmd[0]+": "+other+" holds job \"k\", "+n1+" job \"j\": give the trace files of one job\n" {
+			t.Errorf("%s n1 other: exit %d, stdout %q, stderr %q", cmd[0], code, out, stderr)
+		}
+	}
+	json := filepath.Join(dir, "job.json")
+	if code, _, stderr := run("trace", "export", "-o", json, n1, n2); code != 0 {
+		t.Fatalf("export n1 n2: exit %d: %s", code, stderr)
+	}
+	f, err := os.Open(json)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if st, err := chromecheck.Check(f); err != nil || st.Processes != 4 || st.Complete != 80 {
+		t.Errorf("timeline of n1 n2: %v %+v", err, st)
 	}
 }
 

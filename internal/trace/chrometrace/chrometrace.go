@@ -2,10 +2,12 @@ package chrometrace
 
 import (
 	"bufio"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
 	"path"
+	"slices"
 	"strconv"
 
 	"github.com/mpiprobe/mpiprobe/internal/text"
@@ -26,7 +28,9 @@ func Write(w io.Writer, t *tracefile.Trace) error {
 //
 // A rank is the process pid = its MPI rank number + 1 (pid 0 is the
 // kernel's to Perfetto, which sets it apart), named "rank N (pid P, host
-// H)" with N the rank and P its real pid, and sorted by rank; a rank whose
+// H)" with N the rank and P its real pid, and sorted by host (the hosts in
+// the order of their first rank in the trace: one trace of several nodes,
+// tracefile.Merge, shows each node's ranks together) and then by rank; a rank whose
 // number is unknown, or repeats that of a rank seen before (two jobs in one
 // trace), gets pid 1000001 + its index in the trace. A thread is the track
 // tid = its thread id. Every event has a "cat": "__metadata" for the
@@ -123,13 +127,13 @@ func (x *Writer) pid(t *tracefile.Trace, i int) int {
 	x.used[pid] = true
 	x.pids[i] = pid
 	x.e.meta("process_name", pid, nil, map[string]any{"name": fmt.Sprintf("rank %s (pid %d, host %s)", r.Rank, r.PID, r.Host)})
-	x.e.meta("process_sort_index", pid, nil, map[string]any{"sort_index": pid - 1})
 	return pid
 }
 
 // Close labels each process with its job, program and how it ended (from
 // t.Ends), ends the JSON and flushes it. It returns the first error met.
 func (x *Writer) Close(t *tracefile.Trace) error {
+	x.sortByHost(t)
 	ends := map[int]tracefile.RankEnd{}
 	for _, end := range t.Ends {
 		ends[end.Rank] = end
@@ -153,6 +157,28 @@ func (x *Writer) Close(t *tracefile.Trace) error {
 		return x.e.err
 	}
 	return x.e.w.Flush()
+}
+
+// sortByHost gives every process its sort index: the processes of one host
+// together, hosts in the order of their first rank in t, and by pid (rank
+// order) within a host.
+func (x *Writer) sortByHost(t *tracefile.Trace) {
+	hostOrder := map[string]int{}
+	var idx []int
+	for i, r := range t.Ranks {
+		if _, ok := hostOrder[r.Host]; !ok {
+			hostOrder[r.Host] = len(hostOrder)
+		}
+		if i < len(x.pids) && x.pids[i] >= 0 {
+			idx = append(idx, i)
+		}
+	}
+	slices.SortFunc(idx, func(a, b int) int {
+		return cmp.Or(cmp.Compare(hostOrder[t.Ranks[a].Host], hostOrder[t.Ranks[b].Host]), cmp.Compare(x.pids[a], x.pids[b]))
+	})
+	for pos, i := range idx {
+		x.e.meta("process_sort_index", x.pids[i], nil, map[string]any{"sort_index": pos})
+	}
 }
 
 // siteArgs is the encoded args of a call site, without the braces.

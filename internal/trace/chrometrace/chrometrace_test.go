@@ -111,3 +111,45 @@ func TestStreamed(t *testing.T) {
 		t.Errorf("streamed:\n%s\nwhole:\n%s", streamed.String(), whole.String())
 	}
 }
+
+// TestNodesTogether: the timeline of a job merged from two nodes' traces,
+// ranks 0 and 2 on n1 and 1 and 3 on n2, validates, keeps pid = rank+1
+// with the host in each process name, and sorts each node's ranks
+// together: n1's 0 and 2, then n2's 1 and 3.
+func TestNodesTogether(t *testing.T) {
+	node := func(host string, ranks ...string) tracefile.Part {
+		tr := &tracefile.Trace{Header: tracefile.Header{Host: host, Start: time.Unix(1_700_000_000, 0)}, Calls: []string{"MPI_Barrier"},
+			Sites: []tracefile.Site{{Object: "/bin/app", Offset: 0x10}}, Complete: true}
+		for i, r := range ranks {
+			tr.Ranks = append(tr.Ranks, tracefile.Rank{PID: 100 + i, Host: host, Job: "j", Rank: r, Exe: "/bin/app"})
+			tr.Events = append(tr.Events, tracefile.Event{Rank: i, TID: int32(100 + i), Enter: 10, Exit: 20,
+				Peer: tracefile.NoValue, Root: tracefile.NoValue, Count: tracefile.NoValue})
+		}
+		return tracefile.Part{Name: host + ".trace", Trace: tr}
+	}
+	m, err := tracefile.Merge([]tracefile.Part{node("n1", "0", "2"), node("n2", "1", "3")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := Write(&buf, m); err != nil {
+		t.Fatal(err)
+	}
+	st, err := chromecheck.Check(bytes.NewReader(buf.Bytes()))
+	if err != nil || st.Processes != 4 {
+		t.Fatalf("%v %+v\n%s", err, st, buf.String())
+	}
+	out := buf.String()
+	for _, w := range []string{
+		`{"args":{"name":"rank 1 (pid 100, host n2)"},"cat":"__metadata","name":"process_name","ph":"M","pid":2,`,
+		`{"args":{"name":"rank 2 (pid 101, host n1)"},"cat":"__metadata","name":"process_name","ph":"M","pid":3,`,
+		`{"args":{"sort_index":0},"cat":"__metadata","name":"process_sort_index","ph":"M","pid":1,`,
+		`{"args":{"sort_index":1},"cat":"__metadata","name":"process_sort_index","ph":"M","pid":3,`,
+		`{"args":{"sort_index":2},"cat":"__metadata","name":"process_sort_index","ph":"M","pid":2,`,
+		`{"args":{"sort_index":3},"cat":"__metadata","name":"process_sort_index","ph":"M","pid":4,`,
+	} {
+		if !strings.Contains(out, w) {
+			t.Errorf("no %s in\n%s", w, out)
+		}
+	}
+}

@@ -85,3 +85,27 @@ func BenchmarkWriteRead(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkMerge merges the traces of 8 nodes, 125000 events each (10^6 in
+// all, 8 ranks a node), as trace show and export do with 8 files.
+func BenchmarkMerge(b *testing.B) {
+	parts := make([]Part, 8)
+	for n := range parts {
+		t := &Trace{Header: Header{Host: "node" + string(rune('0'+n)), Start: time.Unix(1700000000, int64(n)*1000)},
+			Calls: []string{"MPI_Send", "MPI_Recv", "MPI_Bcast", "MPI_Barrier"}, Events: benchEvents(125000), Complete: true}
+		for i := range 6 {
+			t.Sites = append(t.Sites, Site{Object: "/opt/app", Offset: uint64(0x401000 + 16*i)})
+		}
+		for r := range 8 {
+			t.Ranks = append(t.Ranks, Rank{PID: 100 + r, Host: t.Header.Host, Job: "1", Rank: string(rune('0'+n)) + "." + string(rune('0'+r)), Exe: "/opt/app"})
+		}
+		parts[n] = Part{Name: t.Header.Host + ".trace", Trace: t}
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		m, err := Merge(parts)
+		if err != nil || len(m.Events) != 1_000_000 {
+			b.Fatal(err, len(m.Events))
+		}
+	}
+}

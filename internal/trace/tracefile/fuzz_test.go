@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"errors"
 	"math/rand/v2"
+	"slices"
+	"strings"
 	"testing"
 )
 
@@ -72,6 +74,33 @@ func reframe(data []byte) []byte {
 }
 
 // checkRead reads data and checks what Read promises.
+// checkMerge merges what was read with itself as another node's trace (the
+// ranks on other hosts, their numbers unknown): either one line refusing
+// it, or a trace of both whose every index is in range.
+func checkMerge(t *testing.T, tr *Trace) {
+	other := *tr
+	other.Ranks = slices.Clone(tr.Ranks)
+	for i := range other.Ranks {
+		other.Ranks[i].Host, other.Ranks[i].Rank = "other "+other.Ranks[i].Host, "?"
+	}
+	m, err := Merge([]Part{{"a", tr}, {"b", &other}})
+	if err != nil {
+		if strings.Contains(err.Error(), "\n") {
+			t.Fatalf("merge refused in more than one line: %q", err)
+		}
+		return
+	}
+	if len(m.Events) != 2*len(tr.Events) || len(m.Ranks) != 2*len(tr.Ranks) || len(m.Calls) > len(tr.Calls) || len(m.Sites) > len(tr.Sites) {
+		t.Fatalf("merged %d events, %d ranks, %d calls, %d sites of twice %d, %d, %d, %d",
+			len(m.Events), len(m.Ranks), len(m.Calls), len(m.Sites), len(tr.Events), len(tr.Ranks), len(tr.Calls), len(tr.Sites))
+	}
+	for i, e := range m.Events {
+		if e.Rank < 0 || e.Rank >= len(m.Ranks) || e.Call < 0 || e.Call >= len(m.Calls) || e.Site < 0 || e.Site >= len(m.Sites) {
+			t.Fatalf("merged event %d %+v out of range", i, e)
+		}
+	}
+}
+
 func checkRead(t *testing.T, data []byte) {
 	{
 		tr, err := Read(bytes.NewReader(data))
@@ -94,6 +123,7 @@ func checkRead(t *testing.T, data []byte) {
 				t.Fatalf("end %d %+v out of range (%d ranks)", i, e, len(tr.Ranks))
 			}
 		}
+		checkMerge(t, tr)
 
 		// Whatever was read writes back and reads back the same.
 		var buf bytes.Buffer
