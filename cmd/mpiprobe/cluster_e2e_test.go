@@ -4,8 +4,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -534,4 +536,95 @@ func dashboardExpr(t *testing.T, title, job string) string {
 	}
 	t.Fatalf("dist/grafana/mpiprobe.json: no panel %q with one query", title)
 	return ""
+}
+
+// TestClusterStatus hangs a 6-rank receive ring across the simulated
+// nodes (testdata/deadlock/ring_recv_cycle.c: each rank waits for its
+// left neighbour, so the cycle runs through all three nodes) and asks one
+// status of the whole job: MPICH's hydra job from outside the nodes
+// (the host, as a login node) through the cluster's rsh (--hosts
+// --fanout 'nsrsh %h'), Open MPI's srun job from n1 through Slurm
+// (--fanout slurm: srun --overlap into the job), each node running
+// status --node-facts --scope netns on its own ranks. The verdict names
+// the cycle 0->5->4->3->2->1->0 with each rank's node, every rank once
+// with its node as host, no node missing; the wall time is logged (the
+// issue's target: the window + 1.5 s).
+func TestClusterStatus(t *testing.T) {
+	ompi, mpich := mpitest.OpenMPI(), mpitest.MPICH()
+	mpitest.RequireE2E(t, ompi, mpich)
+	c := mpitest.Cluster(t)
+	bin := mpitest.BuildMpiprobe(t)
+	nodes := c.Nodes()
+	const perNode = 2
+	src := filepath.Join(mpitest.RepoRoot(t), "testdata", "deadlock", "ring_recv_cycle.c")
+	cases := []struct {
+		name string
+		impl mpitest.Impl
+		argv func(prog string) []string
+		from string // "" the host, else the node status runs in
+		fan  []string
+	}{
+		{"hydra", mpich, func(p string) []string { return c.Hydra(t, mpich, perNode, p) }, "",
+			[]string{"--fanout", "/run/mpiprobe-cluster/nsrsh %h"}},
+		{"srun-pmix", ompi, func(p string) []string { return c.Srun(t, "pmix", perNode, p) }, nodes[0],
+			[]string{"--fanout", "slurm"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			prog := mpitest.BuildSource(t, tc.impl, src)
+			job := c.StartJob(t, nodes[0], tc.argv(prog), prog, perNode*len(nodes), tc.impl.Lib)
+			nodeOf := map[int]string{}
+			for _, pid := range job.Ranks {
+				nodeOf[pid] = c.NodeOf(t, pid)
+			}
+			key := ""
+			for _, j := range psInNode(t, c, nodes[1], bin, "netns").Jobs {
+				key = j.Job
+			}
+			if key == "" {
+				t.Fatalf("ps in %s names no job", nodes[1])
+			}
+			time.Sleep(time.Second) // the ranks reach their receives
+			argv := append([]string{bin, "status", "--json", "--window", "1s", "--job", key,
+				"--hosts", strings.Join(nodes, ","), "--scope", "netns"}, tc.fan...)
+			if tc.from != "" {
+				argv = c.Argv(tc.from, argv...)
+			}
+			start := time.Now()
+			out, err := exec.Command(argv[0], argv[1:]...).Output()
+			took := time.Since(start)
+			if err != nil {
+				t.Fatalf("%s: %v\n%s", strings.Join(argv, " "), err, out)
+			}
+			var st struct {
+				Verdict string  `json:"verdict"`
+				Missing []any   `json:"missing_nodes"`
+				Cycles  [][]int `json:"cycles"`
+				Ranks   []struct {
+					Rank int    `json:"rank"`
+					PID  int    `json:"pid"`
+					Host string `json:"host"`
+				} `json:"ranks"`
+			}
+			if err := json.Unmarshal(out, &st); err != nil {
+				t.Fatalf("%v\n%s", err, out)
+			}
+			if len(st.Missing) != 0 || len(st.Ranks) != perNode*len(nodes) {
+				t.Errorf("missing nodes %v, %d ranks; want none missing and %d ranks:\n%s", st.Missing, len(st.Ranks), perNode*len(nodes), out)
+			}
+			for _, r := range st.Ranks {
+				if r.Host != nodeOf[r.PID] {
+					t.Errorf("rank %d (pid %d): host %q, want its node %q", r.Rank, r.PID, r.Host, nodeOf[r.PID])
+				}
+			}
+			want := []int{0, 5, 4, 3, 2, 1}
+			if !slices.ContainsFunc(st.Cycles, func(c []int) bool { return slices.Equal(c, want) }) {
+				t.Errorf("cycles %v, want %v", st.Cycles, want)
+			}
+			if !strings.Contains(st.Verdict, "cycle across nodes: ranks 0-1 on n1, ranks 2-3 on n2, ranks 4-5 on n3") {
+				t.Errorf("the verdict does not name the cycle's nodes: %s", st.Verdict)
+			}
+			t.Logf("job %s: status of %d ranks on %d nodes in %v (window 1 s): %s", key, len(st.Ranks), len(nodes), took.Round(time.Millisecond), st.Verdict)
+		})
+	}
 }

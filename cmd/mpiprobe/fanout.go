@@ -21,6 +21,9 @@ type fanoutFlags struct {
 	timeout  time.Duration
 	parallel int
 	command  string
+	// nodeArgs are passed on to every node's command: the caller's
+	// --scope, which each node then applies to its own processes.
+	nodeArgs []string
 }
 
 // fanoutMargin is what a node's answer may take beyond the window by
@@ -60,8 +63,13 @@ func (f *fanoutFlags) collect(ctx context.Context, cfg status.Config) (status.Re
 	fo := status.Fanout{Template: f.template, Each: f.each, Hosts: f.hosts, Timeout: f.timeout, Parallel: f.parallel}
 	if f.template == "slurm" {
 		// The Slurm job id is the first part of mpiprobe's job key
-		// ("<job>.<step>", "<job>/<launcher's job>").
-		id, _, _ := strings.Cut(strings.ReplaceAll(cfg.Job, "/", "."), ".")
+		// ("<job>.<step>", "<job>/<launcher's job>"), after the
+		// cluster's name ("<cluster>:<job>.<step>").
+		job := cfg.Job
+		if i := strings.LastIndex(job, ":"); i >= 0 {
+			job = job[i+1:]
+		}
+		id, _, _ := strings.Cut(strings.ReplaceAll(job, "/", "."), ".")
 		fo.Template, fo.Each = status.SlurmTemplate(id), true
 	}
 	if fo.Timeout == 0 {
@@ -74,7 +82,7 @@ func (f *fanoutFlags) collect(ctx context.Context, cfg status.Config) (status.Re
 			return status.Result{}, fmt.Errorf("find this mpiprobe's path for the nodes (%v): give --node-command PATH", err)
 		}
 	}
-	fo.Command = []string{exe, "status", "--node-facts", "--job", cfg.Job, "--window", cfg.Window.String()}
+	fo.Command = append([]string{exe, "status", "--node-facts", "--job", cfg.Job, "--window", cfg.Window.String()}, f.nodeArgs...)
 	answers := fo.Run(ctx)
 	minWait := cfg.MinWait
 	if minWait == 0 {

@@ -57,6 +57,9 @@ func newStatusCmd() *cobra.Command {
 			defer stop()
 			var res status.Result
 			if fan.given() {
+				if scope.fs.Changed("scope") {
+					fan.nodeArgs = append(fan.nodeArgs, "--scope", scope.value)
+				}
 				res, err = fan.collect(ctx, cfg)
 			} else {
 				res, err = status.Collect(ctx, cfg)
