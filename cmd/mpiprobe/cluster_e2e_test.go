@@ -628,3 +628,91 @@ func TestClusterStatus(t *testing.T) {
 		})
 	}
 }
+
+// TestClusterTrace runs testdata/loops.c as a 6-rank job over the
+// simulated nodes (Open MPI's mpirun and MPICH's hydra), held before
+// MPI_Init by a gate file until a trace session in each node (trace -o
+// --job KEY --scope netns: that node's ranks only) traces; trace show of
+// the three nodes' files is one SPMD job of six ranks, each with its node
+// as host and the program's loop structure.
+func TestClusterTrace(t *testing.T) {
+	ompi, mpich := mpitest.OpenMPI(), mpitest.MPICH()
+	mpitest.RequireE2E(t, ompi, mpich)
+	c := mpitest.Cluster(t)
+	bin := mpitest.BuildMpiprobe(t)
+	nodes := c.Nodes()
+	const perNode, iters = 2, 7
+	for _, impl := range []mpitest.Impl{ompi, mpich} {
+		t.Run(impl.Name, func(t *testing.T) {
+			prog := mpitest.Build(t, impl, "loops")
+			dir := t.TempDir()
+			gate := filepath.Join(dir, "gate")
+			args := []string{strconv.Itoa(iters), "2", gate}
+			argv := c.Mpirun(t, impl, perNode, prog, args...)
+			if impl.Name == "mpich" {
+				argv = c.Hydra(t, impl, perNode, prog, args...)
+			}
+			job := c.StartJob(t, nodes[0], argv, prog, perNode*len(nodes), impl.Lib)
+			nodeOf := map[int]string{}
+			for _, pid := range job.Ranks {
+				nodeOf[pid] = c.NodeOf(t, pid)
+			}
+			key := ""
+			for _, j := range psInNode(t, c, nodes[0], bin, "netns").Jobs {
+				key = j.Job
+			}
+			var files []string
+			var outs []*mpitest.Buffer
+			var sessions []*exec.Cmd
+			for _, node := range nodes {
+				f := filepath.Join(dir, node+".trace")
+				s := c.Command(node, bin, "trace", "-v", "-o", f, "--job", key, "--scope", "netns")
+				out := &mpitest.Buffer{}
+				s.Stdout, s.Stderr = out, out
+				if err := s.Start(); err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { _ = s.Process.Kill() })
+				files, outs, sessions = append(files, f), append(outs, out), append(sessions, s)
+			}
+			deadline := time.Now().Add(60 * time.Second)
+			for i, out := range outs {
+				for !strings.Contains(out.String(), "tracing") {
+					if time.Now().After(deadline) {
+						t.Fatalf("%s's session is not tracing after 60 s:\n%s", nodes[i], out.String())
+					}
+					time.Sleep(50 * time.Millisecond)
+				}
+			}
+			if err := os.WriteFile(gate, nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			job.Wait(t)
+			for i, s := range sessions {
+				if err := s.Wait(); err != nil || strings.Contains(outs[i].String(), "LOST") {
+					t.Fatalf("%s's session: %v\n%s", nodes[i], err, outs[i].String())
+				}
+			}
+			got := show(t, bin, files[0], files[1:]...)
+			want := fmt.Sprintf("Init0 Comm_rank1 Bcast2 Barrier3 (Allreduce4)[%d] Finalize5", iters)
+			if !strings.Contains(got.text, "ranks 0-5, all with the same structure (SPMD):\n  "+want+"\n") {
+				t.Errorf("the three nodes' files are not one SPMD job of 6 ranks with %q:\n%s", want, got.text)
+			}
+			calls := showJSON(t, bin, files...)
+			if len(calls) != perNode*len(nodes) {
+				t.Errorf("ranks %v, want %d", calls, perNode*len(nodes))
+			}
+			hosts := map[string]int{}
+			for _, hc := range calls {
+				hosts[hc[0]]++
+			}
+			for _, node := range nodes {
+				if hosts[node] != perNode {
+					t.Errorf("hosts of the ranks %v, want %d on each node", hosts, perNode)
+					break
+				}
+			}
+			t.Logf("job %s: trace show of %d files:\n%s", key, len(files), got.text)
+		})
+	}
+}
