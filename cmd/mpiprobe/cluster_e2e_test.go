@@ -253,23 +253,7 @@ func TestClusterSharedSummary(t *testing.T) {
 	bin := mpitest.BuildMpiprobe(t)
 	shared := t.TempDir()
 	nodes := c.Nodes()
-	type nodeAgent struct {
-		d  mpitest.AgentDirs
-		ag *mpitest.Agent
-	}
-	agents := map[string]nodeAgent{}
-	for _, node := range nodes {
-		d := mpitest.NewAgentDirs(t)
-		d.Pin += "-" + node
-		cfg, err := os.ReadFile(d.Config)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(d.Config, append(cfg, "shared_dir = "+shared+"\nscope = netns\n"...), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		agents[node] = nodeAgent{d, mpitest.StartAgent(t, bin, d, "", c.Argv(node)...)}
-	}
+	agents := startNodeAgents(t, c, bin, "", "shared_dir = "+shared+"\n")
 	time.Sleep(time.Second) // the agents attach to new processes; give them their start
 	flood := mpitest.Build(t, ompi, "flood")
 	const perNode = 2
@@ -378,24 +362,9 @@ func TestClusterPrometheus(t *testing.T) {
 	bin := mpitest.BuildMpiprobe(t)
 	nodes := c.Nodes()
 	const port = "9464"
+	agents := startNodeAgents(t, c, bin, ":"+port, "")
 	var targets []string
-	type nodeAgent struct {
-		d  mpitest.AgentDirs
-		ag *mpitest.Agent
-	}
-	agents := map[string]nodeAgent{}
 	for _, node := range nodes {
-		d := mpitest.NewAgentDirs(t)
-		d.Pin += "-" + node
-		d.MetricsAddr = ":" + port
-		cfg, err := os.ReadFile(d.Config)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(d.Config, append(cfg, "scope = netns\n"...), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		agents[node] = nodeAgent{d, mpitest.StartAgent(t, bin, d, "", c.Argv(node)...)}
 		targets = append(targets, fmt.Sprintf("%q", c.Addr(node)+":"+port))
 	}
 	dir := t.TempDir()
@@ -572,18 +541,7 @@ func TestClusterStatus(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			prog := mpitest.BuildSource(t, tc.impl, src)
-			job := c.StartJob(t, nodes[0], tc.argv(prog), prog, perNode*len(nodes), tc.impl.Lib)
-			nodeOf := map[int]string{}
-			for _, pid := range job.Ranks {
-				nodeOf[pid] = c.NodeOf(t, pid)
-			}
-			key := ""
-			for _, j := range psInNode(t, c, nodes[1], bin, "netns").Jobs {
-				key = j.Job
-			}
-			if key == "" {
-				t.Fatalf("ps in %s names no job", nodes[1])
-			}
+			_, nodeOf, key := startClusterJob(t, c, bin, tc.argv(prog), prog, perNode*len(nodes), tc.impl.Lib)
 			time.Sleep(time.Second) // the ranks reach their receives
 			argv := append([]string{bin, "status", "--json", "--window", "1s", "--job", key,
 				"--hosts", strings.Join(nodes, ","), "--scope", "netns"}, tc.fan...)
@@ -652,47 +610,15 @@ func TestClusterTrace(t *testing.T) {
 			if impl.Name == "mpich" {
 				argv = c.Hydra(t, impl, perNode, prog, args...)
 			}
-			job := c.StartJob(t, nodes[0], argv, prog, perNode*len(nodes), impl.Lib)
-			nodeOf := map[int]string{}
-			for _, pid := range job.Ranks {
-				nodeOf[pid] = c.NodeOf(t, pid)
-			}
-			key := ""
-			for _, j := range psInNode(t, c, nodes[0], bin, "netns").Jobs {
-				key = j.Job
-			}
+			job, _, key := startClusterJob(t, c, bin, argv, prog, perNode*len(nodes), impl.Lib)
 			var files []string
-			var outs []*mpitest.Buffer
 			var sessions []*exec.Cmd
 			for _, node := range nodes {
 				f := filepath.Join(dir, node+".trace")
-				s := c.Command(node, bin, "trace", "-v", "-o", f, "--job", key, "--scope", "netns")
-				out := &mpitest.Buffer{}
-				s.Stdout, s.Stderr = out, out
-				if err := s.Start(); err != nil {
-					t.Fatal(err)
-				}
-				t.Cleanup(func() { _ = s.Process.Kill() })
-				files, outs, sessions = append(files, f), append(outs, out), append(sessions, s)
+				files = append(files, f)
+				sessions = append(sessions, c.Command(node, bin, "trace", "-v", "-o", f, "--job", key, "--scope", "netns"))
 			}
-			deadline := time.Now().Add(60 * time.Second)
-			for i, out := range outs {
-				for !strings.Contains(out.String(), "tracing") {
-					if time.Now().After(deadline) {
-						t.Fatalf("%s's session is not tracing after 60 s:\n%s", nodes[i], out.String())
-					}
-					time.Sleep(50 * time.Millisecond)
-				}
-			}
-			if err := os.WriteFile(gate, nil, 0o644); err != nil {
-				t.Fatal(err)
-			}
-			job.Wait(t)
-			for i, s := range sessions {
-				if err := s.Wait(); err != nil || strings.Contains(outs[i].String(), "LOST") {
-					t.Fatalf("%s's session: %v\n%s", nodes[i], err, outs[i].String())
-				}
-			}
+			traceGated(t, sessions, gate, job)
 			got := show(t, bin, files[0], files[1:]...)
 			want := fmt.Sprintf("Init0 Comm_rank1 Bcast2 Barrier3 (Allreduce4)[%d] Finalize5", iters)
 			if !strings.Contains(got.text, "ranks 0-5, all with the same structure (SPMD):\n  "+want+"\n") {
@@ -715,4 +641,54 @@ func TestClusterTrace(t *testing.T) {
 			t.Logf("job %s: trace show of %d files:\n%s", key, len(files), got.text)
 		})
 	}
+}
+
+// nodeAgent is an agent running in a simulated node, and its directories.
+type nodeAgent struct {
+	d  mpitest.AgentDirs
+	ag *mpitest.Agent
+}
+
+// startNodeAgents starts an agent in each node of c with --scope netns
+// (its configuration's scope key) and the configuration lines more,
+// serving metrics on metrics ("" a free loopback port).
+func startNodeAgents(t *testing.T, c *mpitest.SimCluster, bin, metrics, more string) map[string]nodeAgent {
+	t.Helper()
+	agents := map[string]nodeAgent{}
+	for _, node := range c.Nodes() {
+		d := mpitest.NewAgentDirs(t)
+		d.Pin += "-" + node
+		d.MetricsAddr = metrics
+		cfg, err := os.ReadFile(d.Config)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(d.Config, append(cfg, "scope = netns\n"+more...), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		agents[node] = nodeAgent{d, mpitest.StartAgent(t, bin, d, "", c.Argv(node)...)}
+	}
+	return agents
+}
+
+// startClusterJob starts the job argv in the first node and waits for its
+// n ranks of prog (mapping lib); it returns the job, each rank's node, and
+// the job's key as mpiprobe ps names it in the last node.
+func startClusterJob(t *testing.T, c *mpitest.SimCluster, bin string, argv []string, prog string, n int, lib string) (*mpitest.Job, map[int]string, string) {
+	t.Helper()
+	nodes := c.Nodes()
+	job := c.StartJob(t, nodes[0], argv, prog, n, lib)
+	nodeOf := map[int]string{}
+	for _, pid := range job.Ranks {
+		nodeOf[pid] = c.NodeOf(t, pid)
+	}
+	last := nodes[len(nodes)-1]
+	key := ""
+	for _, j := range psInNode(t, c, last, bin, "netns").Jobs {
+		key = j.Job
+	}
+	if key == "" {
+		t.Fatalf("ps in %s names no job", last)
+	}
+	return job, nodeOf, key
 }

@@ -24,26 +24,36 @@ func gatedTrace(t *testing.T, bin string, impl mpitest.Impl, prog string, iters 
 	gate := filepath.Join(t.TempDir(), "gate")
 	job := mpitest.StartJob(t, impl.Command(4, nil, prog, strconv.Itoa(iters), "2", gate), prog, 4, "libmpi")
 	var sessions []*exec.Cmd
-	var outs []*mpitest.Buffer
 	for i, g := range groups {
 		args := []string{"trace", "-v", "-o", files[i]}
 		for _, r := range g {
 			args = append(args, "-p", strconv.Itoa(job.Ranks[r]))
 		}
+		sessions = append(sessions, exec.Command(bin, args...))
+	}
+	traceGated(t, sessions, gate, job)
+}
+
+// traceGated starts the trace sessions, waits until each traces, opens
+// the gate the job's ranks wait for (loops.c's gate file), and waits for
+// the job and the sessions, which must lose no call.
+func traceGated(t *testing.T, sessions []*exec.Cmd, gate string, job *mpitest.Job) {
+	t.Helper()
+	var outs []*mpitest.Buffer
+	for _, s := range sessions {
 		out := &mpitest.Buffer{}
-		s := exec.Command(bin, args...)
 		s.Stdout, s.Stderr = out, out
 		if err := s.Start(); err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { _ = s.Process.Kill() })
-		sessions, outs = append(sessions, s), append(outs, out)
+		outs = append(outs, out)
 	}
 	deadline := time.Now().Add(60 * time.Second)
 	for i, out := range outs {
 		for !strings.Contains(out.String(), "tracing") {
 			if time.Now().After(deadline) {
-				t.Fatalf("session %d is not tracing after 60 s:\n%s", i, out.String())
+				t.Fatalf("session %d (%s) is not tracing after 60 s:\n%s", i, sessions[i], out.String())
 			}
 			time.Sleep(50 * time.Millisecond)
 		}
@@ -54,7 +64,7 @@ func gatedTrace(t *testing.T, bin string, impl mpitest.Impl, prog string, iters 
 	job.Wait(t)
 	for i, s := range sessions {
 		if err := s.Wait(); err != nil || strings.Contains(outs[i].String(), "LOST") {
-			t.Fatalf("session %d: %v\n%s", i, err, outs[i].String())
+			t.Fatalf("session %d (%s): %v\n%s", i, s, err, outs[i].String())
 		}
 	}
 }
