@@ -1,0 +1,107 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/mpiprobe/mpiprobe/internal/mpitest"
+)
+
+// asUser returns the argv that runs argv as uid (and gid uid), without
+// groups, in /tmp (the test's directories are root's).
+func asUser(uid int, argv ...string) []string {
+	return append([]string{"setpriv", fmt.Sprintf("--reuid=%d", uid), fmt.Sprintf("--regid=%d", uid), "--clear-groups", "--",
+		"env", "-C", "/tmp", "HOME=/tmp"}, argv...)
+}
+
+// other is a second unprivileged user of the tests: another uid than nobody.
+var other = &syscall.Credential{Uid: 65533, Gid: 65533}
+
+// TestStatusThroughAgent: a user who is not root sees their own hung job.
+// nobody starts a 3-rank ring of receives (MPICH); an agent runs with its
+// query socket; nobody's `status --job J --json` goes through the agent
+// and gives root's verdict, the cycle 0->2->1->0. Another user gets one
+// line saying a rank is not theirs for -p, and no rank of the job for
+// --job; without an agent, one line names the socket and how to start it.
+func TestStatusThroughAgent(t *testing.T) {
+	impl := mpitest.MPICH()
+	mpitest.RequireE2E(t, impl)
+	if _, err := exec.LookPath("setpriv"); err != nil {
+		mpitest.Require(t, "setpriv (Debian package util-linux)")
+	}
+	bin := mpitest.BuildMpiprobe(t)
+	prog := mpitest.BuildSource(t, impl, filepath.Join(mpitest.RepoRoot(t), "testdata", "deadlock", "ring_recv_cycle.c"))
+	nobodyCanRun(t, bin)
+	nobodyCanRun(t, prog)
+	sockDir := t.TempDir()
+	nobodyCanRun(t, filepath.Join(sockDir, "x"))
+	d := mpitest.NewAgentDirs(t)
+	d.Query = filepath.Join(sockDir, "query.sock")
+	mpitest.StartAgent(t, bin, d, "")
+
+	job := mpitest.StartJob(t, asUser(int(nobody.Uid), impl.Command(3, nil, prog)...), prog, 3, impl.Lib)
+	job.WaitPrinted(t, "hung", 30*time.Second)
+	id := jobOfPS(t, bin, job.Ranks[0])
+
+	statusAs := func(cred *syscall.Credential, args ...string) (int, string, string) {
+		t.Helper()
+		return runOutput(t, bin, cred, append([]string{"status", "--query-socket", d.Query}, args...)...)
+	}
+	decode := func(who, stdout string) statusJSON {
+		t.Helper()
+		var st statusJSON
+		if err := json.Unmarshal([]byte(stdout), &st); err != nil {
+			t.Fatalf("%s: %v\n%s", who, err, stdout)
+		}
+		return st
+	}
+	start := time.Now()
+	code, stdout, stderr := statusAs(nil, "--job", id, "--json")
+	rootTook := time.Since(start)
+	if code != 0 {
+		t.Fatalf("root's status: exit %d\n%s", code, stderr)
+	}
+	root := decode("root", stdout)
+	start = time.Now()
+	code, stdout, stderr = statusAs(nobody, "--job", id, "--json")
+	userTook := time.Since(start)
+	if code != 0 {
+		t.Fatalf("nobody's status through the agent: exit %d\n%s", code, stderr)
+	}
+	user := decode("nobody", stdout)
+	t.Logf("status --job, 3 ranks, window 1 s: root %.2f s, nobody through the agent %.2f s", rootTook.Seconds(), userTook.Seconds())
+	if len(root.Cycles) != 1 || !slices.Equal(root.Cycles[0], []int{0, 2, 1}) {
+		t.Errorf("root's cycles %v, want [[0 2 1]]\n%s", root.Cycles, root.Verdict)
+	}
+	if user.Verdict != root.Verdict || fmt.Sprint(user.Cycles) != fmt.Sprint(root.Cycles) || len(user.Ranks) != 3 {
+		t.Errorf("nobody's status through the agent: verdict %q, cycles %v, %d ranks; root's: %q, %v",
+			user.Verdict, user.Cycles, len(user.Ranks), root.Verdict, root.Cycles)
+	}
+
+	// Another user: not theirs.
+	pid := job.Ranks[0]
+	code, stdout, stderr = statusAs(other, "-p", fmt.Sprint(pid), "--json")
+	want := fmt.Sprintf("pid %d is not yours: it is owned by uid %d, you are uid %d", pid, nobody.Uid, other.Uid)
+	if code == 0 || !strings.Contains(stderr, want) || strings.Count(strings.TrimSpace(stderr), "\n") != 0 || stdout != "" {
+		t.Errorf("status -p %d as uid %d: exit %d, stdout %q, stderr %q: want one line %q", pid, other.Uid, code, stdout, stderr, want)
+	}
+	code, stdout, stderr = statusAs(other, "--job", id, "--json")
+	if code == 0 || !strings.Contains(stderr, "that is yours") || strings.Count(strings.TrimSpace(stderr), "\n") != 0 || strings.Contains(stdout, `"pid"`) {
+		t.Errorf("status --job %s as uid %d: exit %d, stdout %q, stderr %q: want one line saying no rank of the job is theirs", id, other.Uid, code, stdout, stderr)
+	}
+
+	// No agent at the socket.
+	none := filepath.Join(sockDir, "none.sock")
+	code, _, stderr = runOutput(t, bin, nobody, "status", "--query-socket", none, "--job", id)
+	if code == 0 || !strings.Contains(stderr, "no agent answers at "+none) || !strings.Contains(stderr, "systemctl start mpiprobe") ||
+		strings.Count(strings.TrimSpace(stderr), "\n") != 0 {
+		t.Errorf("status as nobody without an agent: exit %d, stderr %q: want one line naming %s and how to start the agent", code, stderr, none)
+	}
+}
