@@ -51,11 +51,14 @@ func Ask(ctx context.Context, path string, req Request) ([]byte, error) {
 	_ = c.SetDeadline(deadline)
 	stop := context.AfterFunc(ctx, func() { _ = c.SetDeadline(time.Now()) })
 	defer stop()
-	if err := writeJSON(c, req); err != nil {
-		return nil, fmt.Errorf("ask the agent at %s: %w", path, err)
-	}
+	// A busy agent answers without reading: its answer is read even when
+	// the request could not be written.
+	werr := writeJSON(c, req)
 	_ = c.(*net.UnixConn).CloseWrite()
 	data, err := io.ReadAll(io.LimitReader(c, MaxResponse+1))
+	if len(data) == 0 && werr != nil {
+		err = werr
+	}
 	if err != nil {
 		return nil, fmt.Errorf("ask the agent at %s: %w", path, err)
 	}

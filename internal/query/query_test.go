@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -195,5 +196,39 @@ func TestAskNoAgent(t *testing.T) {
 	_, err := Ask(context.Background(), path, Request{Command: CommandStatus, PIDs: []int{1}, Window: time.Second, Format: FormatJSON})
 	if !IsNoAgent(err) || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "systemctl start mpiprobe") {
 		t.Errorf("Ask without agent = %v", err)
+	}
+}
+
+// TestServerTooMany: connections beyond MaxConns are told at once that
+// the agent is busy, while the held ones still get their answer.
+func TestServerTooMany(t *testing.T) {
+	release := make(chan struct{})
+	s := NewServer(func(ctx context.Context, _ Request, _ Peer) ([]byte, error) {
+		<-release
+		return []byte("done"), nil
+	}, nil)
+	s.Wait = time.Minute
+	path := serve(t, s)
+	// MaxConns connections that send nothing yet hold every slot.
+	var held []net.Conn
+	for range MaxConns {
+		c, err := net.Dial("unix", path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, c)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for len(s.conns) < MaxConns && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	req := Request{Command: CommandStatus, PIDs: []int{1}, Window: time.Millisecond, Format: FormatJSON}
+	_, err := Ask(context.Background(), path, req)
+	if err == nil || !strings.Contains(err.Error(), "holds 64 requests already: retry") {
+		t.Errorf("caller beyond %d: %v, want busy", MaxConns, err)
+	}
+	close(release)
+	for _, c := range held {
+		c.Close()
 	}
 }

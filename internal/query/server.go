@@ -3,6 +3,7 @@ package query
 import (
 	"context"
 	"fmt"
+	"io"
 	"io/fs"
 	"log/slog"
 	"net"
@@ -46,16 +47,22 @@ type Server struct {
 	Log    *slog.Logger
 	// Wait is how long a caller waits for another's status (BusyWait).
 	Wait time.Duration
-	// one holds the right to run a status.
-	one chan struct{}
+	// one holds the right to run a status; conns bounds the connections
+	// being answered or waiting (MaxConns).
+	one, conns chan struct{}
 }
+
+// MaxConns bounds the connections the server holds at once: one runs a
+// status, the others wait for it (BusyWait); a connection beyond them is
+// told at once that the agent is busy.
+const MaxConns = 64
 
 // NewServer returns a server that answers with h.
 func NewServer(h Handler, log *slog.Logger) *Server {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Server{Handle: h, Log: log, Wait: BusyWait, one: make(chan struct{}, 1)}
+	return &Server{Handle: h, Log: log, Wait: BusyWait, one: make(chan struct{}, 1), conns: make(chan struct{}, MaxConns)}
 }
 
 // Listen listens on path, a unix socket any local user may connect to
@@ -105,9 +112,24 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 			}
 			return fmt.Errorf("query socket: %w", err)
 		}
+		select {
+		case s.conns <- struct{}{}:
+		default:
+			// Too many callers: told at once, and the request drained
+			// for a second at most (closing on unread data would reset
+			// the connection before the caller reads the answer).
+			go func() {
+				defer c.Close()
+				_ = c.SetDeadline(time.Now().Add(time.Second))
+				_ = writeJSON(c, Response{Version: Version, Busy: true, Error: fmt.Sprintf("the agent holds %d requests already: retry in a few seconds", MaxConns)})
+				_, _ = io.Copy(io.Discard, io.LimitReader(c, MaxRequest))
+			}()
+			continue
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			defer func() { <-s.conns }()
 			defer c.Close()
 			s.answer(ctx, c.(*net.UnixConn))
 		}()
