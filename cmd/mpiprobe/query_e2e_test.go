@@ -14,16 +14,6 @@ import (
 	"github.com/mpiprobe/mpiprobe/internal/mpitest"
 )
 
-// asUser returns the argv that runs argv as uid (and gid uid), without
-// groups, in /tmp (the test's directories are root's).
-func asUser(uid int, argv ...string) []string {
-	return append([]string{"setpriv", fmt.Sprintf("--reuid=%d", uid), fmt.Sprintf("--regid=%d", uid), "--clear-groups", "--",
-		"env", "-C", "/tmp", "HOME=/tmp"}, argv...)
-}
-
-// other is a second unprivileged user of the tests: another uid than nobody.
-var other = &syscall.Credential{Uid: 65533, Gid: 65533}
-
 // TestStatusThroughAgent: a user who is not root sees their own hung job.
 // nobody starts a 3-rank ring of receives (MPICH); an agent runs with its
 // query socket; nobody's `status --job J --json` goes through the agent
@@ -38,15 +28,15 @@ func TestStatusThroughAgent(t *testing.T) {
 	}
 	bin := mpitest.BuildMpiprobe(t)
 	prog := mpitest.BuildSource(t, impl, filepath.Join(mpitest.RepoRoot(t), "testdata", "deadlock", "ring_recv_cycle.c"))
-	nobodyCanRun(t, bin)
-	nobodyCanRun(t, prog)
+	mpitest.OpenToAll(t, bin)
+	mpitest.OpenToAll(t, prog)
 	sockDir := t.TempDir()
-	nobodyCanRun(t, filepath.Join(sockDir, "x"))
+	mpitest.OpenToAll(t, filepath.Join(sockDir, "x"))
 	d := mpitest.NewAgentDirs(t)
 	d.Query = filepath.Join(sockDir, "query.sock")
 	mpitest.StartAgent(t, bin, d, "")
 
-	job := mpitest.StartJob(t, asUser(int(nobody.Uid), impl.Command(3, nil, prog)...), prog, 3, impl.Lib)
+	job := mpitest.StartJob(t, mpitest.AsUser(nobody, impl.Command(3, nil, prog)...), prog, 3, impl.Lib)
 	job.WaitPrinted(t, "hung", 30*time.Second)
 	id := jobOfPS(t, bin, job.Ranks[0])
 
@@ -87,14 +77,14 @@ func TestStatusThroughAgent(t *testing.T) {
 
 	// Another user: not theirs.
 	pid := job.Ranks[0]
-	code, stdout, stderr = statusAs(other, "-p", fmt.Sprint(pid), "--json")
-	want := fmt.Sprintf("pid %d is not yours: it is owned by uid %d, you are uid %d", pid, nobody.Uid, other.Uid)
+	code, stdout, stderr = statusAs(mpitest.Other, "-p", fmt.Sprint(pid), "--json")
+	want := fmt.Sprintf("pid %d is not yours: it is owned by uid %d, you are uid %d", pid, nobody.Uid, mpitest.Other.Uid)
 	if code == 0 || !strings.Contains(stderr, want) || strings.Count(strings.TrimSpace(stderr), "\n") != 0 || stdout != "" {
-		t.Errorf("status -p %d as uid %d: exit %d, stdout %q, stderr %q: want one line %q", pid, other.Uid, code, stdout, stderr, want)
+		t.Errorf("status -p %d as uid %d: exit %d, stdout %q, stderr %q: want one line %q", pid, mpitest.Other.Uid, code, stdout, stderr, want)
 	}
-	code, stdout, stderr = statusAs(other, "--job", id, "--json")
+	code, stdout, stderr = statusAs(mpitest.Other, "--job", id, "--json")
 	if code == 0 || !strings.Contains(stderr, "that is yours") || strings.Count(strings.TrimSpace(stderr), "\n") != 0 || strings.Contains(stdout, `"pid"`) {
-		t.Errorf("status --job %s as uid %d: exit %d, stdout %q, stderr %q: want one line saying no rank of the job is theirs", id, other.Uid, code, stdout, stderr)
+		t.Errorf("status --job %s as uid %d: exit %d, stdout %q, stderr %q: want one line saying no rank of the job is theirs", id, mpitest.Other.Uid, code, stdout, stderr)
 	}
 
 	// No agent at the socket.
