@@ -3,7 +3,6 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -23,26 +22,14 @@ import (
 func TestStatusThroughAgent(t *testing.T) {
 	impl := mpitest.MPICH()
 	mpitest.RequireE2E(t, impl)
-	if _, err := exec.LookPath("setpriv"); err != nil {
-		mpitest.Require(t, "setpriv (Debian package util-linux)")
-	}
 	bin := mpitest.BuildMpiprobe(t)
-	prog := mpitest.BuildSource(t, impl, filepath.Join(mpitest.RepoRoot(t), "testdata", "deadlock", "ring_recv_cycle.c"))
-	mpitest.OpenToAll(t, bin)
-	mpitest.OpenToAll(t, prog)
-	sockDir := t.TempDir()
-	mpitest.OpenToAll(t, filepath.Join(sockDir, "x"))
-	d := mpitest.NewAgentDirs(t)
-	d.Query = filepath.Join(sockDir, "query.sock")
-	mpitest.StartAgent(t, bin, d, "")
-
-	job := mpitest.StartJob(t, mpitest.AsUser(nobody, impl.Command(3, nil, prog)...), prog, 3, impl.Lib)
-	job.WaitPrinted(t, "hung", 30*time.Second)
+	u := mpitest.StartUserJob(t, bin, impl, nobody, "ring_recv_cycle", 3)
+	job := u.Job
 	id := jobOfPS(t, bin, job.Ranks[0])
 
 	statusAs := func(cred *syscall.Credential, args ...string) (int, string, string) {
 		t.Helper()
-		return runOutput(t, bin, cred, append([]string{"status", "--query-socket", d.Query}, args...)...)
+		return runOutput(t, bin, cred, append([]string{"status", "--query-socket", u.Query}, args...)...)
 	}
 	decode := func(who, stdout string) statusJSON {
 		t.Helper()
@@ -88,7 +75,7 @@ func TestStatusThroughAgent(t *testing.T) {
 	}
 
 	// No agent at the socket.
-	none := filepath.Join(sockDir, "none.sock")
+	none := filepath.Join(filepath.Dir(u.Query), "none.sock")
 	code, _, stderr = runOutput(t, bin, nobody, "status", "--query-socket", none, "--job", id)
 	if code == 0 || !strings.Contains(stderr, "no agent answers at "+none) || !strings.Contains(stderr, "systemctl start mpiprobe") ||
 		strings.Count(strings.TrimSpace(stderr), "\n") != 0 {

@@ -3,7 +3,6 @@ package bench
 import (
 	"fmt"
 	"os/exec"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -18,21 +17,10 @@ import (
 func BenchmarkStatusThroughAgent(b *testing.B) {
 	impl := mpitest.MPICH()
 	mpitest.RequireE2E(b, impl)
-	if _, err := exec.LookPath("setpriv"); err != nil {
-		mpitest.Require(b, "setpriv (Debian package util-linux)")
-	}
 	bin := mpitest.BuildMpiprobe(b)
-	prog := mpitest.BuildSource(b, impl, filepath.Join(mpitest.RepoRoot(b), "testdata", "deadlock", "ring_recv_cycle.c"))
-	mpitest.OpenToAll(b, bin)
-	mpitest.OpenToAll(b, prog)
-	sockDir := b.TempDir()
-	mpitest.OpenToAll(b, filepath.Join(sockDir, "x"))
-	d := mpitest.NewAgentDirs(b)
-	d.Query = filepath.Join(sockDir, "query.sock")
-	mpitest.StartAgent(b, bin, d, "")
-	job := mpitest.StartJob(b, mpitest.AsUser(mpitest.Nobody, impl.Command(3, nil, prog)...), prog, 3, impl.Lib)
-	job.WaitPrinted(b, "hung", 30*time.Second)
-	args := []string{bin, "status", "--query-socket", d.Query, "-p", fmt.Sprintf("%d,%d,%d", job.Ranks[0], job.Ranks[1], job.Ranks[2]), "--json"}
+	u := mpitest.StartUserJob(b, bin, impl, mpitest.Nobody, "ring_recv_cycle", 3)
+	job := u.Job
+	args := []string{bin, "status", "--query-socket", u.Query, "-p", fmt.Sprintf("%d,%d,%d", job.Ranks[0], job.Ranks[1], job.Ranks[2]), "--json"}
 	timed := func(argv []string) float64 {
 		start := time.Now()
 		if out, err := exec.Command(argv[0], argv[1:]...).CombinedOutput(); err != nil {
