@@ -62,6 +62,50 @@ func TestStatusThroughAgent(t *testing.T) {
 			user.Verdict, user.Cycles, len(user.Ranks), root.Verdict, root.Cycles)
 	}
 
+	// The table and the node facts (what a fanned-out status runs on
+	// each node) through the agent are root's too: the same verdict
+	// line, the same ranks in the same classes.
+	verdictLine := func(who, out string) string {
+		t.Helper()
+		for _, l := range strings.Split(out, "\n") {
+			if strings.HasPrefix(l, "Verdict: ") {
+				return l
+			}
+		}
+		t.Fatalf("%s's status table has no verdict line:\n%s", who, out)
+		return ""
+	}
+	_, rootTable, _ := statusAs(nil, "--job", id)
+	code, userTable, stderr := statusAs(nobody, "--job", id)
+	if code != 0 || verdictLine("nobody", userTable) != verdictLine("root", rootTable) {
+		t.Errorf("nobody's status table through the agent (exit %d, %s):\n%s\nroot's:\n%s", code, stderr, userTable, rootTable)
+	}
+	classes := func(who, out string) string {
+		t.Helper()
+		var nf struct {
+			Kind      string `json:"kind"`
+			RankCount int    `json:"rank_count"`
+			Classes   []struct {
+				Ranks [][2]int        `json:"ranks"`
+				PIDs  []int           `json:"pids"`
+				Call  json.RawMessage `json:"call"`
+			} `json:"classes"`
+		}
+		if err := json.Unmarshal([]byte(out), &nf); err != nil || nf.Kind != "node_facts" || nf.RankCount != 3 {
+			t.Fatalf("%s's --node-facts: %v, kind %q, %d ranks\n%s", who, err, nf.Kind, nf.RankCount, out)
+		}
+		b, _ := json.Marshal(nf.Classes)
+		return string(b)
+	}
+	_, rootFacts, _ := statusAs(nil, "--job", id, "--node-facts")
+	code, userFacts, stderr := statusAs(nobody, "--job", id, "--node-facts")
+	if code != 0 {
+		t.Fatalf("nobody's --node-facts through the agent: exit %d\n%s", code, stderr)
+	}
+	if u, r := classes("nobody", userFacts), classes("root", rootFacts); u != r {
+		t.Errorf("nobody's node facts through the agent:\n%s\nroot's:\n%s", u, r)
+	}
+
 	// Another user: not theirs.
 	pid := job.Ranks[0]
 	code, stdout, stderr = statusAs(mpitest.Other, "-p", fmt.Sprint(pid), "--json")
