@@ -50,7 +50,8 @@ func newAgentCmd() *cobra.Command {
 		Use:   "agent [flags]",
 		Short: "node-wide agent: every MPI job on this node",
 		Long: "Watches every MPI process on this node: attaches once to every MPI library, keeps a summary per job\n" +
-			"in the state dir (mpiprobe jobs, mpiprobe report JOBID), logs to the journal and serves metrics.\n" +
+			"in the state dir (mpiprobe jobs, mpiprobe report JOBID), logs to the journal and serves metrics;\n" +
+			"users who are not root get `mpiprobe status` of their own processes from it (--query-socket).\n" +
 			"Run it under systemd (dist/mpiprobe.service, installed by make install); see docs/agent.md.",
 		Args: noArgs("the agent finds MPI processes itself"),
 		RunE: func(c *cobra.Command, _ []string) error {

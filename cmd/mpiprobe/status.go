@@ -36,6 +36,7 @@ func newStatusCmd() *cobra.Command {
 			"then a verdict on who waits where. Nothing is stopped. A running `mpiprobe --collectives` session\n" +
 			"on the same ranks adds exact times, collective counts and their divergence.",
 		Example: "  sudo mpiprobe status --job JOBID       (mpiprobe ps lists jobs)\n  sudo mpiprobe status -p 4242,4243 --json\n" +
+			"  mpiprobe status --job JOBID            (as the job's user: the node's agent answers, docs/agent.md)\n" +
 			"  sudo mpiprobe status --job JOBID --hosts n1,n2,n3 --fanout 'ssh %h'   (docs/cluster.md)\n" +
 			"  mpiprobe status --job 4242.0 --hosts n1,n2 --fanout slurm",
 		Args: noArgs("give ranks with -p PID or --job JOBID"),
