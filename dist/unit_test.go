@@ -320,6 +320,7 @@ func TestUnitHardening(t *testing.T) {
 		"StateDirectory":          "mpiprobe",
 		"StateDirectoryMode":      "0750",
 		"RuntimeDirectory":        "mpiprobe",
+		"RuntimeDirectoryMode":    "0755",
 		"ConfigurationDirectory":  "mpiprobe",
 		"UMask":                   "0027",
 		"NoNewPrivileges":         "yes",

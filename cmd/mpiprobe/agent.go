@@ -19,6 +19,7 @@ import (
 	configfile "github.com/mpiprobe/mpiprobe/internal/config"
 	"github.com/mpiprobe/mpiprobe/internal/journal"
 	"github.com/mpiprobe/mpiprobe/internal/metrics"
+	"github.com/mpiprobe/mpiprobe/internal/query"
 	"github.com/mpiprobe/mpiprobe/probes"
 	"github.com/mpiprobe/mpiprobe/thresholds"
 )
@@ -37,6 +38,7 @@ type agentFlags struct {
 	verbose     bool
 	debugDirs   []string
 	cpuProfile  string
+	querySocket string
 	th          thresholdFlags
 	scope       scopeFlag
 }
@@ -48,7 +50,8 @@ func newAgentCmd() *cobra.Command {
 		Use:   "agent [flags]",
 		Short: "node-wide agent: every MPI job on this node",
 		Long: "Watches every MPI process on this node: attaches once to every MPI library, keeps a summary per job\n" +
-			"in the state dir (mpiprobe jobs, mpiprobe report JOBID), logs to the journal and serves metrics.\n" +
+			"in the state dir (mpiprobe jobs, mpiprobe report JOBID), logs to the journal and serves metrics;\n" +
+			"users who are not root get `mpiprobe status` of their own processes from it (--query-socket).\n" +
 			"Run it under systemd (dist/mpiprobe.service, installed by make install); see docs/agent.md.",
 		Args: noArgs("the agent finds MPI processes itself"),
 		RunE: func(c *cobra.Command, _ []string) error {
@@ -70,6 +73,7 @@ func newAgentCmd() *cobra.Command {
 	fs.StringArrayVar(&f.debugDirs, "debug-dir", nil, debugDirHelp+"; before debug_dirs")
 	fs.BoolVar(&f.cleanup, "cleanup", false, "remove the agent's pinned maps and links (detaching its probes) and exit")
 	fs.BoolVarP(&f.verbose, "verbose", "v", false, "log each library attached")
+	fs.StringVar(&f.querySocket, "query-socket", "", "answer `mpiprobe status` of users who are not root, for their own processes, on the unix socket `PATH` (or off); overrides query_socket")
 	fs.StringVar(&f.cpuProfile, "cpu-profile", "", "write a Go CPU profile of the agent to `FILE` when it stops (go tool pprof FILE), for a report of its CPU use")
 	f.th.register(fs)
 	f.scope.register(fs)
@@ -113,6 +117,15 @@ func (f *agentFlags) run(ctx context.Context, c *cobra.Command) error {
 	}
 	if f.interval > 0 {
 		file.Interval = f.interval
+	}
+	switch f.querySocket {
+	case "":
+	case query.Off:
+		file.QuerySocket = ""
+	default:
+		if file.QuerySocket, err = filepath.Abs(f.querySocket); err != nil {
+			return usagef("--query-socket %s: %v", f.querySocket, err)
+		}
 	}
 	if f.cleanup {
 		removed, err := agent.Cleanup(file.PinDir)
@@ -182,6 +195,24 @@ func (f *agentFlags) run(ctx context.Context, c *cobra.Command) error {
 			return fmt.Errorf("--cpu-profile: %w", err)
 		}
 		defer pprof.StopCPUProfile()
+	}
+	if file.QuerySocket != "" {
+		// Users' status requests: a failure to listen leaves the agent
+		// running without them.
+		if qln, err := query.Listen(file.QuerySocket); err != nil {
+			log.Warn("no query socket: users who are not root cannot ask for status", "err", err)
+		} else {
+			log.Info("query socket", "path", file.QuerySocket)
+			served := make(chan struct{})
+			qctx, stopQuery := context.WithCancel(ctx)
+			go func() {
+				defer close(served)
+				if err := query.NewServer(statusHandler(proc), log).Serve(qctx, qln); err != nil {
+					log.Error("query socket", "err", err)
+				}
+			}()
+			defer func() { stopQuery(); <-served }()
+		}
 	}
 	err = agent.Run(ctx, agent.Config{
 		Catalog:          cat,

@@ -411,7 +411,7 @@ func TestAgentRestart(t *testing.T) {
 		t.Fatalf("the second agent did not take over the pinned state:\n%s", ag2.Log(t))
 	}
 	// A second agent on the same state directory refuses, in one line.
-	out, err := exec.Command(bin, "agent", "--config", d.Config, "--state-dir", d.State, "--pin-dir", d.Pin, "--metrics-addr", "off").CombinedOutput()
+	out, err := exec.Command(bin, "agent", "--config", d.Config, "--state-dir", d.State, "--pin-dir", d.Pin, "--metrics-addr", "off", "--query-socket", "off").CombinedOutput()
 	if err == nil || !strings.Contains(string(out), "another mpiprobe agent (pid "+strconv.Itoa(ag2.Cmd.Process.Pid)+") already runs") || strings.Count(strings.TrimSpace(string(out)), "\n") != 0 {
 		t.Errorf("second agent: err %v, output %q; want one line naming the running agent", err, out)
 	}
@@ -540,7 +540,7 @@ func TestAgentCapabilities(t *testing.T) {
 	d2 := mpitest.NewAgentDirs(t)
 	d2.Pin += "-without-sys-admin" // NewAgentDirs names it after the test
 	t.Cleanup(func() { _ = os.RemoveAll(d2.Pin) })
-	args := append(setpriv(fewer), bin, "agent", "--config", d2.Config, "--state-dir", d2.State, "--pin-dir", d2.Pin, "--metrics-addr", "off")
+	args := append(setpriv(fewer), bin, "agent", "--config", d2.Config, "--state-dir", d2.State, "--pin-dir", d2.Pin, "--metrics-addr", "off", "--query-socket", "off")
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	out, err := exec.CommandContext(ctx, args[0], args[1:]...).CombinedOutput()
@@ -562,7 +562,7 @@ func TestAgentSharedPinDir(t *testing.T) {
 	ag := mpitest.StartAgent(t, bin, d, "")
 	defer ag.Stop(t, syscall.SIGTERM)
 
-	code, stderr := runBinary(t, bin, nil, "agent", "--config", d.Config, "--state-dir", t.TempDir(), "--pin-dir", d.Pin, "--metrics-addr", "off")
+	code, stderr := runBinary(t, bin, nil, "agent", "--config", d.Config, "--state-dir", t.TempDir(), "--pin-dir", d.Pin, "--metrics-addr", "off", "--query-socket", "off")
 	want := "another mpiprobe agent (pid " + strconv.Itoa(ag.Cmd.Process.Pid) + ") already uses pin directory " + d.Pin
 	if code != 1 || !strings.Contains(stderr, want) || !strings.Contains(stderr, d.Config) || strings.Count(strings.TrimSpace(stderr), "\n") != 0 {
 		t.Errorf("second agent on the same pin dir: exit %d, stderr:\n%s\nwant one line with %q and the config file", code, stderr, want)
@@ -570,7 +570,7 @@ func TestAgentSharedPinDir(t *testing.T) {
 
 	// The first agent's metrics port, for a third agent with its own dirs.
 	other := mpitest.NewAgentDirs(t)
-	code, stderr = runBinary(t, bin, nil, "agent", "--config", other.Config, "--state-dir", other.State, "--pin-dir", other.Pin, "--metrics-addr", ag.Metrics)
+	code, stderr = runBinary(t, bin, nil, "agent", "--config", other.Config, "--state-dir", other.State, "--pin-dir", other.Pin, "--metrics-addr", ag.Metrics, "--query-socket", "off")
 	if code != 1 || !strings.Contains(stderr, "address already in use") || !strings.Contains(stderr, "set metrics_addr in "+other.Config) || strings.Contains(stderr, "/etc/mpiprobe") {
 		t.Errorf("port in use: exit %d, stderr:\n%s\nwant the config file %s named", code, stderr, other.Config)
 	}

@@ -427,7 +427,7 @@ func TestBadTargets(t *testing.T) {
 func TestUnprivileged(t *testing.T) {
 	mpitest.RequireE2E(t)
 	bin := mpitest.BuildMpiprobe(t)
-	nobodyCanRun(t, bin)
+	mpitest.OpenToAll(t, bin)
 	code, stderr := runBinary(t, bin, nobody, "--", "true")
 	if code == 0 || !strings.Contains(stderr, "run mpiprobe as root") || strings.Count(strings.TrimSpace(stderr), "\n") != 0 {
 		t.Errorf("exit %d, stderr %q: want one line saying to run as root", code, stderr)
@@ -435,17 +435,7 @@ func TestUnprivileged(t *testing.T) {
 }
 
 // nobody is the unprivileged user of the tests.
-var nobody = &syscall.Credential{Uid: 65534, Gid: 65534}
-
-// nobodyCanRun lets the nobody user reach the binary bin.
-func nobodyCanRun(t *testing.T, bin string) {
-	t.Helper()
-	for dir := filepath.Dir(bin); dir != os.TempDir() && dir != "/"; dir = filepath.Dir(dir) {
-		if err := os.Chmod(dir, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
+var nobody = mpitest.Nobody
 
 // TestUnprivilegedJob: --job of root's running job, as another user, is
 // not "no rank runs on this node" (the user cannot read root's processes,
@@ -453,9 +443,10 @@ func nobodyCanRun(t *testing.T, bin string) {
 // counting mode and for status.
 func TestUnprivilegedJob(t *testing.T) {
 	bin, job := pausedFlood(t)
-	nobodyCanRun(t, bin)
+	mpitest.OpenToAll(t, bin)
 	id := jobOf(t, job.Ranks[0])
-	for _, args := range [][]string{{"--job", id}, {"status", "--job", id}} {
+	// status asks no agent here (--query-socket off): it tries itself.
+	for _, args := range [][]string{{"--job", id}, {"status", "--job", id, "--query-socket", "off"}} {
 		code, stderr := runBinary(t, bin, nobody, args...)
 		if code == 0 || !strings.Contains(stderr, "other users") || !strings.Contains(stderr, "run mpiprobe as root") ||
 			strings.Contains(stderr, "runs on this node") || strings.Count(strings.TrimSpace(stderr), "\n") != 0 {

@@ -1,14 +1,18 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"syscall"
 
 	"github.com/spf13/cobra"
 
+	"github.com/mpiprobe/mpiprobe/internal/procfs"
+	"github.com/mpiprobe/mpiprobe/internal/query"
 	"github.com/mpiprobe/mpiprobe/internal/status"
 )
 
@@ -23,6 +27,7 @@ func newStatusCmd() *cobra.Command {
 		scope   scopeFlag
 		facts   bool
 		fan     fanoutFlags
+		sock    string
 	)
 	c := &cobra.Command{
 		Use:   "status [flags] (-p PID... | --job JOBID)",
@@ -31,6 +36,7 @@ func newStatusCmd() *cobra.Command {
 			"then a verdict on who waits where. Nothing is stopped. A running `mpiprobe --collectives` session\n" +
 			"on the same ranks adds exact times, collective counts and their divergence.",
 		Example: "  sudo mpiprobe status --job JOBID       (mpiprobe ps lists jobs)\n  sudo mpiprobe status -p 4242,4243 --json\n" +
+			"  mpiprobe status --job JOBID            (as the job's user: the node's agent answers, docs/agent.md)\n" +
 			"  sudo mpiprobe status --job JOBID --hosts n1,n2,n3 --fanout 'ssh %h'   (docs/cluster.md)\n" +
 			"  mpiprobe status --job 4242.0 --hosts n1,n2 --fanout slurm",
 		Args: noArgs("give ranks with -p PID or --job JOBID"),
@@ -48,13 +54,33 @@ func newStatusCmd() *cobra.Command {
 				return usagef("--node-facts and --hosts/--fanout both given: --node-facts is what each node runs; give one of them")
 			}
 			cfg.PIDs = pids
+			format := query.FormatTable
+			switch {
+			case facts:
+				format = query.FormatNodeFacts
+			case asJSON:
+				format = query.FormatJSON
+			}
+			ctx, stop := signalContext(c.Context())
+			defer stop()
+			if os.Geteuid() != 0 && !fan.given() && sock != "" && sock != query.Off {
+				// Status needs root: a user asks the agent, which
+				// answers for their own processes only.
+				out, err := query.Ask(ctx, sock, query.Request{Command: query.CommandStatus, PIDs: cfg.PIDs, Job: cfg.Job,
+					Window: cfg.Window, MinWait: cfg.MinWait, Format: format, Verbose: verbose})
+				if err != nil {
+					return err
+				}
+				if _, err := c.OutOrStdout().Write(out); err != nil {
+					return fmt.Errorf("write: %w", err)
+				}
+				return nil
+			}
 			var err error
 			if cfg.Proc, err = scope.proc(nil); err != nil {
 				return err
 			}
 			cfg.Log = logFlags{verbose: verbose}.logger(c.ErrOrStderr())
-			ctx, stop := signalContext(c.Context())
-			defer stop()
 			var res status.Result
 			if fan.given() {
 				if scope.fs.Changed("scope") {
@@ -67,18 +93,7 @@ func newStatusCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			switch {
-			case facts:
-				err = status.WriteNodeFacts(c.OutOrStdout(), status.NewNodeFacts(res, cfg.Job))
-			case asJSON:
-				err = status.WriteJSON(c.OutOrStdout(), res)
-			default:
-				err = status.Write(c.OutOrStdout(), res, verbose)
-			}
-			if err != nil {
-				return fmt.Errorf("write: %w", err)
-			}
-			return nil
+			return writeStatus(c.OutOrStdout(), res, format, verbose, cfg.Job)
 		},
 	}
 	fs := c.Flags()
@@ -92,7 +107,42 @@ func newStatusCmd() *cobra.Command {
 	scope.register(fs)
 	fs.BoolVar(&facts, "node-facts", false, "print this node's ranks as node facts (one line of JSON) for a fanned-out status to merge")
 	fan.register(fs)
+	fs.StringVar(&sock, "query-socket", query.DefaultPath, "run by a user other than root, ask the agent listening on this unix socket `PATH` (off: never)")
 	return c
+}
+
+// writeStatus prints a status result in a format of package query: the
+// one renderer of a direct status and of the agent's answers, so that a
+// user's status through the agent prints what root's does.
+func writeStatus(w io.Writer, res status.Result, format string, verbose bool, job string) error {
+	var err error
+	switch format {
+	case query.FormatNodeFacts:
+		err = status.WriteNodeFacts(w, status.NewNodeFacts(res, job))
+	case query.FormatJSON:
+		err = status.WriteJSON(w, res)
+	default:
+		err = status.Write(w, res, verbose)
+	}
+	if err != nil {
+		return fmt.Errorf("write: %w", err)
+	}
+	return nil
+}
+
+// statusHandler answers the agent's query socket: status of the caller's
+// processes (all of them for root), read through proc.
+func statusHandler(proc procfs.FS) query.Handler {
+	return func(ctx context.Context, req query.Request, peer query.Peer) ([]byte, error) {
+		res, err := status.Collect(ctx, status.Config{PIDs: req.PIDs, Job: req.Job, Window: req.Window, MinWait: req.MinWait,
+			Proc: proc, Allow: query.Owns(proc, peer.UID)})
+		if err != nil {
+			return nil, err
+		}
+		var b bytes.Buffer
+		err = writeStatus(&b, res, req.Format, req.Verbose, req.Job)
+		return b.Bytes(), err
+	}
 }
 
 // signalContext returns a context that SIGINT or SIGTERM cancels.

@@ -33,6 +33,8 @@
 //     single-steps, against one past it, on an emulated push (no MPI).
 //   - BenchmarkTraceFixedCost: the startup and shutdown `mpiprobe trace`
 //     adds to any command.
+//   - BenchmarkStatusThroughAgent: a user's `mpiprobe status` through the
+//     agent's query socket against root's own, on a hung 3-rank job.
 //
 // The tables are printed with medians; each benchmark reports its key ratio
 // as a metric too.

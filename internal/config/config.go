@@ -13,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/mpiprobe/mpiprobe/internal/procfs"
+	"github.com/mpiprobe/mpiprobe/internal/query"
 	"github.com/mpiprobe/mpiprobe/internal/text"
 	"github.com/mpiprobe/mpiprobe/thresholds"
 )
@@ -75,6 +76,9 @@ type Config struct {
 	// Scope is which processes of the node mpiprobe watches: "host" (all)
 	// or "netns" (those of its own network namespace).
 	Scope string
+	// QuerySocket is the unix socket where the agent answers users'
+	// status (package query); "" means off.
+	QuerySocket string
 	// Lines maps each key set in the file to its line number (callers use
 	// it to let the command line win and to name the line in later errors).
 	// Per-event keys appear in full, e.g. "threshold.ob1.send_pending.new".
@@ -107,6 +111,7 @@ func Default() Config {
 		PinDir:        BPFRoot + "/mpiprobe/agent",
 		MetricsTTL:    10 * time.Minute,
 		Scope:         procfs.ScopeHost,
+		QuerySocket:   query.DefaultPath,
 		Lines:         map[string]int{},
 	}
 }

@@ -55,6 +55,7 @@ func TestDefault(t *testing.T) {
 		PinDir:        "/sys/fs/bpf/mpiprobe/agent",
 		Scope:         "host",
 		MetricsTTL:    10 * time.Minute,
+		QuerySocket:   "/run/mpiprobe/query.sock",
 		Lines:         map[string]int{},
 	}
 	if got := Default(); !reflect.DeepEqual(got, want) {
@@ -139,6 +140,8 @@ func TestParse(t *testing.T) {
 		{"metrics_ttl zero", "metrics_ttl = 0", func(c *Config) { c.MetricsTTL = 0 }, nil},
 		{"scope netns", "scope = netns", func(c *Config) { c.Scope = "netns" }, nil},
 		{"scope host", "scope = host", func(c *Config) { c.Scope = "host" }, nil},
+		{"query_socket", "query_socket = /run/x/../q.sock", func(c *Config) { c.QuerySocket = "/run/q.sock" }, nil},
+		{"query_socket off", "query_socket = off", func(c *Config) { c.QuerySocket = "" }, nil},
 		{"metrics_ttl days", "metrics_ttl = 2d", func(c *Config) { c.MetricsTTL = 48 * time.Hour }, nil},
 		{
 			"everything, with comments, CRLF, BOM and odd spacing",
@@ -360,6 +363,7 @@ func TestParseErrors(t *testing.T) {
 		{"interval not a duration", "interval = 1 s\n", at + `1: key "interval": "1 s" is not a duration (use e.g. 1s, 500ms)`},
 		{"interval empty", "interval =\n", at + `1: key "interval": missing value (use e.g. interval = 1s)`},
 		// scope
+		{"query_socket relative", "query_socket = q.sock\n", at + `1: key "query_socket": "q.sock" is not an absolute path (use e.g. /run/mpiprobe/query.sock or off)`},
 		{"scope unknown", "scope = pod\n", at + `1: key "scope": "pod" is not a scope (use host: every process of the node, or netns: those of mpiprobe's network namespace)`},
 		{"scope upper case", "scope = NETNS\n", at + `1: key "scope": "NETNS" is not a scope (use host: every process of the node, or netns: those of mpiprobe's network namespace)`},
 		{"scope empty", "scope =\n", at + `1: key "scope": missing value (use e.g. scope = netns)`},
@@ -384,7 +388,7 @@ func TestParseErrors(t *testing.T) {
 		{"metrics_ttl empty", "metrics_ttl =\n", at + `1: key "metrics_ttl": missing value (use e.g. metrics_ttl = 10m)`},
 		// unknown keys
 		{"unknown key", "\nfoo = 1\n",
-			at + `2: unknown key "foo" (use C, T, threshold.EVENT, events, library_paths, debug_dirs, metrics_addr, state_dir, shared_dir, retention.jobs, retention.age, interval, pin_dir, metrics_ttl or scope)`},
+			at + `2: unknown key "foo" (use C, T, threshold.EVENT, events, library_paths, debug_dirs, metrics_addr, state_dir, shared_dir, retention.jobs, retention.age, interval, pin_dir, metrics_ttl, scope or query_socket)`},
 		{"lowercase c", "c = 1\n", at + `1: unknown key "c" (keys are case-sensitive: use "C")`},
 		{"lowercase t", "t = 1\n", at + `1: unknown key "t" (keys are case-sensitive: use "T")`},
 		{"key case", "Metrics_Addr = off\n", at + `1: unknown key "Metrics_Addr" (keys are case-sensitive: use "metrics_addr")`},
@@ -399,8 +403,8 @@ func TestParseErrors(t *testing.T) {
 		{"known event without prefix", "ob1.send_pending.new = 5\n",
 			at + `1: unknown key "ob1.send_pending.new" (did you mean "threshold.ob1.send_pending.new"?)`},
 		{"unknown event without prefix", "no.such.event = 5\n",
-			at + `1: unknown key "no.such.event" (use C, T, threshold.EVENT, events, library_paths, debug_dirs, metrics_addr, state_dir, shared_dir, retention.jobs, retention.age, interval, pin_dir, metrics_ttl or scope)`},
-		{"BOM not on line 1", "C = 1\n\uFEFFT = 1\n", at + `2: unknown key "\ufeffT" (use C, T, threshold.EVENT, events, library_paths, debug_dirs, metrics_addr, state_dir, shared_dir, retention.jobs, retention.age, interval, pin_dir, metrics_ttl or scope)`},
+			at + `1: unknown key "no.such.event" (use C, T, threshold.EVENT, events, library_paths, debug_dirs, metrics_addr, state_dir, shared_dir, retention.jobs, retention.age, interval, pin_dir, metrics_ttl, scope or query_socket)`},
+		{"BOM not on line 1", "C = 1\n\uFEFFT = 1\n", at + `2: unknown key "\ufeffT" (use C, T, threshold.EVENT, events, library_paths, debug_dirs, metrics_addr, state_dir, shared_dir, retention.jobs, retention.age, interval, pin_dir, metrics_ttl, scope or query_socket)`},
 		// syntax
 		{"not key = value", "C 1000\n", at + `1: "C 1000" is not a "key = value" setting (use e.g. T = 10s)`},
 		{"missing key", "= 5\n", at + `1: missing key before "=" (use e.g. T = 10s)`},

@@ -94,6 +94,13 @@
 // summary, which `mpiprobe report --job JOBID --shared-dir DIR` merges
 // into one summary of the job (docs/agent.md).
 //
+//	query_socket = /run/mpiprobe/query.sock
+//
+// query_socket (absolute path or off, default: /run/mpiprobe/query.sock) is
+// the unix socket where the agent answers `mpiprobe status` run by users
+// who are not root, for their own processes (package query, docs/agent.md).
+// off serves none.
+//
 //	retention.jobs = 1000
 //
 // retention.jobs (whole number, 1 or more, default: 1000) is how many job

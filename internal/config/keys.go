@@ -12,6 +12,7 @@ import (
 	"unicode"
 
 	"github.com/mpiprobe/mpiprobe/internal/procfs"
+	"github.com/mpiprobe/mpiprobe/internal/query"
 	"github.com/mpiprobe/mpiprobe/internal/text"
 	"github.com/mpiprobe/mpiprobe/thresholds"
 )
@@ -121,6 +122,15 @@ var keys = []key{
 		}
 		c.Scope = v
 		return nil
+	}},
+	{"query_socket", query.DefaultPath, func(c *Config, v string, _ Options) error {
+		if v == query.Off {
+			c.QuerySocket = ""
+			return nil
+		}
+		p, err := parseAbs(v, query.DefaultPath+" or off")
+		c.QuerySocket = p
+		return err
 	}},
 }
 

@@ -1,8 +1,6 @@
 package discover
 
 import (
-	"bufio"
-	"bytes"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -100,7 +98,7 @@ func readAccessFacts(pfs procfs.FS, pid int) accessFacts {
 	theirs, err2 := os.Readlink(filepath.Join(root, strconv.Itoa(pid), "ns", "user"))
 	f.OtherUserNS = err1 == nil && err2 == nil && mine != theirs
 	if b, err := os.ReadFile(filepath.Join(root, strconv.Itoa(pid), "status")); err == nil {
-		f.UID = statusUID(b)
+		f.UID = procfs.StatusUID(b)
 	}
 	var st syscall.Stat_t
 	if err := syscall.Stat(filepath.Join(root, strconv.Itoa(pid), "maps"), &st); err == nil && f.UID > 0 && st.Uid == 0 {
@@ -125,22 +123,6 @@ func LockdownMode(s string) string {
 		return ""
 	}
 	return s[i+1 : j]
-}
-
-// statusUID returns the real uid of a /proc/PID/status text, -1 if none.
-func statusUID(b []byte) int {
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	for sc.Scan() {
-		if rest, ok := strings.CutPrefix(sc.Text(), "Uid:"); ok {
-			f := strings.Fields(rest)
-			if len(f) > 0 {
-				if v, err := strconv.Atoi(f[0]); err == nil {
-					return v
-				}
-			}
-		}
-	}
-	return -1
 }
 
 func readTrim(p string) string {

@@ -22,8 +22,10 @@ var layers = [][]string{
 	// process access: /proc's files and a process's memory.
 	{"internal/x86", "internal/procfs"},
 	// Leaves: generated BPF bindings, parsers and pure helpers.
+	// The agent's query socket (protocol, server, peer filter) knows
+	// nothing of status: the command gives it the handler.
 	{"bpf", "internal/text", "internal/atomicfile", "internal/ranks", "internal/hostlist", "internal/elfx", "internal/layout",
-		"internal/trace/tracefile", "internal/trace/loops"},
+		"internal/trace/tracefile", "internal/trace/loops", "internal/query"},
 	// The C/T rule, naming processes and code, what one MPI build is and
 	// how its objects read, the stores of what was seen.
 	{"thresholds", "internal/identity", "internal/symbolize", "internal/status/unwind", "internal/mpiabi", "internal/jobstore", "internal/journal"},

@@ -40,6 +40,8 @@ type AgentDirs struct {
 	// MetricsAddr is where the agent serves its metrics; "" is a free
 	// loopback port (127.0.0.1:0).
 	MetricsAddr string
+	// Query is the agent's query socket; "" is off.
+	Query string
 }
 
 // NewAgentDirs makes the directories and the config file of a test's agents.
@@ -83,7 +85,11 @@ func startAgent(t testing.TB, bin string, d AgentDirs, journalSocket string, w *
 	if metrics == "" {
 		metrics = "127.0.0.1:0"
 	}
-	argv := slices.Concat(wrap, []string{bin, "agent", "--config", d.Config, "--state-dir", d.State, "--pin-dir", d.Pin, "--metrics-addr", metrics})
+	query := d.Query
+	if query == "" {
+		query = "off"
+	}
+	argv := slices.Concat(wrap, []string{bin, "agent", "--config", d.Config, "--state-dir", d.State, "--pin-dir", d.Pin, "--metrics-addr", metrics, "--query-socket", query})
 	if w != nil {
 		argv = append(argv, "--web.config.file", w.Path)
 	}

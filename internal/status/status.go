@@ -44,6 +44,11 @@ type Config struct {
 	PinRoot string
 	// Log receives diagnostics.
 	Log *slog.Logger
+	// Allow, when set, says whether the caller may look at a process (the
+	// agent's query socket answers a user for their own processes only).
+	// A pid of PIDs it refuses is an error, its error; a rank of Job it
+	// refuses is left out as if it ran elsewhere.
+	Allow func(pid int) error
 }
 
 // DefaultWindow is how long status watches threads by default.
@@ -220,6 +225,9 @@ func selectRanks(cfg Config, env envCache, res *Result) (discover.Selection, err
 	if err != nil {
 		return discover.Selection{}, err
 	}
+	if pids, err = allowed(cfg, pids); err != nil {
+		return discover.Selection{}, err
+	}
 	if len(pids) == 0 {
 		return discover.Selection{}, errors.New("no target: give -p PID or --job JOBID")
 	}
@@ -231,6 +239,28 @@ func selectRanks(cfg Config, env envCache, res *Result) (discover.Selection, err
 		res.Notes = append(res.Notes, e.Error())
 	}
 	return sel, kernel.Preflight()
+}
+
+// allowed keeps the pids cfg.Allow allows: a refused pid of cfg.PIDs
+// is an error, a refused rank of cfg.Job is dropped.
+func allowed(cfg Config, pids []int) ([]int, error) {
+	if cfg.Allow == nil {
+		return pids, nil
+	}
+	var out []int
+	for _, pid := range pids {
+		err := cfg.Allow(pid)
+		switch {
+		case err == nil:
+			out = append(out, pid)
+		case slices.Contains(cfg.PIDs, pid):
+			return nil, err
+		}
+	}
+	if len(out) == 0 && cfg.Job != "" {
+		return nil, fmt.Errorf("no rank of job %q that is yours runs on this node: check the id (mpiprobe ps lists your jobs), or ask root to look at other users' jobs", cfg.Job)
+	}
+	return out, nil
 }
 
 // openProcesses opens the selected processes, with the memory map
