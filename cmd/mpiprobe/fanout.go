@@ -9,13 +9,14 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/mpiprobe/mpiprobe/internal/hostlist"
 	"github.com/mpiprobe/mpiprobe/internal/status"
 )
 
 // fanoutFlags are status's flags for a job across nodes: the nodes, how
 // to reach them, and how long to wait for them.
 type fanoutFlags struct {
-	hosts    []string
+	hostList string // --hosts as given: n1,n2 or Slurm's n[1-4,7]
 	template string
 	each     bool
 	timeout  time.Duration
@@ -31,7 +32,7 @@ type fanoutFlags struct {
 const fanoutMargin = 5 * time.Second
 
 func (f *fanoutFlags) register(fs *pflag.FlagSet) {
-	fs.StringSliceVar(&f.hosts, "hosts", nil, "the job's nodes, comma-separated: status runs on each (--fanout) and merges their facts into one verdict")
+	fs.StringVar(&f.hostList, "hosts", "", "the job's nodes, comma-separated or as Slurm writes them (n[1-4,7]): status runs on each (--fanout) and merges their facts into one verdict")
 	fs.StringVar(&f.template, "fanout", "", "how to run a command on a node: a shell `TEMPLATE` with %h for the host and the node command appended (\"ssh %h\"), or \"slurm\" (srun --overlap into the job)")
 	fs.BoolVar(&f.each, "fanout-each", false, "the template runs the node command on every host in one call (%H the hosts comma-separated, %n their number) and prints one document per node")
 	fs.DurationVar(&f.timeout, "fanout-timeout", 0, "give up on a node (in --fanout-each, on the call) after `DURATION` (default: the window + 5s)")
@@ -39,14 +40,14 @@ func (f *fanoutFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.command, "node-command", "", "mpiprobe's `PATH` on the nodes (default: this mpiprobe's path)")
 }
 
-func (f *fanoutFlags) given() bool { return len(f.hosts) > 0 || f.template != "" }
+func (f *fanoutFlags) given() bool { return f.hostList != "" || f.template != "" }
 
 // collect runs the node command on every host and merges their facts.
 func (f *fanoutFlags) collect(ctx context.Context, cfg status.Config) (status.Result, error) {
 	switch {
 	case cfg.Job == "":
 		return status.Result{}, usagef("--hosts/--fanout need --job JOBID: the job is found on each node by its id")
-	case len(f.hosts) == 0:
+	case f.hostList == "":
 		return status.Result{}, usagef("--fanout without --hosts: give the job's nodes, e.g. --hosts n1,n2 (on Slurm: scontrol show hostnames)")
 	case f.template == "":
 		return status.Result{}, usagef("--hosts without --fanout: say how to reach a node, e.g. --fanout 'ssh %%h' or --fanout slurm")
@@ -55,12 +56,16 @@ func (f *fanoutFlags) collect(ctx context.Context, cfg status.Config) (status.Re
 	case f.timeout < 0:
 		return status.Result{}, usagef("--fanout-timeout %s: give a duration above 0", f.timeout)
 	}
-	for _, h := range f.hosts {
-		if strings.TrimSpace(h) == "" {
-			return status.Result{}, usagef("--hosts %s: an empty host name; give names separated by single commas", strings.Join(f.hosts, ","))
+	hosts, err := hostlist.Expand(f.hostList)
+	if err != nil {
+		return status.Result{}, usagef("--hosts %s: %v; give names separated by single commas, or a Slurm list such as n[1-4,7]", f.hostList, err)
+	}
+	for _, h := range hosts {
+		if strings.TrimSpace(h) != h {
+			return status.Result{}, usagef("--hosts %s: host name %q has blanks; give names separated by single commas", f.hostList, h)
 		}
 	}
-	fo := status.Fanout{Template: f.template, Each: f.each, Hosts: f.hosts, Timeout: f.timeout, Parallel: f.parallel}
+	fo := status.Fanout{Template: f.template, Each: f.each, Hosts: hosts, Timeout: f.timeout, Parallel: f.parallel}
 	if f.template == "slurm" {
 		// The Slurm job id is the first part of mpiprobe's job key
 		// ("<job>.<step>", "<job>/<launcher's job>"), after the
@@ -88,7 +93,7 @@ func (f *fanoutFlags) collect(ctx context.Context, cfg status.Config) (status.Re
 	if minWait == 0 {
 		minWait = cfg.Window
 	}
-	m := status.Merge(f.hosts, answers, minWait)
+	m := status.Merge(hosts, answers, minWait)
 	if len(m.Answered) == 0 {
 		f := m.Missing[0]
 		return status.Result{}, fmt.Errorf("no node answered (%d asked); %s: %s: try the node command by hand: %s",
