@@ -83,9 +83,10 @@ const (
 // rank of its communicator (known for WORLD only); a cycle is claimed
 // through it only when all of those are blocked.
 //
-// coll are the waits of ranks blocked in collectives (collEdges): they
-// join the graph when point-to-point waits are there too.
-func BuildWaitFor(in []Rank, minWait time.Duration, coll []Edge) WaitFor {
+// abs are the members absent from the collectives ranks are blocked in
+// ([Report.Absent]): their waits join the graph when point-to-point
+// waits are there too (collEdges).
+func BuildWaitFor(in []Rank, minWait time.Duration, abs []Absence) WaitFor {
 	byN := map[int]*Rank{}
 	var order []int
 	for i := range in {
@@ -129,7 +130,7 @@ func BuildWaitFor(in []Rank, minWait time.Duration, coll []Edge) WaitFor {
 		}
 	}
 	g.Edges = dedupEdges(g.Edges)
-	if len(g.Edges) > 0 && len(coll) > 0 {
+	if coll := collEdges(in, abs, g.Edges); len(coll) > 0 {
 		g.Edges = dedupEdges(append(g.Edges, coll...))
 	}
 	// A wildcard's edge closes a cycle only when every rank it may wait
@@ -143,13 +144,56 @@ func BuildWaitFor(in []Rank, minWait time.Duration, coll []Edge) WaitFor {
 	return g
 }
 
+// maxCollEdges bounds the collective waits collEdges adds: past it (a
+// job of thousands of ranks, most in one collective, hundreds elsewhere)
+// none is added, and the knot states what cannot move.
+const maxCollEdges = 10000
+
 // collEdges are the waits of the ranks blocked in a collective for the
 // members absent from it that are blocked in another MPI call (Absence
 // state "elsewhere"): each such member is needed, so each is an edge.
 // Only a cycle that also holds a point-to-point edge is named through
-// them: collectives alone waiting on each other are mismatches, which
-// the verdict states as such.
-func collEdges(in []Rank, abs []Absence) []Edge {
+// them (collectives alone waiting on each other are mismatches, which
+// the verdict states as such), so only the waits of ranks some
+// point-to-point edge of p2p leads to are added, and none when they
+// would be more than maxCollEdges.
+func collEdges(in []Rank, abs []Absence, p2p []Edge) []Edge {
+	if len(p2p) == 0 {
+		return nil
+	}
+	awaited := map[int]bool{}
+	for _, e := range p2p {
+		awaited[e.To] = true
+	}
+	// The ranks of each waiting list some edge leads to; the absences of
+	// one group share their list, which is looked at once.
+	type list struct {
+		first *int
+		n     int
+	}
+	froms := map[list][]int{}
+	n := 0
+	for _, a := range abs {
+		if a.State != "elsewhere" || len(a.Waiting) == 0 {
+			continue
+		}
+		k := list{&a.Waiting[0], len(a.Waiting)}
+		fs, ok := froms[k]
+		if !ok {
+			for _, w := range a.Waiting {
+				if awaited[w] {
+					fs = append(fs, w)
+				}
+			}
+			froms[k] = fs
+		}
+		if n += len(fs); n > maxCollEdges {
+			return nil
+		}
+	}
+	if n == 0 {
+		return nil
+	}
 	site := map[int]string{}
 	for _, r := range in {
 		if _, ok := site[r.Rank]; !ok && r.In != nil {
@@ -158,10 +202,10 @@ func collEdges(in []Rank, abs []Absence) []Edge {
 	}
 	var out []Edge
 	for _, a := range abs {
-		if a.State != "elsewhere" {
+		if a.State != "elsewhere" || len(a.Waiting) == 0 {
 			continue
 		}
-		for _, w := range a.Waiting {
+		for _, w := range froms[list{&a.Waiting[0], len(a.Waiting)}] {
 			c := a.Comm
 			out = append(out, Edge{From: w, To: a.Rank, Call: a.Call, Site: site[w], Coll: true,
 				Wait: Wait{Peer: a.Rank, CommPeer: -1, Tag: TagUnknown, Comm: &c, Known: true}})
@@ -486,7 +530,7 @@ func peerState(r *Rank) string {
 // blocked after it. This is the one place Diagnose's verdict takes the
 // graph into account.
 func withWaitFor(in []Rank, minWait time.Duration, rep *Report) {
-	g := BuildWaitFor(in, minWait, collEdges(in, rep.Absent))
+	g := BuildWaitFor(in, minWait, rep.Absent)
 	rep.Edges, rep.Cycles = g.Edges, g.Cycles
 	if !hasWaits(in) {
 		return // only peers from Call.Peer: the verdict's own cycle clauses say it
