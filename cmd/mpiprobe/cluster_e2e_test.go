@@ -255,24 +255,8 @@ func TestClusterSharedSummary(t *testing.T) {
 	nodes := c.Nodes()
 	agents := startNodeAgents(t, c, bin, "", "shared_dir = "+shared+"\n")
 	time.Sleep(time.Second) // the agents attach to new processes; give them their start
-	flood := mpitest.Build(t, ompi, "flood")
 	const perNode = 2
-	argv := append([]string{"env", "OMPI_MCA_pml=ob1", "OMPI_MCA_btl=self,vader,tcp",
-		"OMPI_MCA_btl_vader_free_list_max=" + strconv.Itoa(freeListMax)},
-		c.Srun(t, "pmix", perNode, flood, "-n", strconv.Itoa(floodMessages), "-d", "600", "-r", "2")...)
-	job := c.StartJob(t, nodes[0], argv, flood, perNode*len(nodes), ompi.Lib)
-	nodeOf := map[int]string{}
-	byNode := map[string][]int{}
-	for _, pid := range job.Ranks { // while they run: the receiver waits 600 ms
-		nodeOf[pid] = c.NodeOf(t, pid)
-		byNode[nodeOf[pid]] = append(byNode[nodeOf[pid]], pid)
-	}
-	job.Wait(t)
-	for _, node := range nodes {
-		if len(byNode[node]) != perNode {
-			t.Fatalf("ranks by node %v, want %d in each of %v", byNode, perNode, nodes)
-		}
-	}
+	nodeOf, byNode := clusterFlood(t, c, ompi, perNode)
 	want := map[string]uint64{} // event -> the local summaries' sum
 	key := ""
 	for _, node := range nodes {
@@ -394,18 +378,8 @@ scrape_configs:
 		time.Sleep(200 * time.Millisecond)
 	}
 
-	flood := mpitest.Build(t, ompi, "flood")
 	const perNode = 2
-	argv := append([]string{"env", "OMPI_MCA_pml=ob1", "OMPI_MCA_btl=self,vader,tcp",
-		"OMPI_MCA_btl_vader_free_list_max=" + strconv.Itoa(freeListMax)},
-		c.Srun(t, "pmix", perNode, flood, "-n", strconv.Itoa(floodMessages), "-d", "600", "-r", "2")...)
-	job := c.StartJob(t, nodes[0], argv, flood, perNode*len(nodes), ompi.Lib)
-	byNode := map[string][]int{}
-	for _, pid := range job.Ranks {
-		n := c.NodeOf(t, pid)
-		byNode[n] = append(byNode[n], pid)
-	}
-	job.Wait(t)
+	_, byNode := clusterFlood(t, c, ompi, perNode)
 	var truth, all uint64
 	key := ""
 	for _, node := range nodes {
@@ -692,4 +666,31 @@ func startClusterJob(t *testing.T, c *mpitest.SimCluster, bin string, argv []str
 		t.Fatalf("ps in %s names no job", last)
 	}
 	return job, nodeOf, key
+}
+
+// clusterFlood runs a flood job of perNode ranks on each node of c, with
+// srun under PMIx (2 rounds; ranks 0 and 1, sender and receiver, share
+// the first node and its capped vader free list), and returns each rank's
+// node and the ranks of each node, read while they ran.
+func clusterFlood(t *testing.T, c *mpitest.SimCluster, ompi mpitest.Impl, perNode int) (map[int]string, map[string][]int) {
+	t.Helper()
+	nodes := c.Nodes()
+	flood := mpitest.Build(t, ompi, "flood")
+	argv := append([]string{"env", "OMPI_MCA_pml=ob1", "OMPI_MCA_btl=self,vader,tcp",
+		"OMPI_MCA_btl_vader_free_list_max=" + strconv.Itoa(freeListMax)},
+		c.Srun(t, "pmix", perNode, flood, "-n", strconv.Itoa(floodMessages), "-d", "600", "-r", "2")...)
+	job := c.StartJob(t, nodes[0], argv, flood, perNode*len(nodes), ompi.Lib)
+	nodeOf := map[int]string{}
+	byNode := map[string][]int{}
+	for _, pid := range job.Ranks { // while they run: the receiver waits 600 ms
+		nodeOf[pid] = c.NodeOf(t, pid)
+		byNode[nodeOf[pid]] = append(byNode[nodeOf[pid]], pid)
+	}
+	job.Wait(t)
+	for _, node := range nodes {
+		if len(byNode[node]) != perNode {
+			t.Fatalf("ranks by node %v, want %d in each of %v", byNode, perNode, nodes)
+		}
+	}
+	return nodeOf, byNode
 }
